@@ -1,0 +1,185 @@
+/*
+ * qmm — W4A16 quantized matrix multiply for LLM inference.
+ *
+ * One public header. Names and math (see DESIGN.md):
+ *   C[M, N] = A[M, K] · W[N, K]ᵀ      M tokens, K in_features (reduced), N out_features.
+ * Weights: 4-bit codes in groups of 128 along K, one bf16 scale and bias per (row, group):
+ *   w[n][j] = scales[n][j/128] * q + biases[n][j/128],  q = (packed[n][j/8] >> 4*(j%8)) & 0xF.
+ * Scales may be negative. Byte-compatible with MLX mx.quantize(w, group_size=128, bits=4).
+ *
+ * Conventions: every function returns qmm_status; on error nothing is written to outputs and
+ * qmm_last_error() holds a sentence saying what was wrong. The library never prints or aborts.
+ */
+#ifndef QMM_H
+#define QMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status ------------------------------------------------------------------------------ */
+
+/* X-macro: enum value, short name, default message. The list only grows. */
+#define QMM_STATUS_LIST(X)                                                                   \
+    X(QMM_OK, "ok", "success")                                                               \
+    X(QMM_ERR_NULL, "null", "a required pointer is NULL")                                    \
+    X(QMM_ERR_SHAPE, "shape", "invalid shape (M, N, K must be >= 1, K a multiple of 128)")   \
+    X(QMM_ERR_OVERFLOW, "overflow", "shape too large: byte size overflows size_t")           \
+    X(QMM_ERR_SIZE_MISMATCH, "size-mismatch", "buffer sizes do not match the shape")         \
+    X(QMM_ERR_DTYPE, "dtype", "unknown or unsupported element type")                         \
+    X(QMM_ERR_ARG, "arg", "invalid argument")                                                \
+    X(QMM_ERR_ALIGN, "align", "pointer is not aligned as the kernel requires")               \
+    X(QMM_ERR_WORKSPACE, "workspace", "workspace too small")                                 \
+    X(QMM_ERR_NOMEM, "nomem", "out of memory")                                               \
+    X(QMM_ERR_NO_DEVICE, "no-device", "no usable CUDA device")                               \
+    X(QMM_ERR_CUDA, "cuda", "CUDA runtime error")                                            \
+    X(QMM_ERR_UNSUPPORTED, "unsupported", "not supported by this build or path")             \
+    X(QMM_ERR_IO, "io", "file I/O error")                                                    \
+    X(QMM_ERR_FORMAT, "format", "malformed file or data")                                    \
+    X(QMM_ERR_NOT_FOUND, "not-found", "item not found")                                      \
+    X(QMM_ERR_RANGE, "range", "value out of range")
+
+typedef enum qmm_status {
+#define QMM_X_ENUM(e, name, msg) e,
+    QMM_STATUS_LIST(QMM_X_ENUM)
+#undef QMM_X_ENUM
+        QMM_STATUS_COUNT
+} qmm_status;
+
+/* Short name of a status ("shape"), never NULL. */
+const char *qmm_status_name(qmm_status s);
+/* Default one-line message of a status, never NULL. */
+const char *qmm_status_string(qmm_status s);
+/* Detail of the last failure in this thread ("K = 100 is not a multiple of 128"); "" if none. */
+const char *qmm_last_error(void);
+
+/* ---- element types ----------------------------------------------------------------------- */
+
+typedef uint16_t qmm_bf16; /* bfloat16 bits */
+typedef uint16_t qmm_f16;  /* IEEE binary16 bits */
+
+typedef enum qmm_dtype { QMM_BF16 = 0, QMM_F16 = 1, QMM_F32 = 2 } qmm_dtype;
+
+/* Bytes per element, 0 for an unknown dtype. */
+size_t qmm_dtype_size(qmm_dtype t);
+const char *qmm_dtype_name(qmm_dtype t);
+
+/* Conversions: round to nearest even; NaN stays NaN (quiet), ±Inf stays ±Inf; overflow to Inf. */
+float qmm_bf16_to_f32(qmm_bf16 x);
+qmm_bf16 qmm_f32_to_bf16(float x);
+float qmm_f16_to_f32(qmm_f16 x);
+qmm_f16 qmm_f32_to_f16(float x);
+
+/* ---- the W4 g128 weight format ----------------------------------------------------------- */
+
+#define QMM_GROUP 128 /* columns per quantization group */
+#define QMM_BITS 4
+
+/* A view of one quantized weight matrix W[N, K] in host memory; the caller owns the buffers.
+ * The counts are element counts of the buffers and must equal what the shape requires. */
+typedef struct qmm_w4 {
+    int64_t n;            /* out_features (rows of W), >= 1 */
+    int64_t k;            /* in_features (reduced), multiple of 128 */
+    uint32_t *packed;     /* [n, k/8]: 8 codes per word, column j at bits 4*(j%8) (LSB first) */
+    qmm_bf16 *scales;     /* [n, k/128], any sign */
+    qmm_bf16 *biases;     /* [n, k/128] */
+    size_t packed_count;  /* words in packed: n*k/8 */
+    size_t scales_count;  /* elements in scales: n*k/128 */
+    size_t biases_count;  /* elements in biases: n*k/128 */
+} qmm_w4;
+
+/* Buffer sizes for a shape, with overflow checks. Any output pointer may be NULL. */
+qmm_status qmm_w4_sizes(int64_t n, int64_t k, size_t *packed_words, size_t *group_count,
+                        size_t *total_bytes);
+/* Allocate the three buffers of a weight (malloc); qmm_w4_free releases them. */
+qmm_status qmm_w4_alloc(int64_t n, int64_t k, qmm_w4 *w);
+void qmm_w4_free(qmm_w4 *w);
+/* Check pointers, shape and counts of a descriptor. */
+qmm_status qmm_w4_validate(const qmm_w4 *w);
+
+/* What quantization achieved (over all n*k weights). */
+typedef struct qmm_quant_error {
+    double max_abs;    /* max |w - dequant(w)| */
+    double rms;        /* sqrt(mean (w - dequant)^2) */
+    double rel_frob;   /* ||w - dequant||_F / ||w||_F  (0 when w = 0) */
+} qmm_quant_error;
+
+/* src[N, K] row-major (dtype bf16, f16 or f32) -> w (shape taken from w->n, w->k; buffers
+ * preallocated). Round-to-nearest affine per group: the edge of larger magnitude becomes the bias
+ * (so the scale's sign follows the data, as in MLX), scale = ±(max-min)/15, both rounded to bf16,
+ * codes = clamp(rint((x - bias) / scale), 0, 15) computed with the rounded scale and bias.
+ * err may be NULL. Non-finite inputs are rejected (QMM_ERR_RANGE). */
+qmm_status qmm_quantize(const void *src, qmm_dtype src_type, qmm_w4 *w, qmm_quant_error *err);
+
+/* w -> dst[N, K] row-major in dst_type; dst_count is the element count of dst (must be n*k). */
+qmm_status qmm_dequantize(const qmm_w4 *w, void *dst, qmm_dtype dst_type, size_t dst_count);
+
+/* Dequantize one row n of W into f32 out[K]. */
+qmm_status qmm_dequantize_row_f32(const qmm_w4 *w, int64_t n, float *out);
+
+/* ---- CPU matmul --------------------------------------------------------------------------- */
+
+/* Reference (the definition): a[M, K] bf16, c[M, N] bf16. For each (m, n): acc = Σ_j a*w in fp32
+ * in column order j = 0..K-1, w = fmaf(scale, q, bias) in fp32; c = bf16(acc). Scalar, one thread. */
+qmm_status qmm_matmul_ref(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, qmm_bf16 *c);
+
+/* Fast CPU path: same function (fp32 accumulate, different order), all cores.
+ * threads <= 0 means one per online CPU. When M*N is too small to give every thread rows,
+ * the reduction is split across threads (split-K on the CPU) and summed in a fixed order. */
+qmm_status qmm_matmul_cpu(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, qmm_bf16 *c,
+                          int threads);
+
+/* ---- planner ------------------------------------------------------------------------------- */
+
+typedef enum qmm_path {
+    QMM_PATH_AUTO = 0,  /* let the planner choose (only as a request) */
+    QMM_PATH_MATVEC = 1,
+    QMM_PATH_TILED = 2, /* unsplit tiled kernel */
+    QMM_PATH_SPLITK = 3,
+    QMM_PATH_STREAMK = 4 /* reserved */
+} qmm_path;
+
+const char *qmm_path_name(qmm_path p);
+
+/* Tuning parameters of a split-K policy. They change speed, never results. */
+typedef struct qmm_plan_params {
+    int tile_m, tile_n;    /* output tile of one block */
+    int target_blocks;     /* fill the GPU with this many blocks (seed: 320) */
+    int max_split;         /* cap on partitions (seed: 16) */
+    int matvec_max_m;      /* M <= this -> matvec (seed: 8) */
+} qmm_plan_params;
+
+typedef struct qmm_plan {
+    qmm_path path;
+    int split;            /* partitions of K (1 = unsplit) */
+    int64_t base_blocks;  /* ceil(M/tile_m) * ceil(N/tile_n) */
+    int64_t blocks;       /* base_blocks * split (matvec: its own grid, 0 if unknown) */
+    int tile_m, tile_n;
+    int k_per_split;      /* K / split, a multiple of 128 */
+    double predicted_us;  /* model's prediction, < 0 when none */
+} qmm_plan;
+
+/* The seed policy's parameters: 32x32 tiles, target 320, cap 16, matvec for M <= 8. */
+qmm_plan_params qmm_plan_seed_params(void);
+
+/* The seed policy, exact (DESIGN.md §5):
+ *   base = ceil(M/tm)*ceil(N/tn); split = min(cap, max(1, floor(target/base)), K/128);
+ *   decrease split until K % (split*128) == 0; split <= 1 -> tiled; M <= matvec_max_m -> matvec. */
+qmm_status qmm_plan_seed(int64_t m, int64_t n, int64_t k, const qmm_plan_params *p,
+                         qmm_plan *out);
+
+/* Largest split <= want that divides K into equal whole groups (>= 1). */
+int qmm_split_align(int64_t k, int want);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "qmm_model.h"
+#include "qmm_cuda.h"
+#include "qmm_llm.h"
+
+#endif /* QMM_H */

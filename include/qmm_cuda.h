@@ -1,0 +1,90 @@
+/*
+ * qmm CUDA backend (included by qmm.h; do not include directly).
+ *
+ * A context binds one device and one stream. Weights are uploaded once (qmm_cuda_weight); calls
+ * take device pointers for A [M, K] bf16 and C [M, N] bf16 (row-major, 16-byte aligned) and a
+ * caller-provided workspace whose size qmm_cuda_workspace_size reports: nothing is allocated per
+ * call. All launches go to the context's stream and are asynchronous; errors in arguments are
+ * reported before anything is launched. Builds without nvcc answer QMM_ERR_UNSUPPORTED.
+ */
+#ifndef QMM_CUDA_H
+#define QMM_CUDA_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qmm_cuda_ctx qmm_cuda_ctx;
+typedef struct qmm_cuda_weight qmm_cuda_weight;
+
+/* What the planner needs to know about a GPU. */
+typedef struct qmm_gpu_info {
+    char name[128];
+    int device;
+    int cc_major, cc_minor;
+    int sm_count;
+    int l2_bytes;
+    int smem_per_block_optin;
+    int clock_khz;          /* SM clock, 0 if unknown */
+    int mem_clock_khz;
+    int mem_bus_bits;
+    int driver_version;     /* e.g. 13000 */
+    int runtime_version;
+    int tiled_blocks_per_sm[4]; /* resident blocks per SM of the tiled kernel per tile config */
+} qmm_gpu_info;
+
+/* 1 if this library was built with CUDA support. */
+int qmm_cuda_built(void);
+/* Number of usable devices in *count (0 when none); QMM_OK even when 0. msg gets the reason
+ * when there is none (may be NULL). */
+qmm_status qmm_cuda_device_count(int *count, char *msg, size_t msg_len);
+
+/* stream is a cudaStream_t (NULL = the legacy default stream). */
+qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **out);
+void qmm_cuda_destroy(qmm_cuda_ctx *ctx);
+qmm_status qmm_cuda_set_stream(qmm_cuda_ctx *ctx, void *stream);
+qmm_status qmm_cuda_info(const qmm_cuda_ctx *ctx, qmm_gpu_info *out);
+
+/* Copy a host weight to the device (layout as in qmm_w4; no transform). */
+qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w, qmm_cuda_weight **out);
+void qmm_cuda_weight_free(qmm_cuda_weight *w);
+int64_t qmm_cuda_weight_n(const qmm_cuda_weight *w);
+int64_t qmm_cuda_weight_k(const qmm_cuda_weight *w);
+/* Device bytes the weight occupies (packed + scales + biases). */
+size_t qmm_cuda_weight_bytes(const qmm_cuda_weight *w);
+
+typedef enum qmm_policy {
+    QMM_POLICY_DEVICE = 0, /* default: one full wave on this GPU, split chosen by the model */
+    QMM_POLICY_SEED = 1    /* the seed rule, exact (32x32 accounting, target 320, cap 16) */
+} qmm_policy;
+
+typedef struct qmm_cuda_options {
+    qmm_path path;          /* AUTO = the plan */
+    int split;              /* SPLITK: partitions; 0 = the plan's split */
+    int stages;             /* tiled/split-K async-copy pipeline depth 1..4; 0 = tuned default */
+    qmm_dtype partial_type; /* split-K partial planes: QMM_BF16 (default) or QMM_F32 */
+    qmm_policy policy;
+} qmm_cuda_options;
+
+qmm_cuda_options qmm_cuda_options_default(void);
+
+/* Plan a call without running it (what qmm_cuda_matmul would do with these options). */
+qmm_status qmm_cuda_plan(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
+                         const qmm_cuda_options *opt, qmm_plan *out);
+
+/* Workspace bytes qmm_cuda_matmul needs for this shape and options (0 when unsplit). */
+qmm_status qmm_cuda_workspace_size(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
+                                   const qmm_cuda_options *opt, size_t *bytes);
+
+/* c_dev[M, N] = a_dev[M, K] · Wᵀ on the context's stream. opt may be NULL (defaults).
+ * plan_out (may be NULL) receives what ran. */
+qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, int64_t m,
+                           const qmm_cuda_weight *w, qmm_bf16 *c_dev, void *workspace,
+                           size_t workspace_bytes, const qmm_cuda_options *opt,
+                           qmm_plan *plan_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QMM_CUDA_H */

@@ -1,0 +1,63 @@
+/*
+ * A tiny test harness: a table of named cases, a seed printed and settable (--seed N),
+ * a name filter (--filter SUBSTR), and a closing line "N passed, N failed".
+ * Exit codes: 0 all passed, 1 a failure, 77 skipped (ctest shows it as Skipped).
+ */
+#ifndef QMM_TEST_HARNESS_H
+#define QMM_TEST_HARNESS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stddef.h>
+#include "qmm.h"
+
+typedef struct test_case {
+    const char *name;
+    void (*fn)(void);
+} test_case;
+
+/* Runs the table; returns the process exit code. */
+int test_main(int argc, char **argv, const test_case *cases, int count);
+/* Skip the whole program (e.g. no GPU) with a visible reason: prints and exits 77. */
+void test_skip_all(const char *why);
+
+/* Mark the running case failed with a message (it keeps running; later checks still report). */
+void test_fail(const char *file, int line, const char *fmt, ...);
+int test_failed_now(void);
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) test_fail(__FILE__, __LINE__, "CHECK failed: %s", #cond);        \
+    } while (0)
+#define CHECKF(cond, ...)                                                             \
+    do {                                                                              \
+        if (!(cond)) test_fail(__FILE__, __LINE__, __VA_ARGS__);                      \
+    } while (0)
+#define CHECK_STATUS(expr, want)                                                      \
+    do {                                                                              \
+        qmm_status got_ = (expr);                                                     \
+        if (got_ != (want))                                                           \
+            test_fail(__FILE__, __LINE__, "%s -> %s, want %s (%s)", #expr,            \
+                      qmm_status_name(got_), qmm_status_name(want), qmm_last_error()); \
+    } while (0)
+#define CHECK_OK(expr) CHECK_STATUS(expr, QMM_OK)
+
+/* ---- random data (seeded from --seed; fresh each run unless given) ---- */
+uint64_t test_seed(void);
+uint64_t test_rand_u64(void);
+double test_rand_uniform(double lo, double hi);
+double test_rand_normal(void);
+void test_fill_bf16(qmm_bf16 *x, size_t n, double scale);   /* normal(0, scale) */
+/* A random quantized weight: random codes, scales of both signs (|s| in [lo, hi]), biases. */
+void test_random_w4(qmm_w4 *w, double scale_lo, double scale_hi);
+
+/* fp64 reference of C = A·Wᵀ using the dequantized weights exactly (no rounding). */
+void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c);
+/* ||got - ref||_F / ||ref||_F ; NaN/Inf in got -> +INFINITY. */
+double test_rel_frob_bf16(const qmm_bf16 *got, const double *ref, size_t n);
+double test_rel_frob_f32(const float *got, const double *ref, size_t n);
+
+/* Poison pattern for outputs: a signalling-looking NaN in bf16. */
+#define TEST_POISON_BF16 ((qmm_bf16)0x7FA5)
+
+#endif
