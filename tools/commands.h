@@ -10,4 +10,9 @@ int cmd_bench(int argc, char **argv);     /* cmd_bench.c: operator / e2e / overl
 int cmd_run(int argc, char **argv);       /* cmd_run.c: run a Qwen3 model */
 int cmd_quantize_checkpoint(int argc, char **argv); /* cmd_quantize_checkpoint.c */
 
+/* `qmm bench` subcommands, dispatched by cmd_bench.c */
+int bench_ops_main(int argc, char **argv); /* bench_ops.c: per-projection operator benchmark */
+int bench_e2e_main(int argc, char **argv); /* bench_e2e.c: whole-model prefill/decode benchmark */
+
 #endif
+
