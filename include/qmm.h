@@ -160,6 +160,7 @@ typedef struct qmm_plan {
     int tile_m, tile_n;
     int k_per_split;      /* K / split, a multiple of 128 */
     double predicted_us;  /* model's prediction, < 0 when none */
+    int config;           /* device policy: index of the tiled kernel configuration (else 0) */
 } qmm_plan;
 
 /* The seed policy's parameters: 32x32 tiles, target 320, cap 16, matvec for M <= 8. */
@@ -173,6 +174,37 @@ qmm_status qmm_plan_seed(int64_t m, int64_t n, int64_t k, const qmm_plan_params 
 
 /* Largest split <= want that divides K into equal whole groups (>= 1). */
 int qmm_split_align(int64_t k, int want);
+
+/* What the device policy knows of a GPU and of our kernels (qmm_cuda_plan fills it from the GPU
+ * it runs on; tests fill it by hand). Tuning values: they change speed, never results. */
+#define QMM_MAX_TILE_CONFIGS 4
+typedef struct qmm_tile_config {
+    int tile_m, tile_n;   /* output tile of one block */
+    int blocks_per_sm;    /* resident blocks per SM (occupancy API) */
+    int max_m;            /* the planner uses the first configuration with M <= max_m */
+} qmm_tile_config;
+
+typedef struct qmm_device_desc {
+    int sm_count;
+    int matvec_max_m;     /* M <= this -> matvec */
+    int max_split;        /* cap on partitions */
+    int min_k_tiles;      /* each partition keeps at least this many groups of 128 */
+    int config_count;
+    qmm_tile_config config[QMM_MAX_TILE_CONFIGS];
+    double bandwidth_gbs; /* for the predicted time: measured copy bandwidth */
+    double peak_tflops;   /* achievable bf16 tensor rate of the tiled kernel */
+    double launch_us;     /* per-kernel launch overhead inside a graph */
+} qmm_device_desc;
+
+/* The device policy: the seed rule's shape with our tile and one full wave of resident blocks as
+ * the target, split = min(cap, floor(SMs*blocks_per_sm / base), K/128), aligned down to whole
+ * groups and to at least min_k_tiles groups a partition; among the aligned splits up to that one,
+ * the one with the smallest predicted time (qmm_plan_predict_us) wins. */
+qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
+                           qmm_plan *out);
+/* Predicted µs of running a plan (refined model: waves, operand bytes, partial planes, launches). */
+double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
+                           const qmm_plan *p);
 
 #ifdef __cplusplus
 }

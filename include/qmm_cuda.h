@@ -19,7 +19,7 @@ typedef struct qmm_cuda_weight qmm_cuda_weight;
 
 /* What the planner needs to know about a GPU. */
 typedef struct qmm_gpu_info {
-    char name[128];
+    char name[256];
     int device;
     int cc_major, cc_minor;
     int sm_count;

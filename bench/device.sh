@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Build, test and benchmark qmm on a GPU machine in one go; logs go to OUTDIR.
+#
+#   bench/device.sh OUTDIR [STEPS...]      steps: build tests sanitize ops e2e ncu (default: all but ncu)
+#
+# Environment: QMM_BIN (a prebuilt build folder to use instead of building; it must hold the
+# binaries qmm, gpu_kernels, ...), QMM_OPS_ARGS / QMM_E2E_ARGS (extra arguments for the benchmarks).
+# Every step runs even when an earlier one fails; the exit code says whether all passed.
+set -uo pipefail
+out=${1:?usage: bench/device.sh OUTDIR [STEPS...]}
+shift
+steps=${*:-build tests sanitize ops e2e}
+mkdir -p "$out"
+bin=${QMM_BIN:-build-device}
+status=0
+has() { [[ " $steps " == *" $1 "* ]]; }
+step() { echo "=== $1 ($(date -u +%H:%M:%S))"; }
+
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+    nvcc --version | tail -2
+} > "$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+
+if has build && [ -z "${QMM_BIN:-}" ]; then
+    step build
+    (cmake -S . -B "$bin" -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C "$bin") > "$out/build.log" 2>&1 \
+        || { status=1; tail -30 "$out/build.log"; }
+fi
+if has tests; then
+    step tests
+    "$bin/gpu_kernels" > "$out/gpu_kernels.log" 2>&1 || status=1
+    tail -25 "$out/gpu_kernels.log"
+    for t in "$bin"/gpu_llm*; do
+        [ -x "$t" ] || continue
+        "$t" > "$out/$(basename "$t").log" 2>&1 || status=1
+        tail -8 "$out/$(basename "$t").log"
+    done
+fi
+if has sanitize; then
+    step sanitize
+    for tool in memcheck racecheck; do
+        compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/gpu_kernels" --filter small/ \
+            > "$out/sanitize-$tool.log" 2>&1 || status=1
+        tail -3 "$out/sanitize-$tool.log"
+    done
+fi
+if has ops; then
+    step ops
+    "$bin/qmm" bench ops --out "$out/ops.md" --csv "$out/ops.csv" --json "$out/ops.json" \
+        ${QMM_OPS_ARGS:-} > "$out/ops.log" 2>&1 || status=1
+    tail -40 "$out/ops.log"
+fi
+if has e2e; then
+    step e2e
+    "$bin/qmm" bench e2e --model qwen3-4b --out "$out/e2e.md" --json "$out/e2e.json" \
+        ${QMM_E2E_ARGS:-} > "$out/e2e.log" 2>&1 || status=1
+    tail -20 "$out/e2e.log"
+fi
+echo "=== done, status $status"
+exit $status

@@ -1,0 +1,47 @@
+/* Internal interface between the C entry points (context.cu) and the kernel families. */
+#ifndef QMM_CUDA_KERNELS_H
+#define QMM_CUDA_KERNELS_H
+
+#include "common.cuh"
+#include "internal.h"
+
+namespace qmm {
+
+/* A weight on the device, in the layout of w4_layout.h. */
+struct DevWeight {
+    int64_t n, k, n_pad;
+    uint32_t *packed; /* [n_pad, k/8] permuted codes */
+    uint32_t *sb;     /* [k/128, n_pad] scale | bias << 16 */
+};
+
+/* Tiled kernel configurations (tile and warp layout). They change speed, never results:
+ * every configuration and stage count accumulates each output in the same k order. */
+struct TileConfig {
+    int tile_m, tile_n, warps_m, warps_n;
+};
+constexpr int TILE_CONFIGS = 3;
+extern const TileConfig tile_configs[TILE_CONFIGS];
+constexpr int MAX_STAGES = 4;
+
+size_t tiled_smem_bytes(int config, int stages);
+/* Raise the dynamic shared-memory limits of every instantiation (once per device). */
+cudaError_t tiled_init(void);
+/* Resident blocks per SM of a configuration at a stage count (occupancy API). */
+cudaError_t tiled_occupancy(int config, int stages, int *blocks_per_sm);
+
+/* out = partial plane(s) [split, m, n] of type out_type (QMM_BF16 or QMM_F32), or C itself when
+ * split == 1 and out_type == QMM_BF16. */
+cudaError_t launch_tiled(int config, int stages, const DevWeight &w, const __nv_bfloat16 *a, int m,
+                         void *out, qmm_dtype out_type, int split, cudaStream_t stream);
+
+/* c[m, n] = bf16(Σ_z planes[z]) in fp32, z = 0..split-1 in order. */
+cudaError_t launch_splitk_reduce(const void *planes, qmm_dtype type, int split, int64_t mn,
+                                 __nv_bfloat16 *c, cudaStream_t stream);
+
+int matvec_rows_per_block(int64_t n, int sm_count);
+cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
+                          int sm_count, cudaStream_t stream);
+
+} // namespace qmm
+
+#endif

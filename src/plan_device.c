@@ -1,0 +1,102 @@
+/* The device split-K policy: our tile, one full wave of resident blocks, the model's choice. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+static qmm_status check_desc(const qmm_device_desc *d)
+{
+    if (!d) return qmm_fail(QMM_ERR_NULL, "device description is NULL");
+    if (d->sm_count < 1 || d->max_split < 1 || d->min_k_tiles < 1 || d->config_count < 1 ||
+        d->config_count > QMM_MAX_TILE_CONFIGS)
+        return qmm_fail(QMM_ERR_ARG, "device description: sm_count %d, max_split %d, "
+                        "min_k_tiles %d, config_count %d out of range", d->sm_count, d->max_split,
+                        d->min_k_tiles, d->config_count);
+    for (int i = 0; i < d->config_count; i++)
+        if (d->config[i].tile_m < 1 || d->config[i].tile_n < 1 || d->config[i].blocks_per_sm < 1)
+            return qmm_fail(QMM_ERR_ARG, "device description: tile configuration %d is invalid", i);
+    if (!(d->bandwidth_gbs > 0) || !(d->peak_tflops > 0) || !(d->launch_us >= 0))
+        return qmm_fail(QMM_ERR_ARG, "device description: bandwidth, peak and launch must be > 0");
+    return QMM_OK;
+}
+
+double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
+                           const qmm_plan *p)
+{
+    if (!d || !p || m < 1 || n < 1 || k < 1) return -1;
+    double bytes = (double)n * (double)k * 0.53125 + (double)m * k * 2 + (double)m * n * 2;
+    double launches = 1, compute_us = 0;
+    if (p->path == QMM_PATH_MATVEC) {
+        /* tensor-core matvec: memory bound; the mma work is 16x8 tiles, negligible */
+    } else {
+        const qmm_tile_config *c = &d->config[p->config];
+        int64_t slots = (int64_t)d->sm_count * c->blocks_per_sm;
+        int64_t blocks = p->base_blocks * p->split;
+        double waves = ceil((double)blocks / (double)slots);
+        double block_flops = 2.0 * c->tile_m * c->tile_n * ((double)k / p->split);
+        double slot_flops_per_us = d->peak_tflops * 1e6 / (double)slots;
+        compute_us = waves * block_flops / slot_flops_per_us;
+        if (p->split > 1) {
+            bytes += 2.0 * p->split * (double)m * n * 2; /* bf16 planes written, read back */
+            launches = 2;
+        }
+    }
+    double memory_us = bytes / (d->bandwidth_gbs * 1e3);
+    return (compute_us > memory_us ? compute_us : memory_us) + launches * d->launch_us;
+}
+
+qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
+                           qmm_plan *out)
+{
+    if (!out) return qmm_fail(QMM_ERR_NULL, "plan output is NULL");
+    if (m < 1 || n < 1 || k < 1 || k % QMM_GROUP)
+        return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: need >= 1 and K %% 128 == 0",
+                        (long long)m, (long long)n, (long long)k);
+    qmm_status st = check_desc(d);
+    if (st != QMM_OK) return st;
+
+    qmm_plan p;
+    memset(&p, 0, sizeof p);
+    if (m <= d->matvec_max_m) {
+        p.path = QMM_PATH_MATVEC;
+        p.split = 1;
+        p.tile_m = 8;
+        p.tile_n = 16;
+        p.base_blocks = p.blocks = 0;
+        p.k_per_split = (int)k;
+        p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
+        *out = p;
+        return QMM_OK;
+    }
+    int ci = d->config_count - 1;
+    for (int i = 0; i < d->config_count; i++)
+        if (m <= d->config[i].max_m) { ci = i; break; }
+    const qmm_tile_config *c = &d->config[ci];
+    p.config = ci;
+    p.tile_m = c->tile_m;
+    p.tile_n = c->tile_n;
+    p.base_blocks = ((m + c->tile_m - 1) / c->tile_m) * ((n + c->tile_n - 1) / c->tile_n);
+    int64_t slots = (int64_t)d->sm_count * c->blocks_per_sm, groups = k / QMM_GROUP;
+    int64_t want = slots / p.base_blocks;
+    if (want > d->max_split) want = d->max_split;
+    if (want > groups / d->min_k_tiles) want = groups / d->min_k_tiles;
+    if (want < 1) want = 1;
+
+    /* every aligned split up to the rule's; the model picks (ties keep the smaller split) */
+    int best = 1;
+    double best_us = -1;
+    for (int s = 1; s <= want; s++) {
+        if (groups % s) continue;
+        p.split = s;
+        p.path = s > 1 ? QMM_PATH_SPLITK : QMM_PATH_TILED;
+        double us = qmm_plan_predict_us(m, n, k, d, &p);
+        if (best_us < 0 || us < best_us * 0.999) best = s, best_us = us;
+    }
+    p.split = best;
+    p.path = best > 1 ? QMM_PATH_SPLITK : QMM_PATH_TILED;
+    p.blocks = p.base_blocks * best;
+    p.k_per_split = (int)(k / best);
+    p.predicted_us = best_us;
+    *out = p;
+    return QMM_OK;
+}

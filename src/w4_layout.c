@@ -1,0 +1,49 @@
+/* Host-side transform of a W4 weight into the device layout described in w4_layout.h. */
+#include "w4_layout.h"
+
+#include <string.h>
+
+#include "internal.h"
+
+void qmm_w4_device_position(int k, int *word, int *bit)
+{
+    int c = k / 16, r = k % 16;          /* chunk, position inside the chunk */
+    int hi8 = r >= 8, rr = r % 8;        /* k+8 half of the fragment? */
+    int t = rr / 2, odd = rr % 2;        /* quad lane, second of the pair? */
+    int h = c % 2;
+    *word = 4 * t + c / 2;
+    *bit = 16 * odd + 8 * h + 4 * hi8;
+}
+
+int64_t qmm_w4_device_rows(int64_t n)
+{
+    return (n + QMM_W4_ROW_PAD - 1) / QMM_W4_ROW_PAD * QMM_W4_ROW_PAD;
+}
+
+qmm_status qmm_w4_to_device_layout(const qmm_w4 *w, uint32_t *packed_out, uint32_t *sb_out)
+{
+    qmm_status st = qmm_w4_validate(w);
+    if (st != QMM_OK) return st;
+    if (!packed_out || !sb_out) return qmm_fail(QMM_ERR_NULL, "output buffers are NULL");
+    int64_t n = w->n, k = w->k, g = k / QMM_GROUP, n_pad = qmm_w4_device_rows(n);
+    int word_of[QMM_GROUP], bit_of[QMM_GROUP];
+    for (int j = 0; j < QMM_GROUP; j++) qmm_w4_device_position(j, &word_of[j], &bit_of[j]);
+
+    memset(packed_out, 0, (size_t)n_pad * (size_t)(k / 8) * sizeof(uint32_t));
+    memset(sb_out, 0, (size_t)g * (size_t)n_pad * sizeof(uint32_t));
+    for (int64_t r = 0; r < n; r++) {
+        const uint32_t *src = w->packed + r * (k / 8);
+        uint32_t *dst = packed_out + r * (k / 8);
+        for (int64_t gi = 0; gi < g; gi++) {
+            uint32_t out[16] = {0};
+            for (int j = 0; j < QMM_GROUP; j++) {
+                uint32_t q = (src[gi * 16 + j / 8] >> (4 * (j % 8))) & 0xF;
+                out[word_of[j]] |= q << bit_of[j];
+            }
+            memcpy(dst + gi * 16, out, sizeof out);
+            sb_out[gi * n_pad + r] =
+                (uint32_t)w->scales[r * g + gi] | ((uint32_t)w->biases[r * g + gi] << 16);
+        }
+    }
+    return QMM_OK;
+}

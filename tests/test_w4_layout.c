@@ -1,0 +1,84 @@
+/* The device weight layout (src/w4_layout.h): the kernels' extraction, emulated here, must give
+ * back every code of the MLX layout, and scales/biases must land in sb[group][row]. */
+#include <stdlib.h>
+
+#include "harness.h"
+#include "w4_layout.h"
+
+static uint32_t code_mlx(const qmm_w4 *w, int64_t r, int64_t j)
+{
+    return (w->packed[r * (w->k / 8) + j / 8] >> (4 * (j % 8))) & 0xF;
+}
+
+static void extraction_matches_fragments(void)
+{
+    static const int64_t shapes[][2] = {{1, 128}, {31, 256}, {130, 384}, {7, 2560}};
+    for (int s = 0; s < 4; s++) {
+        qmm_w4 w;
+        CHECK_OK(qmm_w4_alloc(shapes[s][0], shapes[s][1], &w));
+        test_random_w4(&w, 0.01, 0.1);
+        int64_t n_pad = qmm_w4_device_rows(w.n), kw = w.k / 8, groups = w.k / 128;
+        CHECK(n_pad % QMM_W4_ROW_PAD == 0 && n_pad >= w.n);
+        uint32_t *packed = malloc((size_t)(n_pad * kw) * 4), *sb = malloc((size_t)(groups * n_pad) * 4);
+        CHECK_OK(qmm_w4_to_device_layout(&w, packed, sb));
+        int bad = 0;
+        for (int64_t r = 0; r < n_pad; r++)
+            for (int64_t g = 0; g < groups; g++) {
+                for (int t = 0; t < 4; t++)
+                    for (int c = 0; c < 8; c++) {
+                        /* the kernels: lane t reads words 4t..4t+3, chunk c uses word c/2 */
+                        uint32_t word = packed[r * kw + g * 16 + 4 * t + c / 2];
+                        int h = (c % 2) * 8;
+                        uint32_t lo = (word >> h) & 0x000F000F, hi = (word >> (h + 4)) & 0x000F000F;
+                        int64_t k0 = g * 128 + 16 * c + 2 * t;
+                        uint32_t want[4] = {0, 0, 0, 0};
+                        if (r < w.n)
+                            want[0] = code_mlx(&w, r, k0), want[1] = code_mlx(&w, r, k0 + 1),
+                            want[2] = code_mlx(&w, r, k0 + 8), want[3] = code_mlx(&w, r, k0 + 9);
+                        bad += (lo & 0xF) != want[0] || (lo >> 16) != want[1] ||
+                               (hi & 0xF) != want[2] || (hi >> 16) != want[3];
+                    }
+                uint32_t v = sb[g * n_pad + r];
+                uint32_t sw = r < w.n ? w.scales[r * groups + g] : 0, bw = r < w.n ? w.biases[r * groups + g] : 0;
+                bad += (v & 0xFFFF) != sw || (v >> 16) != bw;
+            }
+        CHECKF(bad == 0, "N=%lld K=%lld: %d mismatches", (long long)w.n, (long long)w.k, bad);
+        printf("    N=%lld K=%lld n_pad=%lld ok\n", (long long)w.n, (long long)w.k, (long long)n_pad);
+        free(packed), free(sb);
+        qmm_w4_free(&w);
+    }
+}
+
+static void positions_are_a_permutation(void)
+{
+    int seen[16 * 32] = {0};
+    for (int k = 0; k < 128; k++) {
+        int word, bit;
+        qmm_w4_device_position(k, &word, &bit);
+        CHECK(word >= 0 && word < 16 && bit >= 0 && bit <= 28 && bit % 4 == 0);
+        seen[word * 32 + bit]++;
+    }
+    for (int i = 0; i < 16 * 32; i++) CHECK(seen[i] <= 1);
+}
+
+static void rejects_bad_input(void)
+{
+    qmm_w4 w;
+    CHECK_OK(qmm_w4_alloc(4, 128, &w));
+    uint32_t buf[1024];
+    CHECK_STATUS(qmm_w4_to_device_layout(&w, NULL, buf), QMM_ERR_NULL);
+    w.k = 100;
+    CHECK_STATUS(qmm_w4_to_device_layout(&w, buf, buf), QMM_ERR_SHAPE);
+    w.k = 128;
+    qmm_w4_free(&w);
+}
+
+int main(int argc, char **argv)
+{
+    static const test_case cases[] = {
+        {"w4_layout/positions_are_a_permutation", positions_are_a_permutation},
+        {"w4_layout/extraction_matches_fragments", extraction_matches_fragments},
+        {"w4_layout/rejects_bad_input", rejects_bad_input},
+    };
+    return test_main(argc, argv, cases, 3);
+}
