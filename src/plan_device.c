@@ -1,5 +1,4 @@
 /* The device split-K policy: our tile, one full wave of resident blocks, the model's choice. */
-#include <math.h>
 #include <string.h>
 
 #include "internal.h"
@@ -20,29 +19,26 @@ static qmm_status check_desc(const qmm_device_desc *d)
     return QMM_OK;
 }
 
+/* The refined model (src/model) seen through the device description: the tile of the plan's
+ * configuration, its occupancy, W4 operands, bf16 partial planes. The matvec is a 16x8 mma tile
+ * whose compute is negligible: its time is the operand floor plus a launch. */
 double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
                            const qmm_plan *p)
 {
     if (!d || !p || m < 1 || n < 1 || k < 1) return -1;
-    double bytes = (double)n * (double)k * 0.53125 + (double)m * k * 2 + (double)m * n * 2;
-    double launches = 1, compute_us = 0;
-    if (p->path == QMM_PATH_MATVEC) {
-        /* tensor-core matvec: memory bound; the mma work is 16x8 tiles, negligible */
-    } else {
+    qmm_model_gpu gpu = {"device", d->sm_count, d->peak_tflops, d->bandwidth_gbs / 1e3, d->launch_us};
+    qmm_model_kernel kern = {16, 8, QMM_GROUP, 8, 1.0, 2.0, 0.53125, 2.0, QMM_BF16, 0.0};
+    int split = 1;
+    if (p->path != QMM_PATH_MATVEC) {
         const qmm_tile_config *c = &d->config[p->config];
-        int64_t slots = (int64_t)d->sm_count * c->blocks_per_sm;
-        int64_t blocks = p->base_blocks * p->split;
-        double waves = ceil((double)blocks / (double)slots);
-        double block_flops = 2.0 * c->tile_m * c->tile_n * ((double)k / p->split);
-        double slot_flops_per_us = d->peak_tflops * 1e6 / (double)slots;
-        compute_us = waves * block_flops / slot_flops_per_us;
-        if (p->split > 1) {
-            bytes += 2.0 * p->split * (double)m * n * 2; /* bf16 planes written, read back */
-            launches = 2;
-        }
+        kern.tile_m = c->tile_m;
+        kern.tile_n = c->tile_n;
+        kern.blocks_per_sm = c->blocks_per_sm;
+        split = p->split;
     }
-    double memory_us = bytes / (d->bandwidth_gbs * 1e3);
-    return (compute_us > memory_us ? compute_us : memory_us) + launches * d->launch_us;
+    qmm_model_estimate e;
+    if (qmm_model_splitk_refined(&gpu, &kern, m, n, k, split, &e) != QMM_OK) return -1;
+    return e.total_us;
 }
 
 qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
