@@ -139,7 +139,8 @@ typedef enum qmm_path {
     QMM_PATH_MATVEC = 1,
     QMM_PATH_TILED = 2, /* unsplit tiled kernel */
     QMM_PATH_SPLITK = 3,
-    QMM_PATH_STREAMK = 4 /* reserved */
+    QMM_PATH_STREAMK = 4, /* reserved */
+    QMM_PATH_DENSE = 5    /* dequantize W to bf16 in the workspace, then cuBLAS (large M) */
 } qmm_path;
 
 const char *qmm_path_name(qmm_path p);
@@ -194,6 +195,8 @@ typedef struct qmm_device_desc {
     double bandwidth_gbs; /* for the predicted time: measured copy bandwidth */
     double peak_tflops;   /* achievable bf16 tensor rate of the tiled kernel */
     double launch_us;     /* per-kernel launch overhead inside a graph */
+    double dense_tflops;  /* cuBLAS bf16 rate for the dense path; 0 = never use it */
+    int dense_min_m;      /* the dense path is considered only for M >= this */
 } qmm_device_desc;
 
 /* The device policy: the seed rule's shape with our tile and one full wave of resident blocks as

@@ -36,6 +36,15 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
         kern.blocks_per_sm = c->blocks_per_sm;
         split = p->split;
     }
+    if (p->path == QMM_PATH_DENSE) {
+        if (!(d->dense_tflops > 0)) return -1;
+        /* dequantize (read W4, write bf16), then a bf16 GEMM bound by cuBLAS's rate or its bytes */
+        double bw = d->bandwidth_gbs * 1e3, nk = (double)n * (double)k;
+        double dequant = nk * (0.53125 + 2.0) / bw + d->launch_us;
+        double gemm_flops = 2.0 * (double)m * nk / (d->dense_tflops * 1e6);
+        double gemm_bytes = (nk * 2.0 + (double)m * k * 2.0 + (double)m * n * 2.0) / bw;
+        return dequant + (gemm_flops > gemm_bytes ? gemm_flops : gemm_bytes) + d->launch_us;
+    }
     qmm_model_estimate e;
     if (qmm_model_splitk_refined(&gpu, &kern, m, n, k, split, &e) != QMM_OK) return -1;
     return e.total_us;
@@ -93,6 +102,16 @@ qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_des
     p.blocks = p.base_blocks * best;
     p.k_per_split = (int)(k / best);
     p.predicted_us = best_us;
+
+    /* long prompts: dequantize + cuBLAS when the model says it beats our tiled kernel */
+    if (d->dense_tflops > 0 && m >= d->dense_min_m) {
+        qmm_plan dense = p;
+        dense.path = QMM_PATH_DENSE;
+        dense.split = 1;
+        dense.k_per_split = (int)k;
+        dense.predicted_us = qmm_plan_predict_us(m, n, k, d, &dense);
+        if (dense.predicted_us > 0 && dense.predicted_us < p.predicted_us) p = dense;
+    }
     *out = p;
     return QMM_OK;
 }

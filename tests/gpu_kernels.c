@@ -51,6 +51,8 @@ static int prob_init(prob *p, int64_t m, int64_t n, int64_t k)
     test_fill_bf16(p->a, (size_t)(m * k), 1.0);
     if (qmm_cuda_weight_upload(ctx, &p->w, &p->dw) != QMM_OK) return 0;
     p->ws_bytes = (size_t)32 * m * n * 4 + 256; /* up to split 32 in f32 */
+    size_t dense = (size_t)n * k * 2 + ((size_t)33 << 20);
+    if (p->ws_bytes < dense) p->ws_bytes = dense;
     if (cudaMalloc((void **)&p->a_dev, (size_t)(m * k) * 2) != cudaSuccess ||
         cudaMalloc((void **)&p->c_dev, (size_t)(m * n) * 2) != cudaSuccess ||
         cudaMalloc(&p->ws, p->ws_bytes) != cudaSuccess)
@@ -384,7 +386,29 @@ static void plan_is_one_wave(void)
         }
 }
 
+static void dense_path(void)
+{
+    static const int64_t shapes[][3] = {{129, 1000, 1280}, {1, 31, 128}, {2048, 4096, 2560}};
+    for (int si = 0; si < 3; si++) {
+        prob p;
+        CHECK(prob_init(&p, shapes[si][0], shapes[si][1], shapes[si][2]));
+        qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
+        qmm_cuda_options o = opts(QMM_PATH_DENSE, 0, 0, QMM_BF16);
+        size_t need = 0;
+        CHECK_OK(qmm_cuda_workspace_size(ctx, p.m, p.n, p.k, &o, &need));
+        CHECK(need >= (size_t)(p.n * p.k * 2) && need <= p.ws_bytes);
+        CHECK_OK(run(&p, &o, out, NULL));
+        printf("    dense M=%lld N=%lld K=%lld err %.2e\n", (long long)p.m, (long long)p.n,
+               (long long)p.k, check(&p, out, 1e-2, "dense"));
+        CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, p.m, p.dw, p.c_dev, p.ws, need - 1, &o, NULL),
+                     QMM_ERR_WORKSPACE);
+        free(out);
+        prob_free(&p);
+    }
+}
+
 static const test_case cases[] = {
+    {"small/dense_path", dense_path},
     {"small/bad_input", bad_input},
     {"small/ragged_shapes", ragged_shapes},
     {"small/matvec_all_m", matvec_all_m},

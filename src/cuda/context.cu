@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublas_v2.h>
+
 #include "kernels.h"
 #include "w4_layout.h"
 
@@ -17,6 +19,7 @@ struct qmm_cuda_ctx {
     cudaStream_t stream;
     qmm_gpu_info info;
     qmm_device_desc desc; /* what the device policy knows */
+    cublasHandle_t cublas; /* the dense path's */
 };
 
 struct qmm_cuda_weight {
@@ -43,6 +46,8 @@ static const double tuned_peak_tflops = 400.0; /* mma.sync + dequant: calibrated
 static const double tuned_bandwidth_gbs = 4000.0;
 static const double tuned_launch_us = 2.0;
 static const int matvec_limit_m = 16;
+static const double tuned_dense_tflops = 0.0; /* dense path off until measured faster */
+static const int tuned_dense_min_m = 512;
 
 extern "C" int qmm_cuda_built(void) { return 1; }
 
@@ -109,10 +114,17 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
     d->bandwidth_gbs = tuned_bandwidth_gbs;
     d->peak_tflops = tuned_peak_tflops;
     d->launch_us = tuned_launch_us;
+    d->dense_tflops = tuned_dense_tflops;
+    d->dense_min_m = tuned_dense_min_m;
+    if (cublasCreate(&ctx->cublas) != CUBLAS_STATUS_SUCCESS) {
+        free(ctx);
+        return qmm_fail(QMM_ERR_CUDA, "cublasCreate failed");
+    }
     for (int c = 0; c < TILE_CONFIGS; c++) {
         int bps = 0;
         cudaError_t e = tiled_occupancy(c, default_stages[c], &bps);
         if (e != cudaSuccess || bps < 1) {
+            cublasDestroy(ctx->cublas);
             free(ctx);
             return qmm_fail(QMM_ERR_CUDA, "occupancy query for tile configuration %d failed: %s", c,
                             cudaGetErrorString(e));
@@ -127,7 +139,12 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
     return QMM_OK;
 }
 
-extern "C" void qmm_cuda_destroy(qmm_cuda_ctx *ctx) { free(ctx); }
+extern "C" void qmm_cuda_destroy(qmm_cuda_ctx *ctx)
+{
+    if (!ctx) return;
+    cublasDestroy(ctx->cublas);
+    free(ctx);
+}
 
 extern "C" qmm_status qmm_cuda_set_stream(qmm_cuda_ctx *ctx, void *stream)
 {
@@ -229,9 +246,10 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
         return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: need >= 1 and K %% 128 == 0",
                         (long long)m, (long long)n, (long long)k);
     if (m > (1 << 30)) return qmm_fail(QMM_ERR_SHAPE, "M = %lld exceeds 2^30", (long long)m);
-    if (o->path < QMM_PATH_AUTO || o->path > QMM_PATH_SPLITK)
-        return qmm_fail(o->path == QMM_PATH_STREAMK ? QMM_ERR_UNSUPPORTED : QMM_ERR_ARG,
-                        "path %d is not available", (int)o->path);
+    if (o->path == QMM_PATH_STREAMK)
+        return qmm_fail(QMM_ERR_UNSUPPORTED, "the Stream-K path is modelled, not implemented yet");
+    if (o->path < QMM_PATH_AUTO || o->path > QMM_PATH_DENSE)
+        return qmm_fail(QMM_ERR_ARG, "unknown path %d", (int)o->path);
     if (o->stages < 0 || o->stages > MAX_STAGES)
         return qmm_fail(QMM_ERR_ARG, "stages = %d: use 0 (default) or 1..%d", o->stages, MAX_STAGES);
     if (o->partial_type != QMM_BF16 && o->partial_type != QMM_F32)
@@ -254,6 +272,13 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
         if (st != QMM_OK) return st;
     }
 
+    if (o->path == QMM_PATH_DENSE || (o->path == QMM_PATH_AUTO && p->path == QMM_PATH_DENSE)) {
+        p->path = QMM_PATH_DENSE;
+        p->split = 1;
+        p->k_per_split = (int)k;
+        if (o->policy == QMM_POLICY_DEVICE) p->predicted_us = qmm_plan_predict_us(m, n, k, d, p);
+        return QMM_OK;
+    }
     if (o->path == QMM_PATH_MATVEC || (o->path == QMM_PATH_AUTO && p->path == QMM_PATH_MATVEC)) {
         if (m > matvec_limit_m)
             return qmm_fail(QMM_ERR_ARG, "the matvec path takes M <= %d (M = %lld)", matvec_limit_m,
@@ -285,8 +310,9 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
     return QMM_OK;
 }
 
-static size_t workspace_for(const qmm_plan *p, int64_t m, int64_t n, qmm_dtype t)
+static size_t workspace_for(const qmm_plan *p, int64_t m, int64_t n, int64_t k, qmm_dtype t)
 {
+    if (p->path == QMM_PATH_DENSE) return dense_workspace_bytes(n, k);
     if (p->path != QMM_PATH_SPLITK) return 0;
     return (size_t)p->split * (size_t)m * (size_t)n * (t == QMM_F32 ? 4 : 2);
 }
@@ -310,7 +336,7 @@ extern "C" qmm_status qmm_cuda_workspace_size(qmm_cuda_ctx *ctx, int64_t m, int6
     qmm_plan p;
     qmm_status st = make_plan(ctx, m, n, k, &o, &p);
     if (st != QMM_OK) return st;
-    *bytes = workspace_for(&p, m, n, o.partial_type);
+    *bytes = workspace_for(&p, m, n, k, o.partial_type);
     return QMM_OK;
 }
 
@@ -331,11 +357,11 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
     qmm_plan p;
     qmm_status st = make_plan(ctx, m, w->dev.n, w->dev.k, &o, &p);
     if (st != QMM_OK) return st;
-    size_t need = workspace_for(&p, m, w->dev.n, o.partial_type);
+    size_t need = workspace_for(&p, m, w->dev.n, w->dev.k, o.partial_type);
     if (need > 0) {
         if (!workspace || workspace_bytes < need)
-            return qmm_fail(QMM_ERR_WORKSPACE, "split %d needs %zu workspace bytes, got %zu%s",
-                            p.split, need, workspace ? workspace_bytes : (size_t)0,
+            return qmm_fail(QMM_ERR_WORKSPACE, "%s (split %d) needs %zu workspace bytes, got %zu%s",
+                            qmm_path_name(p.path), p.split, need, workspace ? workspace_bytes : (size_t)0,
                             workspace ? "" : " (NULL)");
         if ((uintptr_t)workspace % 16)
             return qmm_fail(QMM_ERR_ALIGN, "workspace must be 16-byte aligned");
@@ -344,7 +370,11 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
     const __nv_bfloat16 *a = (const __nv_bfloat16 *)a_dev;
     __nv_bfloat16 *c = (__nv_bfloat16 *)c_dev;
     cudaError_t e;
-    if (p.path == QMM_PATH_MATVEC) {
+    if (p.path == QMM_PATH_DENSE) {
+        const char *why = run_dense(ctx->cublas, w->dev, a, (int)m, c, workspace, ctx->stream);
+        if (why) return qmm_fail(QMM_ERR_CUDA, "dense path: %s", why);
+        e = cudaGetLastError();
+    } else if (p.path == QMM_PATH_MATVEC) {
         e = launch_matvec(w->dev, a, (int)m, c, ctx->info.sm_count, ctx->stream);
     } else {
         int stages = o.stages ? o.stages : default_stages[p.config];

@@ -42,6 +42,14 @@ int matvec_rows_per_block(int64_t n, int sm_count);
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
                           int sm_count, cudaStream_t stream);
 
+/* Dense path: W dequantized into the workspace, then cuBLAS. run_dense returns NULL on
+ * success, else what failed. */
+constexpr size_t DENSE_CUBLAS_WORKSPACE = (size_t)32 << 20;
+size_t dense_workspace_bytes(int64_t n, int64_t k);
+cudaError_t launch_dequant(const DevWeight &w, __nv_bfloat16 *out, cudaStream_t stream);
+const char *run_dense(void *cublas, const DevWeight &w, const __nv_bfloat16 *a, int m,
+                      __nv_bfloat16 *c, void *workspace, cudaStream_t stream);
+
 } // namespace qmm
 
 #endif

@@ -1,0 +1,74 @@
+/*
+ * The dense path for long prompts: dequantize W into the workspace as bf16 [N, K] (the same
+ * bf16(scale·q + bias) the tiled kernel computes in registers), then one cuBLAS bf16 GEMM with
+ * fp32 accumulation. It pays only where the GEMM is compute bound and cuBLAS's tensor-core rate
+ * (wgmma) beats our mma.sync kernel by more than the dequantization costs; the planner decides.
+ */
+#include <cublas_v2.h>
+
+#include "kernels.h"
+
+namespace qmm {
+
+// packed/sb: device layout; w is [n, k] bf16 row-major. One thread per (row, group).
+__global__ void dequant_w4g128_bf16_kernel(const uint32_t *__restrict__ packed,
+                                           const uint32_t *__restrict__ sb, int n, int n_pad, int k,
+                                           __nv_bfloat16 *__restrict__ w)
+{
+    const int groups = k / 128;
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)n * groups) return;
+    int row = (int)(idx % n), grp = (int)(idx / n); /* consecutive threads: consecutive rows */
+    const uint4 *src = reinterpret_cast<const uint4 *>(packed + (int64_t)row * (k / 8) + grp * 16);
+    uint4 q[4] = {src[0], src[1], src[2], src[3]}; /* lane t's 16 bytes, t = 0..3 */
+    uint32_t v = sb[(int64_t)grp * n_pad + row];
+    uint32_t s2 = (v & 0xFFFFu) | (v << 16), b2 = (v >> 16) | (v & 0xFFFF0000u);
+    uint4 *dst = reinterpret_cast<uint4 *>(w + (int64_t)row * k + grp * 128);
+#pragma unroll
+    for (int c = 0; c < 8; c++) {
+        const int h = (c % 2) * 8;
+        uint32_t lo[4], hi[4];
+#pragma unroll
+        for (int t = 0; t < 4; t++) {
+            const int j = c / 2;
+            uint32_t word = j == 0 ? q[t].x : j == 1 ? q[t].y : j == 2 ? q[t].z : q[t].w;
+            lo[t] = dequant_pair(word, h, s2, b2);     /* k = 16c + 2t, +1 */
+            hi[t] = dequant_pair(word, h + 4, s2, b2); /* k = 16c + 2t + 8, +9 */
+        }
+        dst[2 * c] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+        dst[2 * c + 1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+    }
+}
+
+size_t dense_workspace_bytes(int64_t n, int64_t k)
+{
+    return ((size_t)n * (size_t)k * 2 + 255) / 256 * 256 + DENSE_CUBLAS_WORKSPACE;
+}
+
+cudaError_t launch_dequant(const DevWeight &w, __nv_bfloat16 *out, cudaStream_t stream)
+{
+    int64_t threads = w.n * (w.k / 128);
+    dequant_w4g128_bf16_kernel<<<(unsigned)((threads + 255) / 256), 256, 0, stream>>>(
+        w.packed, w.sb, (int)w.n, (int)w.n_pad, (int)w.k, out);
+    return cudaGetLastError();
+}
+
+const char *run_dense(void *cublas, const DevWeight &w, const __nv_bfloat16 *a, int m,
+                      __nv_bfloat16 *c, void *workspace, cudaStream_t stream)
+{
+    cublasHandle_t h = (cublasHandle_t)cublas;
+    __nv_bfloat16 *wb = (__nv_bfloat16 *)workspace;
+    char *cublas_ws = (char *)workspace + (dense_workspace_bytes(w.n, w.k) - DENSE_CUBLAS_WORKSPACE);
+    if (launch_dequant(w, wb, stream) != cudaSuccess) return "dequantize kernel launch failed";
+    if (cublasSetStream(h, stream) != CUBLAS_STATUS_SUCCESS) return "cublasSetStream failed";
+    if (cublasSetWorkspace(h, cublas_ws, DENSE_CUBLAS_WORKSPACE) != CUBLAS_STATUS_SUCCESS)
+        return "cublasSetWorkspace failed";
+    /* row-major C[m,n] = A[m,k]·W[n,k]ᵀ is column-major Cᵀ[n,m] = W·Aᵀ with W seen as kxn col-major */
+    const float one = 1.f, zero = 0.f;
+    cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)w.n, m, (int)w.k, &one, wb,
+                                     CUDA_R_16BF, (int)w.k, a, CUDA_R_16BF, (int)w.k, &zero, c,
+                                     CUDA_R_16BF, (int)w.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return st == CUBLAS_STATUS_SUCCESS ? nullptr : "cublasGemmEx failed";
+}
+
+} // namespace qmm
