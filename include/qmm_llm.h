@@ -1,4 +1,225 @@
-/* qmm Qwen3 engine (included by qmm.h; do not include directly). */
+/*
+ * qmm Qwen3 engine (included by qmm.h; do not include directly).
+ *
+ * A Qwen3 decoder run on qmm's W4A16 kernels, batch 1, greedy:
+ *   embedding (W4 rows dequantized) -> layers x [RMSNorm -> q,k,v -> per-head RMSNorm on q,k ->
+ *   RoPE (halves, theta) -> causal GQA attention over a KV cache -> o + residual -> RMSNorm ->
+ *   silu(gate)*up -> down + residual] -> final RMSNorm -> LM head (tied: the embedding) -> argmax.
+ *
+ * Numerics shared by the CPU reference and the CUDA forward (the CPU defines them):
+ *   fp32: the residual stream, every reduction (norms, attention scores, softmax, P·V), RoPE
+ *         (cos/sin from one table computed in double), SwiGLU.
+ *   bf16 (rounded once where the GPU stores them): normed activations (matmul inputs), every
+ *         matmul output (q, k, v, o, gate, up, down, logits), q and k after norm+RoPE, the KV cache,
+ *         the attention output, the SwiGLU output.
+ * Logits are the bf16 head outputs widened to float; argmax takes the lowest index on ties.
+ *
+ * Checkpoints: MLX 4-bit g128 safetensors (model.safetensors, or shards listed by
+ * model.safetensors.index.json) beside a Hugging Face config.json. Weights are memory-mapped and
+ * the W4 views point into the mapping (read-only by contract).
+ */
 #ifndef QMM_LLM_H
 #define QMM_LLM_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- model description -------------------------------------------------------------------- */
+
+typedef struct qmm_llm_config {
+    int64_t hidden_size;             /* model width; multiple of 128 */
+    int64_t intermediate_size;       /* MLP width; multiple of 128 */
+    int64_t num_layers;              /* num_hidden_layers */
+    int64_t num_heads;               /* query heads (num_attention_heads) */
+    int64_t num_kv_heads;            /* key/value heads; divides num_heads */
+    int64_t head_dim;                /* even; num_heads*head_dim a multiple of 128 */
+    int64_t vocab_size;
+    int64_t max_position_embeddings; /* context limit */
+    double rope_theta;
+    double rms_norm_eps;
+    int tie_word_embeddings;         /* 1: the LM head is the embedding matrix */
+} qmm_llm_config;
+
+/* Parse a Qwen3 config.json held in json[len]. Unknown keys are ignored; keys the engine cannot
+ * honour (another model_type, rope_scaling, attention bias, a quantization other than 4-bit g128)
+ * are QMM_ERR_UNSUPPORTED; malformed JSON or wrong types are QMM_ERR_FORMAT. */
+qmm_status qmm_llm_config_parse(const char *json, size_t len, qmm_llm_config *out);
+/* Read and parse a config.json file. */
+qmm_status qmm_llm_config_load(const char *path, qmm_llm_config *out);
+/* Built-in shapes: "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b". */
+qmm_status qmm_llm_config_preset(const char *name, qmm_llm_config *out);
+/* Name of preset i (0, 1, ...), NULL past the last. */
+const char *qmm_llm_preset_name(int i);
+/* Check the sizes the engine needs (multiples of 128, heads divisible, ranges). */
+qmm_status qmm_llm_config_validate(const qmm_llm_config *c);
+
+/* The linear layers of one decoder layer. */
+typedef enum qmm_llm_linear {
+    QMM_LLM_Q = 0,
+    QMM_LLM_K,
+    QMM_LLM_V,
+    QMM_LLM_O,
+    QMM_LLM_GATE,
+    QMM_LLM_UP,
+    QMM_LLM_DOWN,
+    QMM_LLM_LINEAR_COUNT
+} qmm_llm_linear;
+
+/* The norms of one decoder layer (weights of length hidden, hidden, head_dim, head_dim). */
+typedef enum qmm_llm_norm {
+    QMM_LLM_INPUT_NORM = 0,
+    QMM_LLM_POST_ATTN_NORM,
+    QMM_LLM_Q_NORM,
+    QMM_LLM_K_NORM,
+    QMM_LLM_NORM_COUNT
+} qmm_llm_norm;
+
+/* Short name of a linear ("q_proj", ...), NULL when out of range. */
+const char *qmm_llm_linear_name(qmm_llm_linear which);
+/* out_features n and in_features k of a linear under config c. */
+qmm_status qmm_llm_linear_shape(const qmm_llm_config *c, qmm_llm_linear which, int64_t *n,
+                                int64_t *k);
+
+/* ---- a loaded model (weights + config) ------------------------------------------------------ */
+
+typedef struct qmm_llm_model qmm_llm_model;
+
+/* path: a directory holding config.json and model.safetensors or model.safetensors.index.json,
+ * or a .safetensors file with config.json beside it. Every tensor is validated against the
+ * config: a missing one is QMM_ERR_NOT_FOUND naming it, a wrong dtype or shape QMM_ERR_FORMAT. */
+qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out);
+/* Synthetic weights of config c: seeded random codes, scales ~ 0.22/sqrt(K) of both signs with
+ * biases centring the codes (so each projection keeps activations near unit RMS), norms near 1.
+ * The same seed gives the same weights. Uses all cores to fill qwen3-4b (2.2 GB) quickly. */
+qmm_status qmm_llm_model_synthetic(const qmm_llm_config *c, uint64_t seed, qmm_llm_model **out);
+/* spec: a preset name (synthetic weights from seed) or a path as in qmm_llm_model_load. */
+qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **out);
+void qmm_llm_model_destroy(qmm_llm_model *m);
+
+const qmm_llm_config *qmm_llm_model_config(const qmm_llm_model *m);
+/* Bytes of all weights (quantized linears, embedding, head when untied, norms). */
+size_t qmm_llm_model_weight_bytes(const qmm_llm_model *m);
+/* Read-only views of the weights (valid while the model lives). */
+qmm_status qmm_llm_model_linear(const qmm_llm_model *m, int64_t layer, qmm_llm_linear which,
+                                const qmm_w4 **out);
+qmm_status qmm_llm_model_norm(const qmm_llm_model *m, int64_t layer, qmm_llm_norm which,
+                              const qmm_bf16 **out);
+/* embedding is [vocab, hidden]; the LM head is the same view when tied. */
+qmm_status qmm_llm_model_embedding(const qmm_llm_model *m, const qmm_w4 **out);
+qmm_status qmm_llm_model_lm_head(const qmm_llm_model *m, const qmm_w4 **out);
+qmm_status qmm_llm_model_final_norm(const qmm_llm_model *m, const qmm_bf16 **out);
+
+/* ---- sampling and timing -------------------------------------------------------------------- */
+
+/* Index of the largest of x[n] (lowest index on ties; NaN never wins). QMM_ERR_RANGE when every
+ * value is NaN. */
+qmm_status qmm_llm_argmax(const float *x, int64_t n, int32_t *out);
+
+typedef struct qmm_llm_timing {
+    int64_t prompt_tokens;
+    int64_t new_tokens;
+    double prefill_ms;  /* the forward that yields the first new token (head + argmax included) */
+    double decode_ms;   /* the remaining new_tokens - 1 single-token steps */
+} qmm_llm_timing;
+
+/* prompt_tokens / prefill seconds and (new_tokens - 1) / decode seconds; 0 when undefined. */
+double qmm_llm_prefill_tok_s(const qmm_llm_timing *t);
+double qmm_llm_decode_tok_s(const qmm_llm_timing *t);
+
+/* ---- CPU reference forward ------------------------------------------------------------------ */
+
+typedef struct qmm_llm_cpu_session qmm_llm_cpu_session;
+
+/* A session owns a KV cache for max_seq positions (<= max_position_embeddings) and scratch for
+ * prefills of up to max_seq tokens. threads <= 0: one per online CPU (for the matmuls). */
+qmm_status qmm_llm_cpu_session_create(const qmm_llm_model *m, int64_t max_seq, int threads,
+                                      qmm_llm_cpu_session **out);
+void qmm_llm_cpu_session_destroy(qmm_llm_cpu_session *s);
+/* Forget every position (the cache is reused). */
+qmm_status qmm_llm_cpu_reset(qmm_llm_cpu_session *s);
+/* Positions filled so far. */
+int64_t qmm_llm_cpu_position(const qmm_llm_cpu_session *s);
+
+/* Run ids[n] at the next n positions; logits_out[vocab] (may be NULL) gets the logits of the last
+ * one. QMM_ERR_RANGE when a token id is outside [0, vocab) or the cache would overflow (nothing
+ * is changed then). */
+qmm_status qmm_llm_cpu_prefill(qmm_llm_cpu_session *s, const int32_t *ids, int64_t n,
+                               float *logits_out);
+/* One token: the same as a prefill of n = 1. */
+qmm_status qmm_llm_cpu_decode(qmm_llm_cpu_session *s, int32_t id, float *logits_out);
+/* Greedy: prefill ids[n], then max_new - 1 decode steps; out[max_new] receives the new tokens.
+ * timing may be NULL. The session must have room for n + max_new - 1 positions. */
+qmm_status qmm_llm_cpu_generate(qmm_llm_cpu_session *s, const int32_t *ids, int64_t n,
+                                int64_t max_new, int32_t *out, qmm_llm_timing *timing);
+
+/* ---- CUDA forward --------------------------------------------------------------------------- */
+
+typedef struct qmm_llm_cuda_session qmm_llm_cuda_session;
+
+typedef struct qmm_llm_cuda_options {
+    int device;          /* CUDA device index */
+    int split_k;         /* 1: projections take the planner's path (split-K where it helps);
+                            0: the unsplit tiled kernel for every projection with M > 8 */
+    int use_graph;       /* 1: decode steps replay one captured CUDA graph */
+    int64_t max_chunk;   /* rows per prefill forward (longer prompts run in chunks); 0 = min(max_seq, 4096) */
+} qmm_llm_cuda_options;
+
+qmm_llm_cuda_options qmm_llm_cuda_options_default(void);
+
+/* Upload the model's weights, allocate the bf16 KV cache for max_seq positions and all scratch
+ * (nothing is allocated later). Builds without CUDA answer QMM_ERR_UNSUPPORTED. */
+qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_t max_seq,
+                                       const qmm_llm_cuda_options *opt,
+                                       qmm_llm_cuda_session **out);
+void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s);
+qmm_status qmm_llm_cuda_reset(qmm_llm_cuda_session *s);
+int64_t qmm_llm_cuda_position(const qmm_llm_cuda_session *s);
+/* As the CPU calls. next_out (may be NULL) receives the greedy token (argmax on the device). */
+qmm_status qmm_llm_cuda_prefill(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
+                                float *logits_out, int32_t *next_out);
+qmm_status qmm_llm_cuda_decode(qmm_llm_cuda_session *s, int32_t id, float *logits_out,
+                               int32_t *next_out);
+/* Greedy generation with the decode loop chained on the device (each step's argmax feeds the
+ * next step's embedding without a host round trip). Timed with CUDA events. */
+qmm_status qmm_llm_cuda_generate(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
+                                 int64_t max_new, int32_t *out, qmm_llm_timing *timing);
+
+/* Per-kernel-family time of one forward, measured eagerly with CUDA events around each launch. */
+#define QMM_LLM_PROFILE_MAX 24
+typedef struct qmm_llm_profile {
+    int count;                            /* entries used */
+    const char *name[QMM_LLM_PROFILE_MAX]; /* "qkv matmul", "attention", ... (static strings) */
+    double ms[QMM_LLM_PROFILE_MAX];       /* total over the forward */
+    int launches[QMM_LLM_PROFILE_MAX];
+    double total_ms;                      /* sum of the entries */
+} qmm_llm_profile;
+
+/* Profile one prefill of ids[n] from position 0 (the cache is reset first), then one decode step
+ * after it; either output may be NULL. Leaves the session reset. */
+qmm_status qmm_llm_cuda_profile(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
+                                qmm_llm_profile *prefill, qmm_llm_profile *decode);
+
+/* ---- checkpoint writer ---------------------------------------------------------------------- */
+
+typedef struct qmm_llm_quantize_report {
+    int64_t quantized;   /* tensors quantized (linears and the embedding) */
+    int64_t copied;      /* norms copied as bf16 */
+    int64_t ignored;     /* input tensors the engine does not use */
+    double worst_rel_frob; /* largest relative quantization error over the quantized tensors */
+    uint64_t bytes;      /* size of the written model.safetensors */
+} qmm_llm_quantize_report;
+
+/* in_path: a bf16/f16/f32 Hugging Face checkpoint (directory with config.json and
+ * model.safetensors or an index, or a .safetensors file with config.json beside it).
+ * Writes out_dir/model.safetensors (MLX 4-bit g128 layout) and out_dir/config.json (the input's,
+ * with a "quantization" entry added), each to a temporary name first, fsynced, then renamed:
+ * on error nothing is left behind. out_dir is created when missing. report may be NULL. */
+qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
+                                       qmm_llm_quantize_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* QMM_LLM_H */

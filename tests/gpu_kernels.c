@@ -386,10 +386,10 @@ static void plan_is_one_wave(void)
         }
 }
 
-static void dense_path(void)
+static void dense_shapes(int first, int last)
 {
     static const int64_t shapes[][3] = {{129, 1000, 1280}, {1, 31, 128}, {2048, 4096, 2560}};
-    for (int si = 0; si < 3; si++) {
+    for (int si = first; si <= last; si++) {
         prob p;
         CHECK(prob_init(&p, shapes[si][0], shapes[si][1], shapes[si][2]));
         qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
@@ -407,8 +407,12 @@ static void dense_path(void)
     }
 }
 
+static void dense_path(void) { dense_shapes(0, 1); }
+static void dense_path_2048(void) { dense_shapes(2, 2); }
+
 static const test_case cases[] = {
     {"small/dense_path", dense_path},
+    {"dense_path_2048", dense_path_2048},
     {"small/bad_input", bad_input},
     {"small/ragged_shapes", ragged_shapes},
     {"small/matvec_all_m", matvec_all_m},
