@@ -13,6 +13,7 @@ int cmd_quantize_checkpoint(int argc, char **argv); /* cmd_quantize_checkpoint.c
 /* `qmm bench` subcommands, dispatched by cmd_bench.c */
 int bench_ops_main(int argc, char **argv); /* bench_ops.c: per-projection operator benchmark */
 int bench_e2e_main(int argc, char **argv); /* bench_e2e.c: whole-model prefill/decode benchmark */
+int bench_overlap_main(int argc, char **argv); /* bench_overlap.c: copy/compute pipeline */
 
 #endif
 
