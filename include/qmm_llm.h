@@ -163,6 +163,11 @@ typedef struct qmm_llm_cuda_options {
                             0: the unsplit tiled kernel for every projection with M > 8 */
     int use_graph;       /* 1: decode steps replay one captured CUDA graph */
     int64_t max_chunk;   /* rows per prefill forward (longer prompts run in chunks); 0 = min(max_seq, 4096) */
+    int attention_ref;   /* 1: prefill attention in fp32 on CUDA cores (the reference of the default
+                            tensor-core kernel; slower) */
+    int fuse_projections; /* 1: q|k|v and gate|up stacked into one W4 weight each (rows
+                             concatenated at upload), 4 matmuls per layer instead of 7. Off by
+                             default: the split-K comparison is defined on the separate shapes */
 } qmm_llm_cuda_options;
 
 qmm_llm_cuda_options qmm_llm_cuda_options_default(void);

@@ -1,11 +1,645 @@
-/* Placeholder until issue 6 lands: replaced by the real benchmark. */
+/*
+ * qmm bench e2e: whole-model greedy prefill + decode on the GPU, split-K on against its unsplit
+ * control. Protocol (DESIGN.md §8, issue 6):
+ *   - correctness first: one process checks the GPU forward against the CPU reference on a short
+ *     prompt (last-position logits, relative error <= 2e-2) before anything is timed;
+ *   - every repeat runs in a fresh process (this binary re-executed with --child): the model is
+ *     made, the session created, `warmup` untimed generations run, then one timed generation;
+ *   - variants alternate in order within each repeat (on, off, on, off, ...);
+ *   - medians over repeats (min and max beside them); prefill tok/s = prompt tokens / time of the
+ *     forward that yields the first token (head and argmax included); decode tok/s =
+ *     (new tokens - 1) / time of the remaining single-token steps (CUDA events);
+ *   - optional per-kernel breakdown of one prefill and one decode step (--profile).
+ * Markdown (--out) and JSON (--json) carry the GPU, driver, runtime, commit, date and command.
+ */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "commands.h"
+#include "qmm.h"
+
+#define MAX_LENS 16
+#define MAX_REPEATS 64
+
+typedef struct e2e_args {
+    const char *model, *out_md, *out_json;
+    int64_t in_len[MAX_LENS], out_len[MAX_LENS];
+    int nlen, nout;
+    int variants[2], nvar; /* split-K on (1) / off (0), in order */
+    int warmup, repeats, profile, verify;
+    int cpu; /* --device cpu: the CPU reference forward (no verify, no profile) */
+    int fuse; /* --fuse on: stacked q|k|v and gate|up weights in every variant */
+    long long seed;
+} e2e_args;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: qmm bench e2e [--model PRESET|DIR] [--input-len 32,128,2048]\n"
+            "                     [--output-len 33,129,129 | N] [--warmup 2] [--repeats 4]\n"
+            "                     [--split-k on,off] [--seed S] [--profile] [--no-verify]\n"
+            "                     [--out FILE.md] [--json FILE.json] [--device cuda|cpu]\n"
+            "                     [--fuse on|off]\n"
+            "  each repeat runs in a fresh process; variants alternate; medians are reported\n"
+            "  --device cpu times the CPU reference forward instead (split-K does not apply)\n");
+}
+
+static int parse_list(const char *s, int64_t *out, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || errno || v < 1) return -1;
+        out[n++] = v;
+        if (*end == ',') end++;
+        else if (*end) return -1;
+        s = end;
+    }
+    return *s ? -1 : n;
+}
+
+static int parse_variants(const char *s, e2e_args *a)
+{
+    a->nvar = 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (a->nvar == 2) return 0;
+        if (!strcmp(tok, "on")) a->variants[a->nvar++] = 1;
+        else if (!strcmp(tok, "off")) a->variants[a->nvar++] = 0;
+        else return 0;
+    }
+    return a->nvar > 0;
+}
+
+/* ---- the child: one model, one session, warm-ups, one timed generation ---- */
+
+static void prompt_ids(int32_t *ids, int64_t n, long long seed, int64_t vocab)
+{
+    uint64_t s = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 12345;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int32_t)((s >> 33) % (uint64_t)vocab);
+    }
+}
+
+static void print_profile(const char *tag, const qmm_llm_profile *p)
+{
+    printf("%s {\"total_ms\": %.6f, \"entries\": [", tag, p->total_ms);
+    for (int i = 0; i < p->count; i++)
+        printf("%s{\"name\": \"%s\", \"ms\": %.6f, \"launches\": %d}", i ? ", " : "", p->name[i],
+               p->ms[i], p->launches[i]);
+    printf("]}\n");
+}
+
+/* --verify: GPU vs CPU on an 8-token prompt. */
+static int child_verify(qmm_llm_model *m, long long seed)
+{
+    const qmm_llm_config *c = qmm_llm_model_config(m);
+    int32_t ids[8];
+    prompt_ids(ids, 8, seed, c->vocab_size);
+    float *a = malloc((size_t)c->vocab_size * 4), *b = malloc((size_t)c->vocab_size * 4);
+    qmm_llm_cpu_session *cs = NULL;
+    qmm_llm_cuda_session *gs = NULL;
+    qmm_status st = qmm_llm_cpu_session_create(m, 8, 0, &cs);
+    if (!st) st = qmm_llm_cuda_session_create(m, 8, NULL, &gs);
+    if (!st) st = qmm_llm_cpu_prefill(cs, ids, 8, a);
+    if (!st) st = qmm_llm_cuda_prefill(gs, ids, 8, b, NULL);
+    int rc = 1;
+    if (st) {
+        fprintf(stderr, "verify: %s (%s)\n", qmm_last_error(), qmm_status_name(st));
+    } else {
+        double num = 0, den = 0;
+        int finite = 1;
+        for (int64_t i = 0; i < c->vocab_size; i++) {
+            finite &= isfinite(b[i]);
+            num += ((double)b[i] - a[i]) * ((double)b[i] - a[i]);
+            den += (double)a[i] * a[i];
+        }
+        double rel = finite && den > 0 ? sqrt(num / den) : INFINITY;
+        printf("VERIFY {\"prompt\": 8, \"logits_rel_err\": %.6g, \"pass\": %s}\n", rel,
+               rel <= 2e-2 ? "true" : "false");
+        rc = rel <= 2e-2 ? 0 : 1;
+    }
+    qmm_llm_cpu_session_destroy(cs);
+    qmm_llm_cuda_session_destroy(gs);
+    free(a), free(b);
+    return rc;
+}
+
+static int child_main(const e2e_args *a, int split_k)
+{
+    qmm_llm_model *m = NULL;
+    qmm_status st = qmm_llm_model_open(a->model, (uint64_t)a->seed, &m);
+    if (st) {
+        fprintf(stderr, "qmm bench e2e: %s: %s\n", a->model, qmm_last_error());
+        return 1;
+    }
+    if (a->verify) {
+        int rc = child_verify(m, a->seed);
+        qmm_llm_model_destroy(m);
+        return rc;
+    }
+    const qmm_llm_config *c = qmm_llm_model_config(m);
+    int64_t n = a->in_len[0], out = a->out_len[0];
+    int32_t *ids = malloc((size_t)n * 4), *toks = malloc((size_t)out * 4);
+    prompt_ids(ids, n, a->seed, c->vocab_size);
+    qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
+    o.split_k = split_k;
+    o.fuse_projections = a->fuse;
+    qmm_llm_cuda_session *s = NULL;
+    qmm_llm_cpu_session *cs = NULL;
+    qmm_llm_timing t;
+    memset(&t, 0, sizeof t);
+    if (a->cpu) {
+        st = qmm_llm_cpu_session_create(m, n + out - 1, 0, &cs);
+        for (int w = 0; w <= a->warmup && !st; w++) {
+            st = qmm_llm_cpu_reset(cs);
+            if (!st) st = qmm_llm_cpu_generate(cs, ids, n, out, toks, &t);
+        }
+    } else {
+        st = qmm_llm_cuda_session_create(m, n + out - 1, &o, &s);
+        for (int w = 0; w <= a->warmup && !st; w++) {
+            st = qmm_llm_cuda_reset(s);
+            if (!st) st = qmm_llm_cuda_generate(s, ids, n, out, toks, &t);
+        }
+    }
+    int rc = 0;
+    if (st) {
+        fprintf(stderr, "qmm bench e2e: %s (%s)\n", qmm_last_error(), qmm_status_name(st));
+        rc = 1;
+    } else {
+        uint32_t sum = 0;
+        for (int64_t i = 0; i < out; i++) sum = sum * 31u + (uint32_t)toks[i];
+        qmm_gpu_info gi;
+        memset(&gi, 0, sizeof gi);
+        qmm_cuda_ctx *ctx = NULL;
+        if (a->cpu) {
+            long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+            snprintf(gi.name, sizeof gi.name, "CPU reference forward, %ld threads", cpus);
+        } else if (!qmm_cuda_create(0, NULL, &ctx)) {
+            qmm_cuda_info(ctx, &gi);
+        }
+        qmm_cuda_destroy(ctx);
+        printf("RESULT {\"input_len\": %lld, \"output_len\": %lld, \"split_k\": %d, "
+               "\"prefill_ms\": %.6f, \"decode_ms\": %.6f, \"tokens_hash\": %u, "
+               "\"weight_bytes\": %zu, \"gpu\": \"%s\", \"sm_count\": %d, \"cc\": \"%d.%d\", "
+               "\"driver\": %d, \"runtime\": %d}\n",
+               (long long)n, (long long)out, split_k, t.prefill_ms, t.decode_ms, sum,
+               qmm_llm_model_weight_bytes(m), gi.name, gi.sm_count, gi.cc_major, gi.cc_minor,
+               gi.driver_version, gi.runtime_version);
+        if (a->profile && !a->cpu && n <= 4096) {
+            qmm_llm_profile pp, pd;
+            st = qmm_llm_cuda_profile(s, ids, n, &pp, &pd);
+            if (!st) {
+                print_profile("PROFILE_PREFILL", &pp);
+                print_profile("PROFILE_DECODE", &pd);
+            }
+        }
+    }
+    qmm_llm_cuda_session_destroy(s);
+    qmm_llm_cpu_session_destroy(cs);
+    free(ids), free(toks);
+    qmm_llm_model_destroy(m);
+    return rc;
+}
+
+/* ---- the parent ---- */
+
+typedef struct run_out {
+    double prefill_ms, decode_ms;
+    unsigned hash;
+    char gpu[256];
+    int sm_count, driver, runtime;
+    char cc[16];
+    size_t weight_bytes;
+    char prof_prefill[8192], prof_decode[8192];
+    char verify[256];
+} run_out;
+
+/* A number after "key": in a RESULT line. */
+static double json_num(const char *line, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = strstr(line, pat);
+    return p ? strtod(p + strlen(pat), NULL) : NAN;
+}
+
+static void json_str(const char *line, const char *key, char *out, size_t size)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *p = strstr(line, pat);
+    out[0] = 0;
+    if (!p) return;
+    p += strlen(pat);
+    const char *e = strchr(p, '"');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n >= size) n = size - 1;
+    memcpy(out, p, n);
+    out[n] = 0;
+}
+
+/* Copy src (up to its newline) into dst[size], truncating. */
+static void copy_line(char *dst, size_t size, const char *src)
+{
+    size_t n = strcspn(src, "\n");
+    if (n >= size) n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+/* Run this binary as a child with extra arguments; parse its RESULT / PROFILE / VERIFY lines. */
+static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int profile, int verify,
+                 run_out *r)
+{
+    int fds[2];
+    if (pipe(fds)) return -1;
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[1]);
+        char sin[32], sout[32], sw[16], sseed[32];
+        snprintf(sin, sizeof sin, "%lld", (long long)in);
+        snprintf(sout, sizeof sout, "%lld", (long long)outn);
+        snprintf(sw, sizeof sw, "%d", a->warmup);
+        snprintf(sseed, sizeof sseed, "%lld", a->seed);
+        char *argv[24];
+        int k = 0;
+        argv[k++] = "qmm";
+        argv[k++] = "bench";
+        argv[k++] = "e2e";
+        argv[k++] = "--child";
+        argv[k++] = "--model";
+        argv[k++] = (char *)a->model;
+        argv[k++] = "--input-len";
+        argv[k++] = sin;
+        argv[k++] = "--output-len";
+        argv[k++] = sout;
+        argv[k++] = "--warmup";
+        argv[k++] = sw;
+        argv[k++] = "--seed";
+        argv[k++] = sseed;
+        argv[k++] = "--split-k";
+        argv[k++] = split_k ? "on" : "off";
+        if (profile) argv[k++] = "--profile";
+        if (a->cpu) {
+            argv[k++] = "--device";
+            argv[k++] = "cpu";
+        }
+        if (a->fuse) {
+            argv[k++] = "--fuse";
+            argv[k++] = "on";
+        }
+        if (verify) argv[k++] = "--verify";
+        argv[k] = NULL;
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[16384];
+    memset(r, 0, sizeof *r);
+    r->prefill_ms = r->decode_ms = NAN;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "RESULT ", 7)) {
+            r->prefill_ms = json_num(line, "prefill_ms");
+            r->decode_ms = json_num(line, "decode_ms");
+            r->hash = (unsigned)json_num(line, "tokens_hash");
+            r->sm_count = (int)json_num(line, "sm_count");
+            r->driver = (int)json_num(line, "driver");
+            r->runtime = (int)json_num(line, "runtime");
+            r->weight_bytes = (size_t)json_num(line, "weight_bytes");
+            json_str(line, "gpu", r->gpu, sizeof r->gpu);
+            json_str(line, "cc", r->cc, sizeof r->cc);
+        } else if (!strncmp(line, "PROFILE_PREFILL ", 16)) {
+            copy_line(r->prof_prefill, sizeof r->prof_prefill, line + 16);
+        } else if (!strncmp(line, "PROFILE_DECODE ", 15)) {
+            copy_line(r->prof_decode, sizeof r->prof_decode, line + 15);
+        } else if (!strncmp(line, "VERIFY ", 7)) {
+            copy_line(r->verify, sizeof r->verify, line + 7);
+        }
+    }
+    if (f) fclose(f);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double median(const double *v, int n)
+{
+    double s[MAX_REPEATS];
+    memcpy(s, v, (size_t)n * sizeof *v);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+static double vmin(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+static double vmax(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+typedef struct cell {
+    double prefill[MAX_REPEATS], decode[MAX_REPEATS];
+    int n;
+    unsigned hash;
+    int hash_varies;
+    char prof_prefill[8192], prof_decode[8192];
+} cell;
+
+/* Markdown table of one profile JSON ({"total_ms": x, "entries": [{"name","ms","launches"}]}). */
+static void profile_md(FILE *f, const char *title, const char *json)
+{
+    if (!json[0]) return;
+    fprintf(f, "\n%s (eager, CUDA events around each kernel family; total %.3f ms)\n\n", title,
+            json_num(json, "total_ms"));
+    fprintf(f, "| kernels | ms | share | launches |\n|---|---:|---:|---:|\n");
+    double total = json_num(json, "total_ms");
+    const char *p = strstr(json, "[");
+    while (p && (p = strstr(p, "{\"name\": \""))) {
+        char name[64];
+        json_str(p, "name", name, sizeof name);
+        double ms = json_num(p, "ms"), l = json_num(p, "launches");
+        fprintf(f, "| %s | %.4f | %.1f%% | %.0f |\n", name, ms, total > 0 ? 100 * ms / total : 0, l);
+        p++;
+    }
+}
+
+static int parent_main(const e2e_args *a, int argc, char **argv)
+{
+    static cell cells[MAX_LENS][2];
+    memset(cells, 0, sizeof cells);
+    run_out r, meta;
+    memset(&meta, 0, sizeof meta);
+    char verify[256];
+    snprintf(verify, sizeof verify, "%s", a->cpu ? "not needed (the CPU forward is the reference)"
+                                                 : "skipped (--no-verify)");
+    if (a->verify) {
+        fprintf(stderr, "verifying the GPU forward against the CPU reference...\n");
+        int rc = spawn(a, 8, 1, 1, 0, 1, &r);
+        if (rc) {
+            fprintf(stderr, "qmm bench e2e: verification failed (%s); nothing timed\n",
+                    r.verify[0] ? r.verify : "see above");
+            return 1;
+        }
+        snprintf(verify, sizeof verify, "%s", r.verify);
+        fprintf(stderr, "  %s\n", verify);
+    }
+    for (int rep = 0; rep < a->repeats; rep++) {
+        for (int li = 0; li < a->nlen; li++) {
+            int64_t out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
+            for (int v = 0; v < a->nvar; v++) {
+                int sk = a->variants[v];
+                int prof = a->profile && rep == 0;
+                int rc = spawn(a, a->in_len[li], out, sk, prof, 0, &r);
+                if (rc || isnan(r.prefill_ms)) {
+                    fprintf(stderr, "qmm bench e2e: child (input %lld, split-K %s) failed with "
+                            "status %d\n", (long long)a->in_len[li], sk ? "on" : "off", rc);
+                    return 1;
+                }
+                cell *c = &cells[li][v];
+                if (c->n && c->hash != r.hash) c->hash_varies = 1;
+                c->hash = r.hash;
+                c->prefill[c->n] = r.prefill_ms;
+                c->decode[c->n++] = r.decode_ms;
+                if (prof) {
+                    snprintf(c->prof_prefill, sizeof c->prof_prefill, "%s", r.prof_prefill);
+                    snprintf(c->prof_decode, sizeof c->prof_decode, "%s", r.prof_decode);
+                }
+                if (!meta.gpu[0]) meta = r;
+                fprintf(stderr, "  repeat %d, %lld -> %lld, split-K %s: prefill %.3f ms, decode "
+                        "%.3f ms\n", rep + 1, (long long)a->in_len[li], (long long)out,
+                        sk ? "on" : "off", r.prefill_ms, r.decode_ms);
+            }
+        }
+    }
+
+    char commit[64] = "unknown";
+    FILE *g = popen("git rev-parse --short HEAD 2>/dev/null", "r");
+    if (g) {
+        if (fgets(commit, sizeof commit, g)) commit[strcspn(commit, "\n")] = 0;
+        else snprintf(commit, sizeof commit, "unknown");
+        pclose(g);
+    }
+    char date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    char cmd[2048] = "qmm";
+    for (int i = 0; i < argc; i++) {
+        size_t l = strlen(cmd);
+        snprintf(cmd + l, sizeof cmd - l, " %s", i == 0 ? "bench e2e" : argv[i]);
+    }
+
+    FILE *md = a->out_md ? fopen(a->out_md, "w") : stdout;
+    if (!md) {
+        fprintf(stderr, "qmm bench e2e: cannot write %s\n", a->out_md);
+        return 1;
+    }
+    fprintf(md, "# qmm end to end: %s, batch 1, greedy\n\n", a->model);
+    if (a->cpu)
+        fprintf(md, "Device: %s; commit %s; %s.  \n", meta.gpu, commit, date);
+    else
+        fprintf(md, "GPU: %s (sm_%s, %d SMs), driver %d, CUDA runtime %d; commit %s; %s.  \n",
+                meta.gpu, meta.cc, meta.sm_count, meta.driver, meta.runtime, commit, date);
+    fprintf(md, "Weights: %.3f GB (%s). Command: `%s`  \n", (double)meta.weight_bytes / 1e9,
+            strchr(a->model, '/') ? "checkpoint" : "synthetic, seeded", cmd);
+    fprintf(md, "Correctness before timing: GPU vs CPU reference, 8-token prompt: %s  \n", verify);
+    if (!a->cpu)
+        fprintf(md, "Projections: %s.  \n", a->fuse ? "fused (q|k|v and gate|up stacked, 4 matmuls "
+                                                       "a layer)" : "separate (7 matmuls a layer)");
+    fprintf(md, "Protocol: each repeat a fresh process (%d untimed generations, then one timed); "
+            "variants alternate; median of %d [min - max]. Prefill tok/s = prompt tokens / time "
+            "of the forward that yields the first token; decode tok/s = (new tokens - 1) / time "
+            "of the remaining steps (%s).\n\n",
+            a->warmup, a->repeats,
+            a->cpu ? "host clock" : "CUDA events; decode steps replay one CUDA graph");
+    fprintf(md, "| prompt -> new | split-K | prefill ms | prefill tok/s | decode ms | decode tok/s "
+                "|\n|---|---|---:|---:|---:|---:|\n");
+    for (int li = 0; li < a->nlen; li++) {
+        int64_t out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
+        for (int v = 0; v < a->nvar; v++) {
+            cell *c = &cells[li][v];
+            double pm = median(c->prefill, c->n), dm = median(c->decode, c->n);
+            fprintf(md, "| %lld -> %lld | %s | %.3f [%.3f - %.3f] | %.0f | %.2f [%.2f - %.2f] | "
+                    "%.1f |\n", (long long)a->in_len[li], (long long)out,
+                    a->cpu ? "n/a" : a->variants[v] ? "on" : "off", pm, vmin(c->prefill, c->n),
+                    vmax(c->prefill, c->n), (double)a->in_len[li] / (pm * 1e-3), dm,
+                    vmin(c->decode, c->n), vmax(c->decode, c->n),
+                    out > 1 ? (double)(out - 1) / (dm * 1e-3) : 0.0);
+        }
+        if (a->nvar == 2) {
+            double on = median(cells[li][a->variants[0] ? 0 : 1].prefill, cells[li][0].n);
+            double off = median(cells[li][a->variants[0] ? 1 : 0].prefill, cells[li][0].n);
+            fprintf(md, "| | on / off | prefill speedup %.3fx | | | |\n", off / on);
+        }
+    }
+    int varies = 0;
+    for (int li = 0; li < a->nlen; li++)
+        for (int v = 0; v < a->nvar; v++) varies |= cells[li][v].hash_varies;
+    fprintf(md, "\nGreedy tokens %s across repeats.\n",
+            varies ? "DIFFERED" : "were identical (hash per cell)");
+    for (int li = 0; li < a->nlen; li++)
+        for (int v = 0; v < a->nvar; v++) {
+            char title[128];
+            snprintf(title, sizeof title, "### Prefill of %lld tokens, split-K %s",
+                     (long long)a->in_len[li], a->variants[v] ? "on" : "off");
+            profile_md(md, title, cells[li][v].prof_prefill);
+            snprintf(title, sizeof title, "### One decode step after %lld tokens, split-K %s",
+                     (long long)a->in_len[li], a->variants[v] ? "on" : "off");
+            profile_md(md, title, cells[li][v].prof_decode);
+        }
+    if (md != stdout) fclose(md);
+
+    if (a->out_json) {
+        FILE *j = fopen(a->out_json, "w");
+        if (!j) {
+            fprintf(stderr, "qmm bench e2e: cannot write %s\n", a->out_json);
+            return 1;
+        }
+        fprintf(j, "{\n  \"benchmark\": \"e2e\",\n  \"model\": \"%s\",\n  \"command\": \"%s\",\n",
+                a->model, cmd);
+        fprintf(j, "  \"gpu\": {\"name\": \"%s\", \"cc\": \"%s\", \"sm_count\": %d, \"driver\": %d, "
+                "\"runtime\": %d},\n", meta.gpu, meta.cc, meta.sm_count, meta.driver, meta.runtime);
+        fprintf(j, "  \"commit\": \"%s\",\n  \"date\": \"%s\",\n  \"weight_bytes\": %zu,\n", commit,
+                date, meta.weight_bytes);
+        fprintf(j, "  \"warmup\": %d,\n  \"repeats\": %d,\n  \"verify\": %s,\n", a->warmup,
+                a->repeats, a->verify ? verify : "null");
+        fprintf(j, "  \"device\": \"%s\",\n  \"fused_projections\": %s,\n", a->cpu ? "cpu" : "cuda",
+                a->fuse ? "true" : "false");
+        fprintf(j, "  \"results\": [\n");
+        int first = 1;
+        for (int li = 0; li < a->nlen; li++) {
+            int64_t out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
+            for (int v = 0; v < a->nvar; v++) {
+                cell *c = &cells[li][v];
+                double pm = median(c->prefill, c->n), dm = median(c->decode, c->n);
+                fprintf(j, "%s    {\"input_len\": %lld, \"output_len\": %lld, \"split_k\": \"%s\", "
+                        "\"prefill_ms_median\": %.6f, \"decode_ms_median\": %.6f, "
+                        "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"prefill_ms\": [",
+                        first ? "" : ",\n", (long long)a->in_len[li], (long long)out,
+                        a->cpu ? "n/a" : a->variants[v] ? "on" : "off", pm, dm,
+                        (double)a->in_len[li] / (pm * 1e-3),
+                        out > 1 ? (double)(out - 1) / (dm * 1e-3) : 0.0);
+                for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->prefill[i]);
+                fprintf(j, "], \"decode_ms\": [");
+                for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->decode[i]);
+                fprintf(j, "], \"tokens_identical\": %s", c->hash_varies ? "false" : "true");
+                fprintf(j, ", \"profile_prefill\": %s, \"profile_decode\": %s}",
+                        c->prof_prefill[0] ? c->prof_prefill : "null",
+                        c->prof_decode[0] ? c->prof_decode : "null");
+                first = 0;
+            }
+        }
+        fprintf(j, "\n  ]\n}\n");
+        fclose(j);
+    }
+    return 0;
+}
 
 int bench_e2e_main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "qmm bench: this benchmark arrives with issue 6\n");
-    return 2;
+    e2e_args a;
+    memset(&a, 0, sizeof a);
+    a.model = "qwen3-4b";
+    a.in_len[0] = 32, a.in_len[1] = 128, a.in_len[2] = 2048, a.nlen = 3;
+    a.out_len[0] = 33, a.out_len[1] = 129, a.out_len[2] = 129, a.nout = 3;
+    a.variants[0] = 1, a.variants[1] = 0, a.nvar = 2;
+    a.warmup = 2, a.repeats = 4, a.seed = 1;
+    int child = 0, split_k = 1, verify_child = 0;
+    a.verify = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(o, "--child")) {
+            child = 1;
+        } else if (!strcmp(o, "--profile")) {
+            a.profile = 1;
+        } else if (!strcmp(o, "--verify")) {
+            verify_child = 1;
+        } else if (!strcmp(o, "--no-verify")) {
+            a.verify = 0;
+        } else if (!v) {
+            bad = 1;
+        } else {
+            i++;
+            if (!strcmp(o, "--model")) a.model = v;
+            else if (!strcmp(o, "--input-len")) bad = (a.nlen = parse_list(v, a.in_len, MAX_LENS)) < 1;
+            else if (!strcmp(o, "--output-len")) bad = (a.nout = parse_list(v, a.out_len, MAX_LENS)) < 1;
+            else if (!strcmp(o, "--warmup")) a.warmup = atoi(v), bad = a.warmup < 0;
+            else if (!strcmp(o, "--repeats")) a.repeats = atoi(v), bad = a.repeats < 1 || a.repeats > MAX_REPEATS;
+            else if (!strcmp(o, "--seed")) a.seed = atoll(v);
+            else if (!strcmp(o, "--out")) a.out_md = v;
+            else if (!strcmp(o, "--json")) a.out_json = v;
+            else if (!strcmp(o, "--fuse")) {
+                bad = strcmp(v, "on") && strcmp(v, "off");
+                a.fuse = !strcmp(v, "on");
+            } else if (!strcmp(o, "--device")) {
+                bad = strcmp(v, "cpu") && strcmp(v, "cuda");
+                a.cpu = !strcmp(v, "cpu");
+            }
+            else if (!strcmp(o, "--split-k")) {
+                bad = !parse_variants(v, &a);
+                split_k = a.variants[0];
+            } else {
+                fprintf(stderr, "qmm bench e2e: unknown option %s\n", o);
+                usage(stderr);
+                return 2;
+            }
+        }
+        if (bad) {
+            fprintf(stderr, "qmm bench e2e: bad or missing value for %s\n", o);
+            return 2;
+        }
+    }
+    if (a.nout != 1 && a.nout != a.nlen) {
+        fprintf(stderr, "qmm bench e2e: --output-len needs one value or one per input length\n");
+        return 2;
+    }
+    if (child) {
+        a.verify = verify_child;
+        return child_main(&a, split_k);
+    }
+    if (a.cpu) {
+        a.verify = 0; /* the CPU forward is the reference */
+        a.variants[0] = 1, a.nvar = 1; /* split-K is a GPU schedule */
+    } else {
+        int count = 0;
+        char why[256] = "";
+        qmm_cuda_device_count(&count, why, sizeof why);
+        if (count == 0) {
+            fprintf(stderr, "qmm bench e2e: needs a CUDA GPU (%s); --device cpu times the CPU "
+                    "reference\n", why);
+            return 1;
+        }
+    }
+    return parent_main(&a, argc, argv);
 }

@@ -105,6 +105,7 @@ static void print_plan(const qmm_plan *pl)
     printf("  blocks        %lld\n", (long long)pl->blocks);
     printf("  tile          %dx%d\n", pl->tile_m, pl->tile_n);
     printf("  k_per_split   %d\n", pl->k_per_split);
+    printf("  config        %d\n", pl->config);
     if (pl->predicted_us < 0) printf("  predicted_us  none\n");
     else printf("  predicted_us  %.2f\n", pl->predicted_us);
 }

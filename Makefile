@@ -1,0 +1,37 @@
+# Thin wrapper over CMake + Ninja. The two commands of the README:
+#   make run    build (Release; the CUDA backend too when nvcc exists) and run the main job
+#   make test   build and run every test, then again under AddressSanitizer + UBSan (CPU only)
+# Build folders: build/ and build-asan/.
+
+JOBS := $(shell nproc 2>/dev/null || echo 2)
+# nvcc often lives outside PATH; CMake finds it through PATH.
+export PATH := $(PATH):/usr/local/cuda/bin
+
+BUILD := build
+ASAN := build-asan
+QMM := ./$(BUILD)/qmm
+
+.PHONY: all build run test test-asan clean
+
+all: build
+
+build:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(QMM) info
+	$(QMM) plan --model qwen3-4b --policy seed
+	$(QMM) matmul --device auto
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	$(MAKE) --no-print-directory test-asan
+
+test-asan:
+	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQMM_SANITIZE=ON -DQMM_CUDA=OFF
+	cmake --build $(ASAN) -j $(JOBS)
+	ctest --test-dir $(ASAN) --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(ASAN)

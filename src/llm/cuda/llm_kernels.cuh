@@ -1,0 +1,90 @@
+/*
+ * The non-matmul kernels of the Qwen3 CUDA forward, one family per .cu file, each with its
+ * launcher (stream-ordered, no allocation, no host sync). They reproduce cpu_ops.c: fp32 math,
+ * bf16 where the CPU stores bf16. Every kernel that depends on the sequence position reads it from
+ * device memory (*pos = positions already in the cache before this forward), so a captured CUDA
+ * graph replays correctly at any position.
+ */
+#ifndef QMM_LLM_KERNELS_CUH
+#define QMM_LLM_KERNELS_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace qmm_llm {
+
+typedef __nv_bfloat16 bf16;
+
+/* ---- embed_norm.cu ---- */
+
+/* x[r, :] = dequant(embedding row tokens[*pos + r]), r < m; x is [m, hidden] fp32.
+ * An id outside [0, vocab) reads row 0 and sets *err = 1 (the host reports it). */
+cudaError_t launch_embed(const uint32_t *packed, const bf16 *scales, const bf16 *biases,
+                         int64_t vocab, int64_t hidden, const int32_t *tokens, const int32_t *pos,
+                         int m, float *x, int32_t *err, cudaStream_t stream);
+
+/* For r < m: if add: x[row0 + r] += add[row0 + r] (fp32, written back);
+ * h[r] = bf16(x[row0 + r] * w / sqrt(mean(x^2) + eps)). x, add are [*, n]; h is [m, n]. */
+cudaError_t launch_add_rmsnorm(float *x, const bf16 *add, const bf16 *w, int64_t n, float eps,
+                               int row0, int m, bf16 *h, cudaStream_t stream);
+
+/* ---- rope.cu ---- */
+
+/* Rows r < m at position p = *pos + r. q (row stride q_stride, heads*hd wide) is normalised
+ * with qw and rotated in place; k (row stride kv_stride, kv*hd wide) is normalised with kw,
+ * rotated and stored at kc[kvh][p]; v (row stride kv_stride) is copied to vc[kvh][p]. kc, vc are
+ * one layer's cache, [kv_heads, max_seq, hd]. cos_t/sin_t [max_seq, hd/2]. The strides let q, k,
+ * v be column ranges of one fused [m, q+k+v] projection output. */
+cudaError_t launch_qk_norm_rope(bf16 *q, const bf16 *k, const bf16 *v, int64_t q_stride,
+                                int64_t kv_stride, const bf16 *qw, const bf16 *kw,
+                                const float *cos_t, const float *sin_t, const int32_t *pos, int m,
+                                int heads, int kv_heads, int hd, float eps, int64_t max_seq,
+                                bf16 *kc, bf16 *vc, cudaStream_t stream);
+
+/* ---- attention.cu ---- */
+
+/* Causal GQA attention of m rows (fp32 on CUDA cores: the reference for the mma kernel) at
+ * positions *pos + r over the layer's cache (which already holds them): out [m, heads*hd] =
+ * softmax(q·k / sqrt(hd)) · v, tiled with an online softmax. q rows are q_stride apart.
+ * hd must be 64 or 128. */
+cudaError_t launch_attention_prefill(const bf16 *q, int64_t q_stride, const bf16 *kc, const bf16 *vc,
+                                     const int32_t *pos, int m, int heads, int kv_heads, int hd,
+                                     int64_t max_seq, bf16 *out, cudaStream_t stream);
+
+/* The same on tensor cores (bf16 mma.sync, fp32 accumulate; P rounded to bf16 for P·V):
+ * attention_mma.cu. hd must be 64 or 128. */
+cudaError_t launch_attention_prefill_mma(const bf16 *q, int64_t q_stride, const bf16 *kc,
+                                         const bf16 *vc,
+                                         const int32_t *pos, int m, int heads, int kv_heads,
+                                         int hd, int64_t max_seq, bf16 *out, cudaStream_t stream);
+
+/* One row at position *pos over *pos + 1 cached positions, split into nsplit ranges; each block
+ * serves the heads/kv_heads query heads of one KV head (K and V are read once per group).
+ * nsplit == 1 writes out directly; otherwise partials [heads, nsplit, hd + 2] (max, sum, acc)
+ * are merged by a combine kernel into out [heads*hd]. */
+cudaError_t launch_attention_decode(const bf16 *q, const bf16 *kc, const bf16 *vc,
+                                    const int32_t *pos, int heads, int kv_heads, int hd,
+                                    int64_t max_seq, int nsplit, float *partials, bf16 *out,
+                                    cudaStream_t stream);
+/* 1 when (hd, heads/kv_heads) has a decode kernel instance. */
+int attention_supported(int hd, int group);
+
+/* ---- swiglu_argmax.cu ---- */
+
+/* out[r, i] = bf16(silu(gate[r, i]) * up[r, i]) for r < rows, i < width; gate and up rows are
+ * in_stride apart (separate buffers: width; one fused [rows, 2*width] output: 2*width), out rows
+ * width apart. out may be gate when in_stride == width. */
+cudaError_t launch_swiglu(const bf16 *gate, const bf16 *up, int64_t rows, int64_t width,
+                          int64_t in_stride, bf16 *out, cudaStream_t stream);
+
+/* best = argmax logits[vocab] (lowest index on ties, NaN never wins); tokens[*pos + m] = best,
+ * *pos += m. With no finite logit: tokens[*pos + m] = 0 and *err = 2. */
+cudaError_t launch_argmax_advance(const bf16 *logits, int64_t vocab, int32_t *tokens,
+                                  int32_t *pos, int m, int32_t *err, cudaStream_t stream);
+/* *pos += m (a prefill chunk that is not the last). */
+cudaError_t launch_advance(int32_t *pos, int m, cudaStream_t stream);
+
+} // namespace qmm_llm
+
+#endif

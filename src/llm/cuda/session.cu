@@ -1,0 +1,324 @@
+/*
+ * CUDA session setup: weights uploaded once, the bf16 KV cache, every scratch buffer and the
+ * matmul workspace allocated here (never later), one eager warm-up step, and the decode step
+ * captured as a CUDA graph.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm/cpu_ops.h"
+#include "llm/cuda/session.h"
+
+using namespace qmm_llm;
+
+template <typename T>
+static qmm_status dev_alloc(T **p, size_t count, const char *what)
+{
+    size_t bytes;
+    if (!qmm_mul_size(count ? count : 1, sizeof(T), &bytes))
+        return qmm_fail(QMM_ERR_OVERFLOW, "%s: size overflows", what);
+    cudaError_t e = cudaMalloc((void **)p, bytes);
+    if (e != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError();
+        return qmm_fail(e == cudaErrorMemoryAllocation ? QMM_ERR_NOMEM : QMM_ERR_CUDA,
+                        "cudaMalloc of %zu bytes for %s: %s", bytes, what, cudaGetErrorString(e));
+    }
+    return QMM_OK;
+}
+
+static qmm_status upload(void *dst, const void *src, size_t bytes)
+{
+    LLM_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    return QMM_OK;
+}
+
+extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
+{
+    if (!s) return;
+    cudaSetDevice(s->device);
+    if (s->stream) cudaStreamSynchronize(s->stream);
+    if (s->decode_graph) cudaGraphExecDestroy(s->decode_graph);
+    for (int i = 0; i < s->ngraphs; i++) cudaGraphExecDestroy(s->graphs[i].exec);
+    if (s->layers) {
+        for (int64_t l = 0; l < s->cfg.num_layers; l++) {
+            for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) qmm_cuda_weight_free(s->layers[l].lin[i]);
+            qmm_cuda_weight_free(s->layers[l].qkv);
+            qmm_cuda_weight_free(s->layers[l].gate_up);
+        }
+        free(s->layers);
+    }
+    qmm_cuda_weight_free(s->head);
+    void *bufs[] = {s->emb_packed, s->emb_scales, s->emb_biases, s->norm_buf, s->cos_t, s->sin_t,
+                    s->kc, s->vc, s->d_pos, s->d_tokens, s->d_err, s->x, s->h, s->q,
+                    s->fuse ? NULL : s->k, s->fuse ? NULL : s->v, s->att, s->proj, s->gate,
+                    s->fuse ? NULL : s->up, s->act == s->gate ? NULL : s->act, s->logits,
+                    s->partials, s->ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i]) cudaFree(bufs[i]);
+    if (s->h_logits) cudaFreeHost(s->h_logits);
+    if (s->h_tokens) cudaFreeHost(s->h_tokens);
+    for (int i = 0; i < 3; i++)
+        if (s->ev[i]) cudaEventDestroy(s->ev[i]);
+    qmm_cuda_destroy(s->ctx);
+    if (s->stream) cudaStreamDestroy(s->stream);
+    free(s);
+}
+
+/* Splits of the decode attention: one range per ~128 cached positions (at most 32), so a long
+ * context spreads over kv_heads x nsplit blocks; short contexts need no combine kernel. */
+static int decode_splits(int64_t max_seq)
+{
+    if (max_seq <= 128) return 1;
+    int64_t n = (max_seq + 127) / 128;
+    return n > 32 ? 32 : (int)n;
+}
+
+/* Weights with the same K stacked along N (rows concatenated: W = [W0; W1; ...]) and uploaded,
+ * so one matmul computes every part: its output columns are the parts' outputs side by side. */
+static qmm_status upload_stacked(qmm_llm_cuda_session *s, const qmm_w4 *const *parts, int n,
+                                 qmm_cuda_weight **out)
+{
+    int64_t rows = 0, k = parts[0]->k;
+    for (int i = 0; i < n; i++) rows += parts[i]->n;
+    qmm_w4 w;
+    qmm_status st = qmm_w4_alloc(rows, k, &w);
+    if (st) return st;
+    size_t pw = 0, g = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(w.packed + pw, parts[i]->packed, parts[i]->packed_count * 4);
+        memcpy(w.scales + g, parts[i]->scales, parts[i]->scales_count * 2);
+        memcpy(w.biases + g, parts[i]->biases, parts[i]->biases_count * 2);
+        pw += parts[i]->packed_count;
+        g += parts[i]->scales_count;
+    }
+    st = qmm_cuda_weight_upload(s->ctx, &w, out);
+    qmm_w4_free(&w);
+    return st;
+}
+
+static qmm_status upload_weights(qmm_llm_cuda_session *s)
+{
+    const qmm_llm_model *m = s->m;
+    const qmm_llm_config *c = &s->cfg;
+    qmm_status st;
+    s->layers = (llm_cuda_layer *)calloc((size_t)c->num_layers, sizeof *s->layers);
+    if (!s->layers) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        const qmm_w4 *lin = m->layers[l].lin;
+        for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) {
+            if (s->fuse && i != QMM_LLM_O && i != QMM_LLM_DOWN) continue;
+            if ((st = qmm_cuda_weight_upload(s->ctx, &lin[i], &s->layers[l].lin[i]))) return st;
+        }
+        if (s->fuse) {
+            const qmm_w4 *qkv[3] = {&lin[QMM_LLM_Q], &lin[QMM_LLM_K], &lin[QMM_LLM_V]};
+            const qmm_w4 *gu[2] = {&lin[QMM_LLM_GATE], &lin[QMM_LLM_UP]};
+            if ((st = upload_stacked(s, qkv, 3, &s->layers[l].qkv)) ||
+                (st = upload_stacked(s, gu, 2, &s->layers[l].gate_up)))
+                return st;
+        }
+    }
+    if ((st = qmm_cuda_weight_upload(s->ctx, &m->lm_head, &s->head))) return st;
+    /* the embedding's raw layout for row lookups */
+    const qmm_w4 *e = &m->embed;
+    if ((st = dev_alloc(&s->emb_packed, e->packed_count, "embedding codes")) ||
+        (st = dev_alloc(&s->emb_scales, e->scales_count, "embedding scales")) ||
+        (st = dev_alloc(&s->emb_biases, e->biases_count, "embedding biases")) ||
+        (st = upload(s->emb_packed, e->packed, e->packed_count * 4)) ||
+        (st = upload(s->emb_scales, e->scales, e->scales_count * 2)) ||
+        (st = upload(s->emb_biases, e->biases, e->biases_count * 2)))
+        return st;
+    /* norms: per layer [input H][post H][q hd][k hd], then the final [H] */
+    size_t per = (size_t)(2 * c->hidden_size + 2 * c->head_dim);
+    size_t total = per * (size_t)c->num_layers + (size_t)c->hidden_size;
+    if ((st = dev_alloc(&s->norm_buf, total, "norm weights"))) return st;
+    size_t off = 0;
+    for (int64_t l = 0; l < c->num_layers; l++)
+        for (int i = 0; i < QMM_LLM_NORM_COUNT; i++) {
+            size_t n = (size_t)llm_norm_len(c, (qmm_llm_norm)i);
+            s->layers[l].norm[i] = s->norm_buf + off;
+            if ((st = upload(s->norm_buf + off, m->layers[l].norm[i], n * 2))) return st;
+            off += n;
+        }
+    s->final_norm = s->norm_buf + off;
+    return upload(s->final_norm, m->final_norm, (size_t)c->hidden_size * 2);
+}
+
+static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
+{
+    const qmm_llm_config *c = &s->cfg;
+    size_t ch = (size_t)s->chunk, H = (size_t)c->hidden_size, hd = (size_t)c->head_dim;
+    size_t qd = (size_t)c->num_heads * hd, kvd = (size_t)c->num_kv_heads * hd;
+    size_t I = (size_t)c->intermediate_size;
+    size_t cache = (size_t)c->num_layers * (size_t)c->num_kv_heads * (size_t)s->max_seq * hd;
+    qmm_status st;
+    if ((st = dev_alloc(&s->kc, cache, "K cache")) || (st = dev_alloc(&s->vc, cache, "V cache")) ||
+        (st = dev_alloc(&s->d_pos, 1, "position")) ||
+        (st = dev_alloc(&s->d_tokens, (size_t)s->max_seq + 1, "token history")) ||
+        (st = dev_alloc(&s->d_err, 1, "error flag")) ||
+        (st = dev_alloc(&s->x, ch * H, "residual")) || (st = dev_alloc(&s->h, ch * H, "normed")) ||
+        (st = dev_alloc(&s->att, ch * qd, "attention")) ||
+        (st = dev_alloc(&s->proj, ch * H, "projection")) ||
+        (st = dev_alloc(&s->logits, (size_t)c->vocab_size, "logits")) ||
+        (st = dev_alloc(&s->partials, (size_t)c->num_heads * (size_t)s->nsplit * (hd + 2),
+                        "attention partials")))
+        return st;
+    if (s->fuse) {
+        /* one [chunk, q + 2 kv] and one [chunk, 2 I] output; SwiGLU writes a separate [chunk, I] */
+        if ((st = dev_alloc(&s->q, ch * (qd + 2 * kvd), "q|k|v")) ||
+            (st = dev_alloc(&s->gate, ch * 2 * I, "gate|up")) ||
+            (st = dev_alloc(&s->act, ch * I, "swiglu")))
+            return st;
+        s->k = s->q + qd;
+        s->v = s->q + qd + kvd;
+        s->up = s->gate + I;
+        s->q_stride = s->kv_stride = (int64_t)(qd + 2 * kvd);
+        s->gu_stride = (int64_t)(2 * I);
+    } else {
+        if ((st = dev_alloc(&s->q, ch * qd, "q")) || (st = dev_alloc(&s->k, ch * kvd, "k")) ||
+            (st = dev_alloc(&s->v, ch * kvd, "v")) || (st = dev_alloc(&s->gate, ch * I, "gate")) ||
+            (st = dev_alloc(&s->up, ch * I, "up")))
+            return st;
+        s->act = s->gate; /* SwiGLU in place */
+        s->q_stride = (int64_t)qd;
+        s->kv_stride = (int64_t)kvd;
+        s->gu_stride = (int64_t)I;
+    }
+    /* the cache starts as zeros, so nothing ever reads uninitialised bits */
+    LLM_CUDA_TRY(cudaMemset(s->kc, 0, cache * 2));
+    LLM_CUDA_TRY(cudaMemset(s->vc, 0, cache * 2));
+    LLM_CUDA_TRY(cudaMemset(s->d_pos, 0, 4));
+    LLM_CUDA_TRY(cudaMemset(s->d_err, 0, 4));
+    LLM_CUDA_TRY(cudaMemset(s->d_tokens, 0, ((size_t)s->max_seq + 1) * 4));
+    LLM_CUDA_TRY(cudaMallocHost((void **)&s->h_logits, (size_t)c->vocab_size * 2));
+    LLM_CUDA_TRY(cudaMallocHost((void **)&s->h_tokens, ((size_t)s->max_seq + 1) * 4));
+    for (int i = 0; i < 3; i++) LLM_CUDA_TRY(cudaEventCreate(&s->ev[i]));
+    return QMM_OK;
+}
+
+/* The workspace the largest projection call needs, over every row count a forward may use. */
+static qmm_status size_workspace(qmm_llm_cuda_session *s)
+{
+    const qmm_llm_config *c = &s->cfg;
+    size_t need = 0;
+    for (int64_t mrows = 1; mrows <= s->chunk; mrows++) {
+        qmm_cuda_options o = qmm_cuda_options_default();
+        if (!s->split_k && mrows > 8) o.path = QMM_PATH_TILED;
+        for (int i = 0; i <= QMM_LLM_LINEAR_COUNT + 1; i++) {
+            int64_t n = c->vocab_size, k = c->hidden_size;
+            if (i < QMM_LLM_LINEAR_COUNT) qmm_llm_linear_shape(c, (qmm_llm_linear)i, &n, &k);
+            else if (i == QMM_LLM_LINEAR_COUNT + 1) { /* the fused shapes */
+                if (!s->fuse) continue;
+                int64_t n2, k2;
+                qmm_llm_linear_shape(c, QMM_LLM_GATE, &n2, &k2);
+                size_t b = 0;
+                qmm_status st = qmm_cuda_workspace_size(s->ctx, mrows, 2 * n2, k2, &o, &b);
+                if (st) return st;
+                if (b > need) need = b;
+                n = (c->num_heads + 2 * c->num_kv_heads) * c->head_dim;
+            } else if (mrows > 1) continue; /* the head runs on one row */
+            size_t b = 0;
+            qmm_status st = qmm_cuda_workspace_size(s->ctx, mrows, n, k, &o, &b);
+            if (st) return st;
+            if (b > need) need = b;
+        }
+    }
+    s->ws_bytes = need;
+    return dev_alloc((unsigned char **)&s->ws, need ? need : 256, "matmul workspace");
+}
+
+extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_t max_seq,
+                                                  const qmm_llm_cuda_options *opt,
+                                                  qmm_llm_cuda_session **out)
+{
+    if (!m || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_cuda_session_create: NULL argument");
+    *out = NULL;
+    qmm_llm_cuda_options o = opt ? *opt : qmm_llm_cuda_options_default();
+    const qmm_llm_config *c = &m->cfg;
+    if (max_seq < 1 || max_seq > c->max_position_embeddings || max_seq > INT32_MAX - 1)
+        return qmm_fail(QMM_ERR_RANGE, "max_seq = %lld must be in [1, max_position_embeddings = %lld]",
+                        (long long)max_seq, (long long)c->max_position_embeddings);
+    int group = (int)(c->num_heads / c->num_kv_heads);
+    if (!attention_supported((int)c->head_dim, group))
+        return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA attention handles head_dim 64 or 128 with "
+                        "1, 2, 4 or 8 query heads per KV head (got %lld, %d)",
+                        (long long)c->head_dim, group);
+    if (o.max_chunk < 0) return qmm_fail(QMM_ERR_ARG, "max_chunk = %lld", (long long)o.max_chunk);
+    qmm_llm_cuda_session *s = (qmm_llm_cuda_session *)calloc(1, sizeof *s);
+    if (!s) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
+    s->m = m;
+    s->cfg = *c;
+    s->device = o.device;
+    s->split_k = o.split_k != 0;
+    s->use_graph = o.use_graph != 0;
+    s->attention_ref = o.attention_ref != 0;
+    s->fuse = o.fuse_projections != 0;
+    s->max_seq = max_seq;
+    s->chunk = o.max_chunk ? o.max_chunk : 4096;
+    if (s->chunk > max_seq) s->chunk = max_seq;
+    s->nsplit = decode_splits(max_seq);
+
+    qmm_status st = QMM_OK;
+    cudaError_t e = cudaSetDevice(o.device);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        st = qmm_fail(QMM_ERR_NO_DEVICE, "CUDA device %d: %s", o.device, cudaGetErrorString(e));
+    }
+    if (!st) st = qmm_cuda_create(o.device, s->stream, &s->ctx);
+    if (!st) st = upload_weights(s);
+    if (!st) st = alloc_scratch(s);
+    if (!st) st = size_workspace(s);
+    if (!st) {
+        /* rope table: the CPU's, bit for bit */
+        size_t n = (size_t)max_seq * (size_t)(c->head_dim / 2);
+        float *ct = (float *)malloc(n * 4), *sn = (float *)malloc(n * 4);
+        if (!ct || !sn) st = qmm_fail(QMM_ERR_NOMEM, "out of memory for the rope table");
+        if (!st) {
+            llm_rope_table(c->rope_theta, c->head_dim, max_seq, ct, sn);
+            if (!(st = dev_alloc(&s->cos_t, n, "rope cos")) && !(st = dev_alloc(&s->sin_t, n, "rope sin")) &&
+                !(st = upload(s->cos_t, ct, n * 4)))
+                st = upload(s->sin_t, sn, n * 4);
+        }
+        free(ct);
+        free(sn);
+    }
+    if (!st) {
+        /* setup copies and memsets went to the legacy stream, which a non-blocking stream does
+         * not wait for (and a pageable cudaMemcpy may return before its DMA ends): finish them */
+        cudaError_t se = cudaDeviceSynchronize();
+        if (se != cudaSuccess)
+            st = qmm_fail(QMM_ERR_CUDA, "finishing the uploads: %s", cudaGetErrorString(se));
+    }
+    if (!st) {
+        /* one eager step first: any lazy setup of the kernels happens outside graph capture */
+        st = llm_cuda_forward(s, 1, 1, NULL);
+        if (!st) {
+            cudaError_t se = cudaStreamSynchronize(s->stream);
+            if (se != cudaSuccess)
+                st = qmm_fail(QMM_ERR_CUDA, "warm-up forward: %s", cudaGetErrorString(se));
+        }
+        if (!st) st = qmm_llm_cuda_reset(s);
+    }
+    if (!st && s->use_graph) st = llm_cuda_capture(s, 1, 1, &s->decode_graph);
+    if (st) {
+        qmm_llm_cuda_session_destroy(s);
+        return st;
+    }
+    *out = s;
+    qmm_clear_error();
+    return QMM_OK;
+}
+
+extern "C" qmm_status qmm_llm_cuda_reset(qmm_llm_cuda_session *s)
+{
+    if (!s) return qmm_fail(QMM_ERR_NULL, "session is NULL");
+    LLM_CUDA_TRY(cudaSetDevice(s->device));
+    LLM_CUDA_TRY(cudaMemsetAsync(s->d_pos, 0, 4, s->stream));
+    LLM_CUDA_TRY(cudaMemsetAsync(s->d_err, 0, 4, s->stream));
+    LLM_CUDA_TRY(cudaStreamSynchronize(s->stream));
+    s->pos = 0;
+    return QMM_OK;
+}
+
+extern "C" int64_t qmm_llm_cuda_position(const qmm_llm_cuda_session *s) { return s ? s->pos : 0; }

@@ -1,0 +1,90 @@
+/* The CUDA session's state, shared by session.cu (setup), forward.cu (the graph of one forward)
+ * and run.cu (prefill / decode / generate / profile). C++ only. */
+#ifndef QMM_LLM_CUDA_SESSION_H
+#define QMM_LLM_CUDA_SESSION_H
+
+#include <cuda_runtime.h>
+
+#include "internal.h"
+#include "llm/cuda/llm_kernels.cuh"
+#include "llm/model.h"
+
+#define LLM_CUDA_TRY(call)                                                                      \
+    do {                                                                                        \
+        cudaError_t err_ = (call);                                                              \
+        if (err_ != cudaSuccess)                                                                \
+            return qmm_fail(QMM_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,  \
+                            cudaGetErrorString(err_));                                          \
+    } while (0)
+
+/* Event marks of an eagerly profiled forward: the time between mark i-1 and mark i is charged to
+ * name[i]. */
+#define LLM_PROF_EVENTS 2048
+struct llm_prof {
+    cudaEvent_t ev[LLM_PROF_EVENTS];
+    const char *name[LLM_PROF_EVENTS];
+    int count;
+};
+
+/* Captured forwards of a prefill chunk size, so repeated prompts of one length replay a graph. */
+#define LLM_PREFILL_GRAPHS 8
+struct llm_graph_entry {
+    int m, final;
+    cudaGraphExec_t exec;
+};
+
+struct llm_cuda_layer {
+    qmm_cuda_weight *lin[QMM_LLM_LINEAR_COUNT]; /* fused: only O and DOWN */
+    qmm_cuda_weight *qkv, *gate_up;             /* fused: [q; k; v] and [gate; up] rows */
+    qmm_llm::bf16 *norm[QMM_LLM_NORM_COUNT]; /* device copies */
+};
+
+struct qmm_llm_cuda_session {
+    const qmm_llm_model *m;
+    qmm_llm_config cfg;
+    int device;
+    cudaStream_t stream;
+    qmm_cuda_ctx *ctx;
+    int split_k, use_graph, attention_ref, fuse;
+    int64_t max_seq, chunk, pos; /* pos mirrors *d_pos between calls */
+
+    llm_cuda_layer *layers;
+    qmm_cuda_weight *head;       /* the LM head (the embedding's W4 when tied) */
+    qmm_llm::bf16 *final_norm;
+    uint32_t *emb_packed;        /* raw embedding copy for row lookup (qmm_cuda_weight is opaque) */
+    qmm_llm::bf16 *emb_scales, *emb_biases;
+    qmm_llm::bf16 *norm_buf;     /* every norm weight, one allocation */
+    float *cos_t, *sin_t;        /* [max_seq, hd/2] */
+    qmm_llm::bf16 *kc, *vc;      /* [layers, kv_heads, max_seq, hd] */
+    int32_t *d_pos, *d_tokens, *d_err; /* tokens: [max_seq + 1], the token at each position */
+
+    float *x;                    /* [chunk, hidden] residual */
+    qmm_llm::bf16 *h, *att, *proj, *logits;
+    /* projection outputs; fused, q/k/v (gate/up) are column ranges of one buffer */
+    qmm_llm::bf16 *q, *k, *v, *gate, *up, *act;
+    int64_t q_stride, kv_stride, gu_stride;
+    float *partials;             /* decode attention splits [heads, nsplit, hd + 2] */
+    int nsplit;
+    void *ws;                    /* qmm_cuda_matmul workspace */
+    size_t ws_bytes;
+
+    qmm_llm::bf16 *h_logits;     /* pinned host staging */
+    int32_t *h_tokens;
+    cudaEvent_t ev[3];
+    cudaGraphExec_t decode_graph;
+    llm_graph_entry graphs[LLM_PREFILL_GRAPHS];
+    int ngraphs, next_evict;
+};
+
+/* Enqueue one forward of m rows at the device position: final = 1 runs the head and the argmax
+ * (which writes the next token and advances the position by m); final = 0 only advances.
+ * prof (may be NULL) gets an event after every kernel family. Launches only: capturable. */
+qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof *prof);
+
+/* The forward of m rows through a cached graph (capturing it the first time) or eagerly. */
+qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final);
+
+/* Capture llm_cuda_forward(m, final) into an executable graph. */
+qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraphExec_t *out);
+
+#endif

@@ -1,0 +1,93 @@
+/* SwiGLU, and the greedy argmax that also advances the device-side position (the last kernel of
+ * every forward, so a decode graph chains its output token into the next step's embedding). */
+#include <math.h>
+
+#include "llm/cuda/llm_kernels.cuh"
+
+namespace qmm_llm {
+
+// gate, up are [rows, width] with rows in_stride apart; out is [rows, width]
+__global__ void swiglu_kernel(const bf16 *gate, const bf16 *up, int64_t rows, int64_t width,
+                              int64_t in_stride, bf16 *out)
+{
+    int64_t n = rows * width;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / width, c = i % width;
+        float g = __bfloat162float(gate[r * in_stride + c]), u = __bfloat162float(up[r * in_stride + c]);
+        /* as llm_swiglu: g / (1 + exp(-g)) * u */
+        out[i] = __float2bfloat16_rn(g / (1.0f + expf(-g)) * u);
+    }
+}
+
+cudaError_t launch_swiglu(const bf16 *gate, const bf16 *up, int64_t rows, int64_t width,
+                          int64_t in_stride, bf16 *out, cudaStream_t stream)
+{
+    int64_t blocks = (rows * width + 255) / 256;
+    if (blocks > 4096) blocks = 4096;
+    swiglu_kernel<<<(int)blocks, 256, 0, stream>>>(gate, up, rows, width, in_stride, out);
+    return cudaGetLastError();
+}
+
+/* (value, index) a beats b: a finite-or-inf value, larger, or equal with a lower index. An index
+ * of -1 means "no candidate" (every value seen was NaN). */
+__device__ __forceinline__ bool beats(float av, int ai, float bv, int bi)
+{
+    if (ai < 0) return false;
+    if (bi < 0) return true;
+    return av > bv || (av == bv && ai < bi);
+}
+
+// logits [vocab]; tokens [max_seq + 1]; one block of 1024 threads
+__global__ void __launch_bounds__(1024)
+    argmax_advance_kernel(const bf16 *__restrict__ logits, int64_t vocab, int32_t *tokens,
+                          int32_t *pos, int m, int32_t *err)
+{
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    float best = -INFINITY;
+    int bi = -1;
+    for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+        float v = __bfloat162float(logits[i]);
+        if (v == v && (bi < 0 || v > best)) { /* ascending i: ties keep the lower index */
+            best = v;
+            bi = (int)i;
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (beats(ov, oi, best, bi)) best = ov, bi = oi;
+    }
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) sv[warp] = best, si[warp] = bi;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x / 32); w++)
+            if (beats(sv[w], si[w], best, bi)) best = sv[w], bi = si[w];
+        int p = *pos;
+        if (bi < 0) {
+            *err = 2;
+            bi = 0;
+        }
+        tokens[p + m] = bi;
+        *pos = p + m;
+    }
+}
+
+cudaError_t launch_argmax_advance(const bf16 *logits, int64_t vocab, int32_t *tokens,
+                                  int32_t *pos, int m, int32_t *err, cudaStream_t stream)
+{
+    argmax_advance_kernel<<<1, 1024, 0, stream>>>(logits, vocab, tokens, pos, m, err);
+    return cudaGetLastError();
+}
+
+__global__ void advance_kernel(int32_t *pos, int m) { *pos += m; }
+
+cudaError_t launch_advance(int32_t *pos, int m, cudaStream_t stream)
+{
+    advance_kernel<<<1, 1, 0, stream>>>(pos, m);
+    return cudaGetLastError();
+}
+
+} // namespace qmm_llm

@@ -1,0 +1,177 @@
+/* Loading an MLX 4-bit checkpoint: every tensor checked against the config, W4 views into the
+ * mapping (no copy unless a tensor is misaligned for its element type). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "llm/model.h"
+
+/* Find name with the wanted dtype and 1- or 2-D shape. */
+static qmm_status expect_tensor(const qmm_llm_model *m, const char *name, st_dtype dtype,
+                                int ndim, int64_t d0, int64_t d1, const st_tensor **out)
+{
+    const st_tensor *t = st_find(&m->set, name);
+    if (!t) return qmm_fail(QMM_ERR_NOT_FOUND, "tensor '%s' is missing from the checkpoint", name);
+    int64_t want[2] = {d0, d1};
+    int shape_ok = t->ndim == ndim;
+    for (int i = 0; i < ndim && shape_ok; i++) shape_ok = t->shape[i] == want[i];
+    if (t->dtype != dtype || !shape_ok) {
+        char got[128], exp[128];
+        st_shape_string(t->ndim, t->shape, got, sizeof got);
+        st_shape_string(ndim, want, exp, sizeof exp);
+        int unquantized = dtype == ST_U32 && (t->dtype == ST_BF16 || t->dtype == ST_F16 ||
+                                              t->dtype == ST_F32);
+        return qmm_fail(QMM_ERR_FORMAT, "tensor '%s' is %s %s, want %s %s (from config.json)%s",
+                        name, st_dtype_name(t->dtype), got, st_dtype_name(dtype), exp,
+                        unquantized ? "; an unquantized checkpoint? qmm quantize-checkpoint "
+                                      "converts it" : "");
+    }
+    *out = t;
+    return QMM_OK;
+}
+
+/* The tensor's data, or an aligned copy when the file puts it at an odd address. */
+static qmm_status aligned_data(qmm_llm_model *m, const st_tensor *t, size_t align, void **out)
+{
+    if (((uintptr_t)t->data % align) == 0) {
+        *out = (void *)t->data; /* read-only by contract; the mapping is copy-on-write */
+        return QMM_OK;
+    }
+    qmm_status st = llm_model_alloc(m, (size_t)t->nbytes, out);
+    if (st) return st;
+    memcpy(*out, t->data, (size_t)t->nbytes);
+    return QMM_OK;
+}
+
+/* prefix.weight U32 [n, k/8], prefix.scales and prefix.biases BF16 [n, k/128] -> a W4 view. */
+static qmm_status bind_w4(qmm_llm_model *m, const char *prefix, int64_t n, int64_t k, qmm_w4 *w)
+{
+    char name[LLM_NAME_MAX];
+    const st_tensor *tw, *ts, *tb;
+    qmm_status st;
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    if ((st = expect_tensor(m, name, ST_U32, 2, n, k / 8, &tw))) return st;
+    snprintf(name, sizeof name, "%s.scales", prefix);
+    if ((st = expect_tensor(m, name, ST_BF16, 2, n, k / QMM_GROUP, &ts))) return st;
+    snprintf(name, sizeof name, "%s.biases", prefix);
+    if ((st = expect_tensor(m, name, ST_BF16, 2, n, k / QMM_GROUP, &tb))) return st;
+    void *p, *s, *b;
+    if ((st = aligned_data(m, tw, 4, &p)) || (st = aligned_data(m, ts, 2, &s)) ||
+        (st = aligned_data(m, tb, 2, &b)))
+        return st;
+    memset(w, 0, sizeof *w);
+    w->n = n;
+    w->k = k;
+    w->packed = p;
+    w->scales = s;
+    w->biases = b;
+    w->packed_count = (size_t)(n * (k / 8));
+    w->scales_count = w->biases_count = (size_t)(n * (k / QMM_GROUP));
+    m->weight_bytes += (size_t)(tw->nbytes + ts->nbytes + tb->nbytes);
+    return QMM_OK;
+}
+
+/* A norm weight [len]: BF16 as is; F16 or F32 converted to bf16 (norms are tiny). */
+static qmm_status bind_norm(qmm_llm_model *m, const char *name, int64_t len, const qmm_bf16 **out)
+{
+    const st_tensor *t = st_find(&m->set, name);
+    if (!t) return qmm_fail(QMM_ERR_NOT_FOUND, "tensor '%s' is missing from the checkpoint", name);
+    if (t->ndim != 1 || t->shape[0] != len ||
+        (t->dtype != ST_BF16 && t->dtype != ST_F16 && t->dtype != ST_F32)) {
+        char got[128];
+        st_shape_string(t->ndim, t->shape, got, sizeof got);
+        return qmm_fail(QMM_ERR_FORMAT, "tensor '%s' is %s %s, want BF16 [%lld] (from config.json)",
+                        name, st_dtype_name(t->dtype), got, (long long)len);
+    }
+    qmm_status st;
+    void *p;
+    if (t->dtype == ST_BF16) {
+        if ((st = aligned_data(m, t, 2, &p))) return st;
+    } else {
+        if ((st = llm_model_alloc(m, (size_t)len * sizeof(qmm_bf16), &p))) return st;
+        qmm_bf16 *o = p;
+        for (int64_t i = 0; i < len; i++) {
+            float v;
+            if (t->dtype == ST_F32) {
+                memcpy(&v, t->data + 4 * i, 4);
+            } else {
+                qmm_f16 h;
+                memcpy(&h, t->data + 2 * i, 2);
+                v = qmm_f16_to_f32(h);
+            }
+            o[i] = qmm_f32_to_bf16(v);
+        }
+    }
+    *out = p;
+    m->weight_bytes += (size_t)t->nbytes;
+    return QMM_OK;
+}
+
+static qmm_status bind_all(qmm_llm_model *m)
+{
+    const qmm_llm_config *c = &m->cfg;
+    char name[LLM_NAME_MAX];
+    qmm_status st;
+    if ((st = bind_w4(m, LLM_EMBED_PREFIX, c->vocab_size, c->hidden_size, &m->embed))) return st;
+    if (c->tie_word_embeddings) {
+        m->lm_head = m->embed;
+    } else if ((st = bind_w4(m, LLM_HEAD_PREFIX, c->vocab_size, c->hidden_size, &m->lm_head))) {
+        return st;
+    }
+    if ((st = bind_norm(m, LLM_FINAL_NORM, c->hidden_size, &m->final_norm))) return st;
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) {
+            int64_t n, k;
+            qmm_llm_linear_shape(c, (qmm_llm_linear)i, &n, &k);
+            if ((st = llm_linear_prefix(l, (qmm_llm_linear)i, name, sizeof name))) return st;
+            if ((st = bind_w4(m, name, n, k, &m->layers[l].lin[i]))) return st;
+        }
+        for (int i = 0; i < QMM_LLM_NORM_COUNT; i++) {
+            if ((st = llm_norm_name(l, (qmm_llm_norm)i, name, sizeof name))) return st;
+            if ((st = bind_norm(m, name, llm_norm_len(c, (qmm_llm_norm)i), &m->layers[l].norm[i])))
+                return st;
+        }
+    }
+    return QMM_OK;
+}
+
+qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out)
+{
+    if (!path || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_model_load: NULL argument");
+    *out = NULL;
+    char dir[LLM_PATH_MAX], cfg_path[LLM_PATH_MAX];
+    qmm_status st;
+    if (llm_is_dir(path)) {
+        if (strlen(path) >= sizeof dir) return qmm_fail(QMM_ERR_RANGE, "path too long");
+        strcpy(dir, path);
+    } else if ((st = llm_dirname(path, dir, sizeof dir))) {
+        return st;
+    }
+    if ((st = llm_path_join(dir, "config.json", cfg_path, sizeof cfg_path))) return st;
+    qmm_llm_config c;
+    if ((st = qmm_llm_config_load(cfg_path, &c))) return st;
+    qmm_llm_model *m;
+    if ((st = llm_model_new(&c, &m))) return st;
+    st = st_open(path, &m->set);
+    if (!st) st = bind_all(m);
+    if (st) {
+        qmm_llm_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    qmm_clear_error();
+    return QMM_OK;
+}
+
+qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **out)
+{
+    if (!spec || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_model_open: NULL argument");
+    qmm_llm_config c;
+    for (int i = 0; qmm_llm_preset_name(i); i++)
+        if (!strcmp(spec, qmm_llm_preset_name(i))) {
+            qmm_llm_config_preset(spec, &c);
+            return qmm_llm_model_synthetic(&c, seed, out);
+        }
+    return qmm_llm_model_load(spec, out);
+}

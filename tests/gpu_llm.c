@@ -1,0 +1,445 @@
+/* The CUDA forward against the CPU reference forward on tiny Qwen3 checkpoints written by the
+ * writer (and on synthetic Qwen3-0.6B / 4B shapes): last-position logits within 2e-2, the same
+ * greedy tokens (or a documented near tie), decode == longer prefill, graph == eager, split-K on
+ * vs off, chunked prefill, long-context decode splits, errors, the profile. Skips without a GPU. */
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "llm/hf_random.h"
+
+static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 1024, 1e6, 1e-6, 1};
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static qmm_llm_model *checkpoint_model(const qmm_llm_config *c)
+{
+    char dir[512], hf[600], mlx[600];
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/qmm_gpu_llm_XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        test_fail(__FILE__, __LINE__, "mkdtemp failed");
+        return NULL;
+    }
+    snprintf(hf, sizeof hf, "%s/hf", dir);
+    snprintf(mlx, sizeof mlx, "%s/mlx", dir);
+    mkdir(hf, 0755);
+    qmm_llm_model *m = NULL;
+    qmm_status st = llm_write_random_hf(hf, c, test_rand_u64(), ST_BF16);
+    if (!st) st = qmm_llm_quantize_checkpoint(hf, mlx, NULL);
+    if (!st) st = qmm_llm_model_load(mlx, &m);
+    CHECKF(st == QMM_OK, "making the model: %s", qmm_last_error());
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return m;
+}
+
+static void random_ids(int32_t *ids, int n, int64_t vocab)
+{
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)(test_rand_u64() % (uint64_t)vocab);
+}
+
+static double rel_err(const float *got, const float *ref, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Token `got` is an acceptable greedy choice under the reference logits: the argmax, or within
+ * a near tie of it (fp32 accumulation order and bf16 rounding move logits by about 1e-3 relative). */
+static int near_tie(const float *ref, int64_t n, int32_t got, double *gap)
+{
+    int32_t best;
+    qmm_llm_argmax(ref, n, &best);
+    *gap = (double)ref[best] - ref[got];
+    return got == best || *gap <= 0.02 * fmax(1.0, fabs(ref[best]));
+}
+
+static qmm_llm_cuda_session *gpu_session(const qmm_llm_model *m, int64_t max_seq, int split_k,
+                                         int graph, int64_t chunk)
+{
+    qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
+    o.split_k = split_k;
+    o.use_graph = graph;
+    o.max_chunk = chunk;
+    qmm_llm_cuda_session *s = NULL;
+    qmm_status st = qmm_llm_cuda_session_create(m, max_seq, &o, &s);
+    CHECKF(st == QMM_OK, "cuda session: %s (%s)", qmm_last_error(), qmm_status_name(st));
+    return s;
+}
+
+/* Prefill n tokens on both backends; compare the last-position logits and the next token. */
+static void compare_prefill(const qmm_llm_model *m, int n, const char *what)
+{
+    const qmm_llm_config *c = qmm_llm_model_config(m);
+    int64_t V = c->vocab_size;
+    int32_t *ids = malloc((size_t)n * 4);
+    random_ids(ids, n, V);
+    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
+    qmm_llm_cpu_session *cs = NULL;
+    qmm_llm_cuda_session *gs = gpu_session(m, n + 4, 1, 1, 0);
+    CHECK_OK(qmm_llm_cpu_session_create(m, n + 4, 0, &cs));
+    if (cs && gs) {
+        int32_t next = -1;
+        CHECK_OK(qmm_llm_cpu_prefill(cs, ids, n, a));
+        CHECK_OK(qmm_llm_cuda_prefill(gs, ids, n, b, &next));
+        double err = rel_err(b, a, V), gap;
+        printf("    %s, prefill %d: logits rel err %.3g\n", what, n, err);
+        CHECKF(err <= 2e-2, "%s: logits rel err %.3g", what, err);
+        CHECKF(near_tie(a, V, next, &gap), "%s: GPU picked %d, CPU logit gap %.4g", what, next, gap);
+        CHECK(qmm_llm_cuda_position(gs) == n);
+    }
+    qmm_llm_cpu_session_destroy(cs);
+    qmm_llm_cuda_session_destroy(gs);
+    free(ids), free(a), free(b);
+}
+
+static void tiny_prefill_matches_cpu(void)
+{
+    qmm_llm_model *m = checkpoint_model(&tiny);
+    if (!m) return;
+    compare_prefill(m, 1, "tiny");
+    compare_prefill(m, 13, "tiny");
+    compare_prefill(m, 100, "tiny");
+    qmm_llm_model_destroy(m);
+}
+
+static void untied_mha_hd128_matches_cpu(void)
+{
+    qmm_llm_config c = tiny;
+    c.tie_word_embeddings = 0;
+    c.num_kv_heads = 4;
+    c.head_dim = 128;
+    qmm_llm_model *m = checkpoint_model(&c);
+    if (!m) return;
+    compare_prefill(m, 9, "untied, 4 KV heads, hd 128");
+    qmm_llm_model_destroy(m);
+}
+
+/* 16 greedy steps: the GPU's chained generate against the CPU's, step by step. */
+static void greedy_tokens_match_cpu(void)
+{
+    qmm_llm_model *m = checkpoint_model(&tiny);
+    if (!m) return;
+    enum { N = 7, STEPS = 16 };
+    int64_t V = tiny.vocab_size;
+    int32_t ids[N], gpu[STEPS], cpu[STEPS];
+    random_ids(ids, N, V);
+    qmm_llm_cuda_session *gs = gpu_session(m, N + STEPS, 1, 1, 0);
+    qmm_llm_cpu_session *cs = NULL;
+    CHECK_OK(qmm_llm_cpu_session_create(m, N + STEPS, 0, &cs));
+    if (gs && cs) {
+        qmm_llm_timing t;
+        CHECK_OK(qmm_llm_cuda_generate(gs, ids, N, STEPS, gpu, &t));
+        CHECK(t.prefill_ms > 0 && t.decode_ms > 0);
+        /* the CPU follows the GPU's tokens, so one near tie does not derail the comparison */
+        float *logits = malloc((size_t)V * 4);
+        CHECK_OK(qmm_llm_cpu_prefill(cs, ids, N, logits));
+        int same = 0;
+        for (int i = 0; i < STEPS; i++) {
+            qmm_llm_argmax(logits, V, &cpu[i]);
+            double gap;
+            if (gpu[i] == cpu[i]) same++;
+            else if (near_tie(logits, V, gpu[i], &gap))
+                printf("    step %d: GPU %d, CPU %d: a near tie (CPU logits differ by %.4g)\n", i,
+                       gpu[i], cpu[i], gap);
+            else
+                test_fail(__FILE__, __LINE__, "step %d: GPU %d, CPU %d, CPU logit gap %.4g", i,
+                          gpu[i], cpu[i], gap);
+            if (i + 1 < STEPS) CHECK_OK(qmm_llm_cpu_decode(cs, gpu[i], logits));
+        }
+        printf("    %d of %d greedy tokens identical\n", same, STEPS);
+        free(logits);
+    }
+    qmm_llm_cuda_session_destroy(gs);
+    qmm_llm_cpu_session_destroy(cs);
+    qmm_llm_model_destroy(m);
+}
+
+/* prefill(n) + decode == prefill(n + 1) at the last position, on the GPU */
+static void decode_equals_longer_prefill(void)
+{
+    qmm_llm_model *m = checkpoint_model(&tiny);
+    if (!m) return;
+    enum { N = 20 };
+    int64_t V = tiny.vocab_size;
+    int32_t ids[N + 1];
+    random_ids(ids, N + 1, V);
+    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
+    qmm_llm_cuda_session *s = gpu_session(m, 64, 1, 1, 0);
+    if (s) {
+        int32_t na, nb;
+        CHECK_OK(qmm_llm_cuda_prefill(s, ids, N, NULL, NULL));
+        CHECK_OK(qmm_llm_cuda_decode(s, ids[N], a, &na));
+        CHECK_OK(qmm_llm_cuda_reset(s));
+        CHECK_OK(qmm_llm_cuda_prefill(s, ids, N + 1, b, &nb));
+        double err = rel_err(a, b, V), gap;
+        printf("    decode vs prefill of n + 1: rel err %.3g\n", err);
+        /* M = 1 runs the matvec, M = 21 the tiled kernel: different fp32 orders */
+        CHECKF(err <= 1e-2, "rel err %.3g", err);
+        CHECKF(na == nb || near_tie(b, V, na, &gap), "tokens %d vs %d", na, nb);
+    }
+    qmm_llm_cuda_session_destroy(s);
+    free(a), free(b);
+    qmm_llm_model_destroy(m);
+}
+
+/* The graph replays exactly the eager kernels: bitwise equal logits and tokens. */
+static void graph_decode_equals_eager(void)
+{
+    qmm_llm_model *m = checkpoint_model(&tiny);
+    if (!m) return;
+    int64_t V = tiny.vocab_size;
+    int32_t ids[5];
+    random_ids(ids, 5, V);
+    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
+    qmm_llm_cuda_session *g = gpu_session(m, 64, 1, 1, 0), *e = gpu_session(m, 64, 1, 0, 0);
+    if (g && e) {
+        int32_t tg = 0, te = 0;
+        CHECK_OK(qmm_llm_cuda_prefill(g, ids, 5, NULL, &tg));
+        CHECK_OK(qmm_llm_cuda_prefill(e, ids, 5, NULL, &te));
+        CHECK(tg == te);
+        for (int step = 0; step < 8; step++) {
+            CHECK_OK(qmm_llm_cuda_decode(g, tg, a, &tg));
+            CHECK_OK(qmm_llm_cuda_decode(e, te, b, &te));
+            CHECKF(!memcmp(a, b, (size_t)V * 4) && tg == te, "step %d: graph and eager differ", step);
+        }
+        int32_t og[10], oe[10];
+        CHECK_OK(qmm_llm_cuda_reset(g));
+        CHECK_OK(qmm_llm_cuda_reset(e));
+        CHECK_OK(qmm_llm_cuda_generate(g, ids, 5, 10, og, NULL));
+        CHECK_OK(qmm_llm_cuda_generate(e, ids, 5, 10, oe, NULL));
+        CHECK(!memcmp(og, oe, sizeof og));
+        /* generate twice from a reset: the same tokens */
+        CHECK_OK(qmm_llm_cuda_reset(g));
+        CHECK_OK(qmm_llm_cuda_generate(g, ids, 5, 10, oe, NULL));
+        CHECK(!memcmp(og, oe, sizeof og));
+    }
+    qmm_llm_cuda_session_destroy(g);
+    qmm_llm_cuda_session_destroy(e);
+    free(a), free(b);
+    qmm_llm_model_destroy(m);
+}
+
+static void split_k_off_and_chunking(void)
+{
+    qmm_llm_model *m = checkpoint_model(&tiny);
+    if (!m) return;
+    enum { N = 40 };
+    int64_t V = tiny.vocab_size;
+    int32_t ids[N];
+    random_ids(ids, N, V);
+    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4), *c = malloc((size_t)V * 4);
+    qmm_llm_cuda_session *on = gpu_session(m, 64, 1, 1, 0), *off = gpu_session(m, 64, 0, 1, 0);
+    qmm_llm_cuda_session *chunked = gpu_session(m, 64, 1, 1, 16); /* 16 + 16 + 8 rows */
+    if (on && off && chunked) {
+        CHECK_OK(qmm_llm_cuda_prefill(on, ids, N, a, NULL));
+        CHECK_OK(qmm_llm_cuda_prefill(off, ids, N, b, NULL));
+        CHECK_OK(qmm_llm_cuda_prefill(chunked, ids, N, c, NULL));
+        double e1 = rel_err(b, a, V), e2 = rel_err(c, a, V);
+        printf("    split-K off vs on: %.3g; chunked vs whole: %.3g\n", e1, e2);
+        CHECK(e1 <= 2e-2 && e2 <= 2e-2);
+    }
+    qmm_llm_cuda_session_destroy(on);
+    qmm_llm_cuda_session_destroy(off);
+    qmm_llm_cuda_session_destroy(chunked);
+    free(a), free(b), free(c);
+    qmm_llm_model_destroy(m);
+}
+
+/* A long context: the decode attention splits the sequence (max_seq 1000 -> 8 splits + combine). */
+static void long_context_decode_matches_cpu(void)
+{
+    qmm_llm_model *m = checkpoint_model(&tiny);
+    if (!m) return;
+    enum { N = 700 };
+    int64_t V = tiny.vocab_size;
+    int32_t *ids = malloc(N * 4);
+    random_ids(ids, N, V);
+    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
+    qmm_llm_cuda_session *gs = gpu_session(m, 1000, 1, 1, 0);
+    qmm_llm_cpu_session *cs = NULL;
+    CHECK_OK(qmm_llm_cpu_session_create(m, 1000, 0, &cs));
+    if (gs && cs) {
+        int32_t next;
+        CHECK_OK(qmm_llm_cpu_prefill(cs, ids, N, a));
+        CHECK_OK(qmm_llm_cuda_prefill(gs, ids, N, b, &next));
+        double err = rel_err(b, a, V), gap;
+        printf("    prefill %d: rel err %.3g\n", N, err);
+        CHECK(err <= 2e-2);
+        for (int step = 0; step < 3; step++) {
+            CHECK_OK(qmm_llm_cpu_decode(cs, next, a));
+            CHECK_OK(qmm_llm_cuda_decode(gs, next, b, &next));
+            err = rel_err(b, a, V);
+            printf("    decode at %d: rel err %.3g\n", N + step, err);
+            CHECK(err <= 2e-2);
+            CHECK(near_tie(a, V, next, &gap));
+        }
+    }
+    qmm_llm_cuda_session_destroy(gs);
+    qmm_llm_cpu_session_destroy(cs);
+    free(ids), free(a), free(b);
+    qmm_llm_model_destroy(m);
+}
+
+/* The tensor-core prefill attention (default) against the fp32 CUDA-core kernel, on prompts that
+ * cover partial row blocks and several key tiles; both head dims. */
+static void tensor_core_attention_matches_fp32(void)
+{
+    const int64_t hds[2] = {64, 128};
+    for (int i = 0; i < 2; i++) {
+        qmm_llm_config c = tiny;
+        c.head_dim = hds[i];
+        qmm_llm_model *m = NULL;
+        CHECK_OK(qmm_llm_model_synthetic(&c, 11 + (uint64_t)i, &m));
+        if (!m) continue;
+        const int lens[3] = {2, 77, 300};
+        for (int li = 0; li < 3; li++) {
+            int n = lens[li];
+            int32_t *ids = malloc((size_t)n * 4);
+            random_ids(ids, n, c.vocab_size);
+            float *a = malloc((size_t)c.vocab_size * 4), *b = malloc((size_t)c.vocab_size * 4);
+            qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
+            qmm_llm_cuda_session *tc = NULL, *ref = NULL;
+            CHECK_OK(qmm_llm_cuda_session_create(m, 640, &o, &tc));
+            o.attention_ref = 1;
+            CHECK_OK(qmm_llm_cuda_session_create(m, 640, &o, &ref));
+            if (tc && ref) {
+                /* a first chunk, then a second one at a non-zero position */
+                CHECK_OK(qmm_llm_cuda_prefill(tc, ids, n, NULL, NULL));
+                CHECK_OK(qmm_llm_cuda_prefill(ref, ids, n, NULL, NULL));
+                CHECK_OK(qmm_llm_cuda_prefill(tc, ids, n, a, NULL));
+                CHECK_OK(qmm_llm_cuda_prefill(ref, ids, n, b, NULL));
+                double err = rel_err(a, b, c.vocab_size);
+                printf("    hd %lld, 2 x %d rows: tensor-core vs fp32 attention rel err %.3g\n",
+                       (long long)hds[i], n, err);
+                CHECK(err <= 1e-2);
+            }
+            qmm_llm_cuda_session_destroy(tc);
+            qmm_llm_cuda_session_destroy(ref);
+            free(ids), free(a), free(b);
+        }
+        qmm_llm_model_destroy(m);
+    }
+}
+
+/* Stacked q|k|v and gate|up weights compute the same projections as the separate ones. */
+static void fused_projections_match_separate(void)
+{
+    qmm_llm_model *m = checkpoint_model(&tiny);
+    if (!m) return;
+    enum { N = 24 };
+    int64_t V = tiny.vocab_size;
+    int32_t ids[N];
+    random_ids(ids, N, V);
+    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
+    qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
+    qmm_llm_cuda_session *sep = NULL, *fus = NULL;
+    CHECK_OK(qmm_llm_cuda_session_create(m, 64, &o, &sep));
+    o.fuse_projections = 1;
+    CHECK_OK(qmm_llm_cuda_session_create(m, 64, &o, &fus));
+    if (sep && fus) {
+        int32_t ts, tf;
+        CHECK_OK(qmm_llm_cuda_prefill(sep, ids, N, a, &ts));
+        CHECK_OK(qmm_llm_cuda_prefill(fus, ids, N, b, &tf));
+        double err = rel_err(b, a, V), gap;
+        printf("    prefill %d: fused vs separate rel err %.3g\n", N, err);
+        CHECK(err <= 1e-2);
+        CHECK(ts == tf || near_tie(a, V, tf, &gap));
+        for (int step = 0; step < 4; step++) {
+            CHECK_OK(qmm_llm_cuda_decode(sep, ts, a, &ts));
+            CHECK_OK(qmm_llm_cuda_decode(fus, ts, b, &tf));
+            err = rel_err(b, a, V);
+            printf("    decode step %d: fused vs separate rel err %.3g\n", step, err);
+            CHECK(err <= 1e-2);
+        }
+    }
+    qmm_llm_cuda_session_destroy(sep);
+    qmm_llm_cuda_session_destroy(fus);
+    free(a), free(b);
+    qmm_llm_model_destroy(m);
+}
+
+static void errors_and_profile(void)
+{
+    qmm_llm_model *m = NULL;
+    CHECK_OK(qmm_llm_model_synthetic(&tiny, 9, &m));
+    if (!m) return;
+    qmm_llm_cuda_session *s = gpu_session(m, 16, 1, 1, 0);
+    if (s) {
+        int32_t ids[20] = {0};
+        float logits[1000];
+        CHECK_STATUS(qmm_llm_cuda_prefill(s, ids, 17, logits, NULL), QMM_ERR_RANGE);
+        int32_t bad[2] = {3, 1000};
+        CHECK_STATUS(qmm_llm_cuda_prefill(s, bad, 2, logits, NULL), QMM_ERR_RANGE);
+        CHECK_STATUS(qmm_llm_cuda_decode(s, -1, logits, NULL), QMM_ERR_RANGE);
+        CHECK(qmm_llm_cuda_position(s) == 0);
+        int32_t out[8];
+        CHECK_STATUS(qmm_llm_cuda_generate(s, ids, 10, 8, out, NULL), QMM_ERR_RANGE);
+        CHECK_OK(qmm_llm_cuda_generate(s, ids, 9, 8, out, NULL));
+        qmm_llm_profile pp, pd;
+        CHECK_OK(qmm_llm_cuda_profile(s, ids, 8, &pp, &pd));
+        CHECK(pp.count > 5 && pd.count > 5 && pp.total_ms > 0 && pd.total_ms > 0);
+        int has_attention = 0;
+        for (int i = 0; i < pd.count; i++) has_attention |= !strcmp(pd.name[i], "attention");
+        CHECK(has_attention);
+        CHECK(qmm_llm_cuda_position(s) == 0);
+    }
+    qmm_llm_cuda_session_destroy(s);
+    qmm_llm_cuda_session *t = NULL;
+    CHECK_STATUS(qmm_llm_cuda_session_create(m, tiny.max_position_embeddings + 1, NULL, &t),
+                 QMM_ERR_RANGE);
+    qmm_llm_model_destroy(m);
+}
+
+/* Real widths (synthetic weights): Qwen3-0.6B (2 query heads per KV head) and Qwen3-4B (4). */
+static void synthetic_presets_match_cpu(void)
+{
+    const char *names[] = {"qwen3-0.6b", "qwen3-4b"};
+    for (int i = 0; i < 2; i++) {
+        qmm_llm_model *m = NULL;
+        CHECK_OK(qmm_llm_model_open(names[i], 7, &m));
+        if (!m) continue;
+        compare_prefill(m, 3, names[i]);
+        qmm_llm_model_destroy(m);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int count = 0;
+    char why[256] = "";
+    qmm_cuda_device_count(&count, why, sizeof why);
+    if (count == 0) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "no CUDA device (%s): the Qwen3 CUDA forward is not tested here",
+                 why[0] ? why : "none found");
+        test_skip_all(msg);
+    }
+    static const test_case cases[] = {
+        {"tiny_prefill_matches_cpu", tiny_prefill_matches_cpu},
+        {"untied_mha_hd128_matches_cpu", untied_mha_hd128_matches_cpu},
+        {"greedy_tokens_match_cpu", greedy_tokens_match_cpu},
+        {"decode_equals_longer_prefill", decode_equals_longer_prefill},
+        {"graph_decode_equals_eager", graph_decode_equals_eager},
+        {"split_k_off_and_chunking", split_k_off_and_chunking},
+        {"long_context_decode_matches_cpu", long_context_decode_matches_cpu},
+        {"tensor_core_attention_matches_fp32", tensor_core_attention_matches_fp32},
+        {"fused_projections_match_separate", fused_projections_match_separate},
+        {"errors_and_profile", errors_and_profile},
+        {"synthetic_presets_match_cpu", synthetic_presets_match_cpu},
+    };
+    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+}

@@ -1,0 +1,255 @@
+/* `qmm bench ops`: one (shape, M) case. Every contender runs on the same A and weight, is checked
+ * against the CPU reference with its output (and workspace) poisoned first, and only then timed.
+ * A contender that fails is reported and not timed. */
+#ifdef QMM_HAVE_CUDA
+
+#include <math.h>
+#include <string.h>
+
+#include "bench_gpu.h"
+
+#define MATVEC_MAX_M 8 /* the matvec path takes M <= 8 (QMM_ERR_ARG beyond) */
+#define DENSE_MIN_M 128 /* below this the dense path (dequantize + cuBLAS) cannot pay */
+#define MAX_SPLIT 16
+#define MAX_CONTENDERS 32
+
+typedef struct contender {
+    char name[16];
+    int cublas;               /* 1: cuBLAS bf16 on the dequantized weight */
+    qmm_cuda_options opt;     /* qmm contenders */
+} contender;
+
+/* What one enqueued call needs. */
+typedef struct call_ctx {
+    const bench_case *c;
+    const contender *ct;
+    void *ws;
+    size_t ws_bytes;
+} call_ctx;
+
+static int enqueue(void *user, int call, char *why, size_t why_len)
+{
+    call_ctx *x = user;
+    const bench_case *c = x->c;
+    if (x->ct->cublas) {
+        const void *w = c->cp->bf16[call % c->cp->n_bf16];
+        cublasStatus_t st = bench_cublas_matmul(c->cb, c->a_dev, c->m, w, c->shape->n,
+                                                c->shape->k, c->c_dev);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            snprintf(why, why_len, "cublasGemmEx: %s", cublasGetStatusString(st));
+            return -1;
+        }
+        return 0;
+    }
+    const qmm_cuda_weight *w = c->cp->w4[call % c->cp->n_w4];
+    qmm_status st = qmm_cuda_matmul(c->ctx, c->a_dev, c->m, w, c->c_dev, x->ws, x->ws_bytes,
+                                    &x->ct->opt, NULL);
+    if (st != QMM_OK) {
+        snprintf(why, why_len, "qmm_cuda_matmul: %s: %s", qmm_status_name(st), qmm_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static contender qmm_contender(const bench_opts *o, const char *name, qmm_path path, int split,
+                               int stages)
+{
+    contender ct;
+    memset(&ct, 0, sizeof ct);
+    snprintf(ct.name, sizeof ct.name, "%s", name);
+    ct.opt = qmm_cuda_options_default();
+    ct.opt.path = path;
+    ct.opt.split = split;
+    ct.opt.stages = stages;
+    ct.opt.policy = (qmm_policy)o->policy;
+    return ct;
+}
+
+/* auto, tiled, split-K at the plan's split, split-K at every valid split, matvec (M <= 8),
+ * qmm's dense path (M >= 128), cuBLAS, and optionally tiled at stages 1..4. */
+static int build_contenders(const bench_case *c, const qmm_plan *plan, contender *list)
+{
+    const bench_opts *o = c->o;
+    int n = 0;
+    list[n++] = qmm_contender(o, "auto", QMM_PATH_AUTO, 0, 0);
+    list[n++] = qmm_contender(o, "tiled", QMM_PATH_TILED, 0, 0);
+    if (plan->path == QMM_PATH_SPLITK && plan->split > 1)
+        list[n++] = qmm_contender(o, "splitk_plan", QMM_PATH_SPLITK, plan->split, 0);
+    for (int s = 2; s <= MAX_SPLIT; s++)
+        if (c->shape->k % ((int64_t)s * QMM_GROUP) == 0)
+            list[n++] = qmm_contender(o, "splitk", QMM_PATH_SPLITK, s, 0);
+    if (c->m <= MATVEC_MAX_M) list[n++] = qmm_contender(o, "matvec", QMM_PATH_MATVEC, 0, 0);
+    if (c->m >= DENSE_MIN_M) list[n++] = qmm_contender(o, "dense", QMM_PATH_DENSE, 0, 0);
+    contender cb;
+    memset(&cb, 0, sizeof cb);
+    snprintf(cb.name, sizeof cb.name, "cublas");
+    cb.cublas = 1;
+    list[n++] = cb;
+    static const char *const stage_names[] = {"tiled_st1", "tiled_st2", "tiled_st3", "tiled_st4"};
+    if (o->stages_sweep)
+        for (int st = 1; st <= 4; st++)
+            list[n++] = qmm_contender(o, stage_names[st - 1], QMM_PATH_TILED, 0, st);
+    return n;
+}
+
+static void ensure_workspace(const bench_case *c, size_t need)
+{
+    if (need <= *c->ws_bytes) return;
+    CK(cudaStreamSynchronize(c->s));
+    if (*c->ws) CK(cudaFree(*c->ws));
+    *c->ws = NULL;
+    *c->ws_bytes = 0;
+    CK(cudaMalloc(c->ws, need));
+    *c->ws_bytes = need;
+}
+
+/* The checked rows of C into c->got [nrows, N]. */
+static void fetch_rows(const bench_case *c)
+{
+    size_t row_bytes = (size_t)c->shape->n * sizeof(qmm_bf16);
+    if (c->nrows == c->m) {
+        CK(cudaMemcpyAsync(c->got, c->c_dev, row_bytes * (size_t)c->m, cudaMemcpyDeviceToHost, c->s));
+    } else {
+        for (int i = 0; i < c->nrows; i++)
+            CK(cudaMemcpyAsync(c->got + (size_t)i * (size_t)c->shape->n,
+                               c->c_dev + (size_t)c->rows[i] * (size_t)c->shape->n, row_bytes,
+                               cudaMemcpyDeviceToHost, c->s));
+    }
+    CK(cudaStreamSynchronize(c->s));
+}
+
+static void fail(bench_result *r, const char *why)
+{
+    r->status = BENCH_FAIL;
+    snprintf(r->why, sizeof r->why, "%s", why);
+}
+
+/* Poison, run once on copy 0, compare with the CPU. 0 pass, -1 fail (r->why says). */
+static int check(const bench_case *c, call_ctx *x, bench_result *r)
+{
+    size_t c_bytes = (size_t)c->m * (size_t)c->shape->n * sizeof(qmm_bf16);
+    char why[160] = "";
+    /* 0xFFFF is a bf16 NaN: an element the contender never writes cannot pass. */
+    CK(cudaMemsetAsync(c->c_dev, 0xFF, c_bytes, c->s));
+    if (x->ws && x->ws_bytes) CK(cudaMemsetAsync(x->ws, 0xFF, x->ws_bytes, c->s));
+    if (x->ct->cublas) {
+        if (enqueue(x, 0, why, sizeof why)) {
+            fail(r, why);
+            return -1;
+        }
+    } else {
+        qmm_plan ran;
+        memset(&ran, 0, sizeof ran);
+        qmm_status st = qmm_cuda_matmul(c->ctx, c->a_dev, c->m, c->cp->w4[0], c->c_dev, x->ws,
+                                        x->ws_bytes, &x->ct->opt, &ran);
+        if (st != QMM_OK) {
+            snprintf(why, sizeof why, "qmm_cuda_matmul: %s: %s", qmm_status_name(st),
+                     qmm_last_error());
+            fail(r, why);
+            return -1;
+        }
+        r->path = ran.path;
+        r->split = ran.split > 0 ? ran.split : 1;
+        r->tile_m = ran.tile_m;
+        r->tile_n = ran.tile_n;
+        r->config = ran.config;
+        r->run_predicted_us = ran.predicted_us;
+    }
+    CK(cudaStreamSynchronize(c->s));
+    CK(cudaGetLastError());
+    fetch_rows(c);
+    size_t nonfinite = 0;
+    r->checked_rows = c->nrows;
+    r->rel_err = bench_rel_frob(c->got, c->ref, (size_t)c->nrows * (size_t)c->shape->n, &nonfinite);
+    if (nonfinite) {
+        snprintf(why, sizeof why, "%zu non-finite outputs in %d checked rows", nonfinite, c->nrows);
+        fail(r, why);
+        return -1;
+    }
+    if (!(r->rel_err <= BENCH_TOLERANCE)) {
+        snprintf(why, sizeof why, "relative Frobenius error %.3g > %.0e vs the CPU", r->rel_err,
+                 BENCH_TOLERANCE);
+        fail(r, why);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_contender(const bench_case *c, const contender *ct, const qmm_plan *plan,
+                         bench_results *rs)
+{
+    const bench_shape *sh = c->shape;
+    bench_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.proj, sizeof r.proj, "%s", sh->name);
+    r.k = sh->k;
+    r.n = sh->n;
+    r.m = c->m;
+    snprintf(r.contender, sizeof r.contender, "%.15s", ct->name);
+    r.path = ct->cublas ? -1 : (int)ct->opt.path;
+    r.split = ct->cublas ? 1 : ct->opt.split > 0 ? ct->opt.split : 1;
+    r.stages = ct->cublas ? 0 : ct->opt.stages;
+    r.rel_err = NAN;
+    r.t.graph_med = r.t.graph_min = r.t.graph_max = NAN;
+    r.t.eager_med = r.t.eager_min = r.t.eager_max = NAN;
+    r.flops = 2.0 * (double)c->m * (double)sh->n * (double)sh->k;
+    double io = (double)c->m * (double)(sh->k + sh->n) * sizeof(qmm_bf16);
+    r.bytes = io + (double)(ct->cublas ? c->cp->bf16_bytes : c->cp->w4_logical_bytes);
+    r.plan_path = plan->path;
+    r.plan_split = plan->split;
+    r.predicted_us = plan->predicted_us;
+    r.run_predicted_us = -1.0;
+    r.config = -1;
+
+    call_ctx x = {c, ct, NULL, 0};
+    bench_set_activity("%s M=%lld %s split=%d stages=%d: check", sh->name, (long long)c->m,
+                       ct->name, r.split, r.stages);
+    if (!ct->cublas) {
+        size_t need = 0;
+        qmm_status st = qmm_cuda_workspace_size(c->ctx, c->m, sh->n, sh->k, &ct->opt, &need);
+        if (st != QMM_OK) {
+            char why[160];
+            snprintf(why, sizeof why, "qmm_cuda_workspace_size: %s: %s", qmm_status_name(st),
+                     qmm_last_error());
+            fail(&r, why);
+        } else {
+            ensure_workspace(c, need);
+            x.ws = need ? *c->ws : NULL;
+            x.ws_bytes = need;
+        }
+    }
+    if (r.status == BENCH_PASS && check(c, &x, &r) == 0) {
+        bench_set_activity("%s M=%lld %s split=%d stages=%d: timing", sh->name, (long long)c->m,
+                           ct->name, r.split, r.stages);
+        bench_timing_req q = {c->o->calls, ct->cublas ? c->cp->n_bf16 : c->cp->n_w4, c->o->reps,
+                              c->o->target_replay_us};
+        char why[160] = "";
+        if (bench_time_calls(c->s, enqueue, &x, &q, &r.t, why, sizeof why)) fail(&r, why);
+    }
+    if (!bench_results_push(rs, &r))
+        bench_die("bench_results_push", "out of host memory", __FILE__, __LINE__);
+    return r.status != BENCH_PASS;
+}
+
+int bench_run_case(const bench_case *c, bench_results *rs)
+{
+    qmm_cuda_options ao = qmm_cuda_options_default();
+    ao.policy = (qmm_policy)c->o->policy;
+    qmm_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.predicted_us = -1.0;
+    if (qmm_cuda_plan(c->ctx, c->m, c->shape->n, c->shape->k, &ao, &plan) != QMM_OK) {
+        fprintf(stderr, "qmm bench ops: WARNING: qmm_cuda_plan(%s, M=%lld) failed: %s\n",
+                c->shape->name, (long long)c->m, qmm_last_error());
+        memset(&plan, 0, sizeof plan);
+        plan.predicted_us = -1.0;
+    }
+    contender list[MAX_CONTENDERS];
+    int n = build_contenders(c, &plan, list), failures = 0;
+    for (int i = 0; i < n; i++) failures += run_contender(c, &list[i], &plan, rs);
+    return failures;
+}
+
+#else
+typedef int bench_case_unused; /* CUDA builds only */
+#endif

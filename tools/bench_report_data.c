@@ -1,0 +1,304 @@
+/* `qmm bench ops`: machine-readable reports (CSV with '#' metadata lines, JSON) and the atomic
+ * file writer. Pure (no CUDA). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_ops.h"
+
+static const char *path_label(const bench_result *r)
+{
+    return r->path < 0 ? "cublas" : qmm_path_name((qmm_path)r->path);
+}
+
+static double gbps_of(const bench_result *r)
+{
+    return r->status == BENCH_PASS ? r->bytes / (r->t.graph_med * 1e3) : NAN;
+}
+
+static double tflops_of(const bench_result *r)
+{
+    return r->status == BENCH_PASS ? r->flops / (r->t.graph_med * 1e6) : NAN;
+}
+
+/* ---- CSV ---- */
+
+static void csv_num(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, ",%.6g", v);
+    else fputs(",", f);
+}
+
+/* A CSV field: quoted, inner quotes doubled. */
+static void csv_str(FILE *f, const char *s)
+{
+    fputs(",\"", f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        if (*s != '\n' && *s != '\r') fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void bench_write_csv(FILE *f, const bench_report *r)
+{
+    const bench_meta *m = r->meta;
+    const bench_ceilings *c = r->ceil;
+    fprintf(f, "# qmm bench ops\n# gpu: %s\n# compute_capability: %d.%d\n# sms: %d\n"
+               "# l2_bytes: %lld\n# sm_clock_khz: %d\n# mem_clock_khz: %d\n# mem_bus_bits: %d\n"
+               "# driver_version: %d\n# runtime_version: %d\n# cublas_version: %d\n"
+               "# commit: %s\n# date: %s\n# seed: %llu\n# weights: %s\n# reps: %d\n"
+               "# calls_min: %d\n# copy_gbps: %.1f (%s)\n# cublas_tflops: %.1f (%s)\n"
+               "# command: %s\n",
+            m->gpu, m->cc_major, m->cc_minor, m->sms, m->l2_bytes, m->sm_clock_khz,
+            m->mem_clock_khz, m->mem_bus_bits, m->driver_version, m->runtime_version,
+            m->cublas_version, m->commit, m->date, (unsigned long long)m->seed,
+            m->hot ? "hot" : "cold", m->reps, m->calls_min, c->copy_gbps,
+            c->copy_measured ? "measured" : "default", c->cublas_tflops,
+            c->cublas_measured ? "measured" : "default", m->command);
+    fprintf(f, "proj,k,n,m,contender,path,split,stages,tile_m,tile_n,config,status,rel_err,checked_rows,"
+               "graph_med_us,graph_min_us,graph_max_us,eager_med_us,eager_min_us,eager_max_us,"
+               "calls,copies,reps,bytes,flops,gbps,pct_copy,tflops,pct_cublas_peak,plan_path,"
+               "plan_split,predicted_us,run_predicted_us,why\n");
+    for (size_t i = 0; i < r->rs->n; i++) {
+        const bench_result *x = &r->rs->v[i];
+        int pass = x->status == BENCH_PASS;
+        fprintf(f, "%s,%lld,%lld,%lld,%s,%s,%d,%d,%d,%d,%d,%s", x->proj, (long long)x->k,
+                (long long)x->n, (long long)x->m, x->contender, path_label(x), x->split, x->stages,
+                x->tile_m, x->tile_n, x->config, pass ? "pass" : "fail");
+        csv_num(f, x->rel_err);
+        fprintf(f, ",%d", x->checked_rows);
+        double t[6] = {x->t.graph_med, x->t.graph_min, x->t.graph_max,
+                       x->t.eager_med, x->t.eager_min, x->t.eager_max};
+        for (int j = 0; j < 6; j++) csv_num(f, pass ? t[j] : NAN);
+        fprintf(f, ",%d,%d,%d", x->t.calls, x->t.copies, x->t.reps);
+        csv_num(f, x->bytes);
+        csv_num(f, x->flops);
+        double g = gbps_of(x), tf = tflops_of(x);
+        csv_num(f, g);
+        csv_num(f, 100.0 * g / c->copy_gbps);
+        csv_num(f, tf);
+        csv_num(f, 100.0 * tf / c->cublas_tflops);
+        fprintf(f, ",%s,%d", x->plan_path > 0 ? qmm_path_name((qmm_path)x->plan_path) : "",
+                x->plan_split);
+        csv_num(f, x->predicted_us >= 0 ? x->predicted_us : NAN);
+        csv_num(f, x->run_predicted_us >= 0 ? x->run_predicted_us : NAN);
+        csv_str(f, x->why);
+        fputc('\n', f);
+    }
+}
+
+/* ---- JSON ---- */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, "%.6g", v);
+    else fputs("null", f);
+}
+
+/* "key": value pairs; the first of an object passes first = 1. */
+static void jk(FILE *f, int *first, const char *key)
+{
+    fprintf(f, "%s\"%s\": ", *first ? "" : ", ", key);
+    *first = 0;
+}
+static void jstr(FILE *f, int *first, const char *key, const char *v)
+{
+    jk(f, first, key);
+    json_str(f, v);
+}
+static void jnum(FILE *f, int *first, const char *key, double v)
+{
+    jk(f, first, key);
+    json_num(f, v);
+}
+static void jint(FILE *f, int *first, const char *key, long long v)
+{
+    jk(f, first, key);
+    fprintf(f, "%lld", v);
+}
+
+static void json_meta(FILE *f, const bench_report *r)
+{
+    const bench_meta *m = r->meta;
+    const bench_ceilings *c = r->ceil;
+    int fi = 1;
+    char cc[16];
+    snprintf(cc, sizeof cc, "%d.%d", m->cc_major, m->cc_minor);
+    fprintf(f, "  \"meta\": {");
+    jstr(f, &fi, "gpu", m->gpu);
+    jstr(f, &fi, "compute_capability", cc);
+    jint(f, &fi, "sms", m->sms);
+    jint(f, &fi, "l2_bytes", m->l2_bytes);
+    jint(f, &fi, "sm_clock_khz", m->sm_clock_khz);
+    jint(f, &fi, "mem_clock_khz", m->mem_clock_khz);
+    jint(f, &fi, "mem_bus_bits", m->mem_bus_bits);
+    jint(f, &fi, "driver_version", m->driver_version);
+    jint(f, &fi, "runtime_version", m->runtime_version);
+    jint(f, &fi, "cublas_version", m->cublas_version);
+    jstr(f, &fi, "commit", m->commit);
+    jstr(f, &fi, "date", m->date);
+    jk(f, &fi, "seed");
+    fprintf(f, "%llu", (unsigned long long)m->seed);
+    jstr(f, &fi, "weights", m->hot ? "hot" : "cold");
+    jint(f, &fi, "reps", m->reps);
+    jint(f, &fi, "calls_min", m->calls_min);
+    jstr(f, &fi, "command", m->command);
+    fprintf(f, "},\n  \"ceilings\": {");
+    fi = 1;
+    jnum(f, &fi, "copy_gbps", c->copy_gbps);
+    jnum(f, &fi, "copy_min_gbps", c->copy_min_gbps);
+    jnum(f, &fi, "copy_max_gbps", c->copy_max_gbps);
+    jint(f, &fi, "copy_measured", c->copy_measured);
+    jstr(f, &fi, "copy_note", c->copy_note);
+    jnum(f, &fi, "cublas_tflops", c->cublas_tflops);
+    jnum(f, &fi, "cublas_min_tflops", c->cublas_min_tflops);
+    jnum(f, &fi, "cublas_max_tflops", c->cublas_max_tflops);
+    jint(f, &fi, "cublas_measured", c->cublas_measured);
+    jstr(f, &fi, "cublas_note", c->cublas_note);
+    fprintf(f, "},\n");
+}
+
+static void json_result(FILE *f, const bench_result *x, const bench_ceilings *c)
+{
+    int fi = 1, pass = x->status == BENCH_PASS;
+    double g = gbps_of(x), tf = tflops_of(x);
+    fprintf(f, "    {");
+    jstr(f, &fi, "proj", x->proj);
+    jint(f, &fi, "k", x->k);
+    jint(f, &fi, "n", x->n);
+    jint(f, &fi, "m", x->m);
+    jstr(f, &fi, "contender", x->contender);
+    jstr(f, &fi, "path", path_label(x));
+    jint(f, &fi, "split", x->split);
+    jint(f, &fi, "stages", x->stages);
+    jint(f, &fi, "tile_m", x->tile_m);
+    jint(f, &fi, "tile_n", x->tile_n);
+    jint(f, &fi, "config", x->config);
+    jstr(f, &fi, "status", pass ? "pass" : "fail");
+    jnum(f, &fi, "rel_err", x->rel_err);
+    jint(f, &fi, "checked_rows", x->checked_rows);
+    jnum(f, &fi, "graph_med_us", pass ? x->t.graph_med : NAN);
+    jnum(f, &fi, "graph_min_us", pass ? x->t.graph_min : NAN);
+    jnum(f, &fi, "graph_max_us", pass ? x->t.graph_max : NAN);
+    jnum(f, &fi, "eager_med_us", pass ? x->t.eager_med : NAN);
+    jnum(f, &fi, "eager_min_us", pass ? x->t.eager_min : NAN);
+    jnum(f, &fi, "eager_max_us", pass ? x->t.eager_max : NAN);
+    jint(f, &fi, "calls", x->t.calls);
+    jint(f, &fi, "copies", x->t.copies);
+    jint(f, &fi, "reps", x->t.reps);
+    jnum(f, &fi, "bytes", x->bytes);
+    jnum(f, &fi, "flops", x->flops);
+    jnum(f, &fi, "gbps", g);
+    jnum(f, &fi, "pct_copy", 100.0 * g / c->copy_gbps);
+    jnum(f, &fi, "tflops", tf);
+    jnum(f, &fi, "pct_cublas_peak", 100.0 * tf / c->cublas_tflops);
+    jstr(f, &fi, "plan_path", x->plan_path > 0 ? qmm_path_name((qmm_path)x->plan_path) : "");
+    jint(f, &fi, "plan_split", x->plan_split);
+    jnum(f, &fi, "predicted_us", x->predicted_us >= 0 ? x->predicted_us : NAN);
+    jnum(f, &fi, "run_predicted_us", x->run_predicted_us >= 0 ? x->run_predicted_us : NAN);
+    jstr(f, &fi, "why", x->why);
+    fprintf(f, "}");
+}
+
+static void json_model(FILE *f, const bench_report *r)
+{
+    const bench_model_setup *ms = r->model;
+    const bench_calibration *cal = r->cal;
+    int fi = 1;
+    fprintf(f, "  \"model\": {");
+    jint(f, &fi, "ok", ms && ms->ok);
+    if (!ms || !ms->ok) {
+        jstr(f, &fi, "why", ms ? ms->why : "not set up");
+        fprintf(f, "}\n");
+        return;
+    }
+    jint(f, &fi, "sms", ms->gpu.sms);
+    jnum(f, &fi, "peak_tflops", ms->gpu.peak_tflops);
+    jnum(f, &fi, "bandwidth_tbs", ms->gpu.bandwidth_tbs);
+    jnum(f, &fi, "launch_us", ms->gpu.launch_us);
+    jint(f, &fi, "blocks_per_sm", ms->kern.blocks_per_sm);
+    jnum(f, &fi, "compute_efficiency", ms->kern.compute_efficiency);
+    fprintf(f, ", \"calibration\": {");
+    int fc = 1;
+    jint(f, &fc, "ok", cal->ok);
+    jint(f, &fc, "points", cal->points);
+    jnum(f, &fc, "compute_efficiency", cal->efficiency);
+    jnum(f, &fc, "launch_us", cal->launch_us);
+    jnum(f, &fc, "rms_err_pct_before", cal->rms_before);
+    jnum(f, &fc, "rms_err_pct_after", cal->rms_after);
+    jnum(f, &fc, "worst_err_pct_before", cal->worst_before);
+    jnum(f, &fc, "worst_err_pct_after", cal->worst_after);
+    fprintf(f, "},\n    \"points\": [");
+    for (int i = 0; i < r->npts; i++) {
+        const bench_model_point *p = &r->pts[i];
+        int fp = 1;
+        fprintf(f, "%s\n      {", i ? "," : "");
+        jstr(f, &fp, "proj", p->proj);
+        jint(f, &fp, "m", p->m);
+        jint(f, &fp, "n", p->n);
+        jint(f, &fp, "k", p->k);
+        jint(f, &fp, "split", p->split);
+        jint(f, &fp, "tile_m", p->tile_m);
+        jint(f, &fp, "tile_n", p->tile_n);
+        jint(f, &fp, "blocks_per_sm", p->blocks_per_sm);
+        jnum(f, &fp, "measured_us", p->measured_us);
+        jnum(f, &fp, "planner_us", p->planner_us >= 0 ? p->planner_us : NAN);
+        jnum(f, &fp, "model_us", p->model_us);
+        jnum(f, &fp, "calibrated_us", p->calib_us);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}\n");
+}
+
+void bench_write_json(FILE *f, const bench_report *r)
+{
+    fprintf(f, "{\n");
+    json_meta(f, r);
+    fprintf(f, "  \"results\": [");
+    for (size_t i = 0; i < r->rs->n; i++) {
+        fprintf(f, "%s\n", i ? "," : "");
+        json_result(f, &r->rs->v[i], r->ceil);
+    }
+    fprintf(f, "\n  ],\n");
+    json_model(f, r);
+    fprintf(f, "}\n");
+}
+
+int bench_write_file(const char *path, void (*fn)(FILE *, const bench_report *),
+                     const bench_report *r)
+{
+    size_t len = strlen(path) + 8;
+    char *tmp = malloc(len);
+    if (!tmp) return -1;
+    snprintf(tmp, len, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "qmm bench ops: cannot write %s\n", tmp);
+        free(tmp);
+        return -1;
+    }
+    fn(f, r);
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        fprintf(stderr, "qmm bench ops: writing %s failed\n", path);
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
