@@ -245,11 +245,11 @@ static void fallback_is_bitwise(void)
 {
     /* Whenever a plan's split is 1 the call must run the unsplit kernel: bitwise equal to forcing
      * it. Note M=128, N=256, K=2560 is NOT a full grid under the seed rule (base 4*8 = 32 ->
-     * split 10), so the full-grid cases are q at M=128 (seed base 512) and shapes at M=2048. */
-    static const int64_t shapes[][3] = {{128, 256, 2560}, {128, 4096, 2560}, {2048, 4096, 2560},
-                                        {2048, 1024, 2560}};
+     * split 10), so the full-grid cases are q at M=128 (seed base 512) and larger M. */
+    static const int64_t shapes[][3] = {{128, 256, 2560}, {128, 4096, 2560}, {300, 9728, 2560},
+                                        {384, 4096, 2560}, {2048, 1024, 2560}};
     int compared[2] = {0, 0};
-    for (int si = 0; si < 4; si++) {
+    for (int si = 0; si < 5; si++) {
         prob p;
         CHECK(prob_init(&p, shapes[si][0], shapes[si][1], shapes[si][2]));
         size_t sz = (size_t)(p.m * p.n);
@@ -262,7 +262,7 @@ static void fallback_is_bitwise(void)
             printf("    M=%lld N=%lld K=%lld policy %-6s: %s split %d\n", (long long)p.m,
                    (long long)p.n, (long long)p.k, pol ? "seed" : "device",
                    qmm_path_name(plan.path), plan.split);
-            if (plan.split != 1) continue;
+            if (plan.path != QMM_PATH_TILED) continue; /* split, or the dense path */
             o.path = QMM_PATH_TILED;
             CHECK_OK(run(&p, &o, y, NULL));
             CHECKF(same_bits(x, y, sz), "unsplit plan differs from the forced tiled kernel");

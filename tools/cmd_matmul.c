@@ -17,7 +17,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qmm matmul [--m M] [--n N] [--k K] [--threads T] [--seed S]\n"
-            "                  [--device cpu|cuda|auto]\n"
+            "                  [--device cpu|cuda|auto] [--path auto|matvec|tiled|splitk|dense]\n"
+            "                  [--split S] [--stages 1..4] [--partials bf16|f32] [--policy device|seed]\n"
             "  C[M, N] = A[M, K] · Wᵀ with W quantized to 4 bits (groups of 128) from random f32.\n"
             "  Runs the scalar reference and the threaded CPU path, times both, and checks them\n"
             "  against an fp64 product of the dequantized weight (relative Frobenius error of\n"
@@ -97,6 +98,8 @@ int cmd_matmul(int argc, char **argv)
 {
     int64_t m = 128, n = 4096, k = 2560, threads = 0, seed = -1;
     const char *device = "auto";
+    qmm_cuda_options gopt = qmm_cuda_options_default();
+    int64_t split = 0, stages = 0;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -104,9 +107,24 @@ int cmd_matmul(int argc, char **argv)
             return 0;
         }
         int64_t *dst = !strcmp(o, "--m") ? &m : !strcmp(o, "--n") ? &n : !strcmp(o, "--k") ? &k
-                     : !strcmp(o, "--threads") ? &threads : !strcmp(o, "--seed") ? &seed : NULL;
+                     : !strcmp(o, "--threads") ? &threads : !strcmp(o, "--seed") ? &seed
+                     : !strcmp(o, "--split") ? &split : !strcmp(o, "--stages") ? &stages : NULL;
         if (i + 1 < argc && !strcmp(o, "--device")) {
             device = argv[++i];
+        } else if (i + 1 < argc && !strcmp(o, "--path")) {
+            const char *v = argv[++i];
+            static const char *names[] = {"auto", "matvec", "tiled", "splitk", "streamk", "dense"};
+            int found = 0;
+            for (int p = 0; p < 6; p++)
+                if (!strcmp(v, names[p])) gopt.path = (qmm_path)p, found = 1;
+            if (!found) {
+                fprintf(stderr, "qmm matmul: unknown --path '%s'\n", v);
+                return 2;
+            }
+        } else if (i + 1 < argc && !strcmp(o, "--partials")) {
+            gopt.partial_type = !strcmp(argv[++i], "f32") ? QMM_F32 : QMM_BF16;
+        } else if (i + 1 < argc && !strcmp(o, "--policy")) {
+            gopt.policy = !strcmp(argv[++i], "seed") ? QMM_POLICY_SEED : QMM_POLICY_DEVICE;
         } else if (!dst || i + 1 >= argc || !parse_i64(argv[++i], dst)) {
             fprintf(stderr, "qmm matmul: bad option '%s'\n", o);
             usage(stderr);
@@ -192,7 +210,9 @@ int cmd_matmul(int argc, char **argv)
     rc = pass ? 0 : 1;
     if (strcmp(device, "cpu")) {
         /* bf16 output from the GPU paths: DESIGN.md §8's tolerance */
-        int g = matmul_gpu(&w, a, m, ref, 1e-2, !strcmp(device, "cuda"));
+        gopt.split = (int)split;
+        gopt.stages = (int)stages;
+        int g = matmul_gpu(&w, a, m, ref, 1e-2, !strcmp(device, "cuda"), &gopt);
         if (g == 1 || g == 2) pass = 0, rc = g;
     }
     printf("%s: errors %s tolerance\n", pass ? "PASS" : "FAIL", pass ? "within" : "exceed");

@@ -7,9 +7,9 @@
 
 #ifndef QMM_HAVE_CUDA
 int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref, double tol,
-               int required)
+               int required, const qmm_cuda_options *opt)
 {
-    (void)w, (void)a, (void)m, (void)ref, (void)tol;
+    (void)w, (void)a, (void)m, (void)ref, (void)tol, (void)opt;
     if (required) fprintf(stderr, "qmm matmul: this build has no CUDA backend\n");
     return required ? 2 : 3;
 }
@@ -17,7 +17,7 @@ int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref,
 #include <cuda_runtime.h>
 
 int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref, double tol,
-               int required)
+               int required, const qmm_cuda_options *opt)
 {
     int count = 0;
     char why[256] = "";
@@ -39,7 +39,7 @@ int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref,
     qmm_plan plan;
     qmm_status st = qmm_cuda_create(0, NULL, &ctx);
     if (st == QMM_OK) st = qmm_cuda_weight_upload(ctx, w, &dw);
-    if (st == QMM_OK) st = qmm_cuda_workspace_size(ctx, m, n, k, NULL, &ws_bytes);
+    if (st == QMM_OK) st = qmm_cuda_workspace_size(ctx, m, n, k, opt, &ws_bytes);
     if (st != QMM_OK) {
         fprintf(stderr, "qmm matmul: %s: %s\n", qmm_status_name(st), qmm_last_error());
         goto done;
@@ -51,7 +51,7 @@ int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref,
     }
     cudaMemcpy(a_dev, a, (size_t)m * k * 2, cudaMemcpyHostToDevice);
     cudaMemset(c_dev, 0xFF, mn * 2); /* poison: NaN everywhere */
-    st = qmm_cuda_matmul(ctx, a_dev, m, dw, c_dev, ws, ws_bytes, NULL, &plan);
+    st = qmm_cuda_matmul(ctx, a_dev, m, dw, c_dev, ws, ws_bytes, opt, &plan);
     if (st != QMM_OK || cudaDeviceSynchronize() != cudaSuccess) {
         fprintf(stderr, "qmm matmul: gpu run failed: %s\n",
                 st != QMM_OK ? qmm_last_error() : cudaGetErrorString(cudaGetLastError()));
@@ -68,7 +68,7 @@ int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref,
     /* eager launches, hot weights: a quick figure; `qmm bench ops` is the measurement */
     const int reps = 50;
     cudaEventRecord(e0, 0);
-    for (int r = 0; r < reps; r++) qmm_cuda_matmul(ctx, a_dev, m, dw, c_dev, ws, ws_bytes, NULL, NULL);
+    for (int r = 0; r < reps; r++) qmm_cuda_matmul(ctx, a_dev, m, dw, c_dev, ws, ws_bytes, opt, NULL);
     cudaEventRecord(e1, 0);
     cudaEventSynchronize(e1);
     float ms = 0;

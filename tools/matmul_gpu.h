@@ -7,6 +7,6 @@
 /* Run C = A·Wᵀ on GPU 0 with the planned path, check against ref[M, N] (fp64), print the plan,
  * error and time. Returns 0 pass, 1 check failed, 2 could not run; 3 when no GPU and !required. */
 int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref, double tol,
-               int required);
+               int required, const qmm_cuda_options *opt);
 
 #endif

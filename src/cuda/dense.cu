@@ -10,34 +10,31 @@
 
 namespace qmm {
 
-// packed/sb: device layout; w is [n, k] bf16 row-major. One thread per (row, group).
+// packed/sb: device layout; w is [n, k] bf16 row-major. One thread per (row, group, chunk of
+// 16 columns): consecutive threads write consecutive 32-byte pieces of a row, so a warp's
+// stores cover 1 KB contiguously.
 __global__ void dequant_w4g128_bf16_kernel(const uint32_t *__restrict__ packed,
                                            const uint32_t *__restrict__ sb, int n, int n_pad, int k,
                                            __nv_bfloat16 *__restrict__ w)
 {
-    const int groups = k / 128;
+    const int chunks = k / 16;
     int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (int64_t)n * groups) return;
-    int row = (int)(idx % n), grp = (int)(idx / n); /* consecutive threads: consecutive rows */
-    const uint4 *src = reinterpret_cast<const uint4 *>(packed + (int64_t)row * (k / 8) + grp * 16);
-    uint4 q[4] = {src[0], src[1], src[2], src[3]}; /* lane t's 16 bytes, t = 0..3 */
-    uint32_t v = sb[(int64_t)grp * n_pad + row];
-    uint32_t s2 = (v & 0xFFFFu) | (v << 16), b2 = (v >> 16) | (v & 0xFFFF0000u);
-    uint4 *dst = reinterpret_cast<uint4 *>(w + (int64_t)row * k + grp * 128);
+    if (idx >= (int64_t)n * chunks) return;
+    const int row = (int)(idx / chunks), kc = (int)(idx % chunks), grp = kc / 8, c = kc % 8;
+    const uint32_t *src = packed + (int64_t)row * (k / 8) + grp * 16;
+    const uint32_t v = sb[(int64_t)grp * n_pad + row];
+    const uint32_t s2 = (v & 0xFFFFu) | (v << 16), b2 = (v >> 16) | (v & 0xFFFF0000u);
+    const int h = (c % 2) * 8;
+    uint32_t lo[4], hi[4];
 #pragma unroll
-    for (int c = 0; c < 8; c++) {
-        const int h = (c % 2) * 8;
-        uint32_t lo[4], hi[4];
-#pragma unroll
-        for (int t = 0; t < 4; t++) {
-            const int j = c / 2;
-            uint32_t word = j == 0 ? q[t].x : j == 1 ? q[t].y : j == 2 ? q[t].z : q[t].w;
-            lo[t] = dequant_pair(word, h, s2, b2);     /* k = 16c + 2t, +1 */
-            hi[t] = dequant_pair(word, h + 4, s2, b2); /* k = 16c + 2t + 8, +9 */
-        }
-        dst[2 * c] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
-        dst[2 * c + 1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+    for (int t = 0; t < 4; t++) {
+        uint32_t word = __ldg(src + 4 * t + c / 2); /* lane t's word for this chunk */
+        lo[t] = dequant_pair(word, h, s2, b2);      /* k = 16c + 2t, +1 */
+        hi[t] = dequant_pair(word, h + 4, s2, b2);  /* k = 16c + 2t + 8, +9 */
     }
+    uint4 *dst = reinterpret_cast<uint4 *>(w + (int64_t)row * k + (int64_t)kc * 16);
+    dst[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    dst[1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
 }
 
 size_t dense_workspace_bytes(int64_t n, int64_t k)
@@ -47,7 +44,7 @@ size_t dense_workspace_bytes(int64_t n, int64_t k)
 
 cudaError_t launch_dequant(const DevWeight &w, __nv_bfloat16 *out, cudaStream_t stream)
 {
-    int64_t threads = w.n * (w.k / 128);
+    int64_t threads = w.n * (w.k / 16);
     dequant_w4g128_bf16_kernel<<<(unsigned)((threads + 255) / 256), 256, 0, stream>>>(
         w.packed, w.sb, (int)w.n, (int)w.n_pad, (int)w.k, out);
     return cudaGetLastError();

@@ -6,8 +6,8 @@
  * so per group of 128 the mma yields P = Σ a·(128+q) and the weights are never rounded:
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σ a      (fp32, per group).
  * A block owns 16·ROWT rows; its 8 warps take the K groups in turn (warp w: groups w, w+8, …),
- * each with the next group's weights loaded before the current one is used, and sum their
- * results in shared memory in a fixed order: deterministic, no atomics.
+ * each keeping MV_DEPTH groups of weights in flight (a register ring), and sum their results in
+ * shared memory in a fixed order: deterministic, no atomics.
  */
 #include "kernels.h"
 
@@ -50,6 +50,71 @@ __device__ __forceinline__ void mv_load(MvGroup<ROWT> &G, const uint32_t *__rest
     }
 }
 
+/* One group of 128 columns for this warp: P = Σ a·(128+q) on tensor cores, then
+ * acc += s·P + (b − 128·s)·Σa per output. */
+template <int TOKT, int ROWT>
+__device__ __forceinline__ void mv_group(float (&acc)[ROWT][TOKT][4], const MvGroup<ROWT> &cur,
+                                         const uint32_t *__restrict__ a32, int m, int k, int grp,
+                                         int g, int t)
+{
+    uint32_t bf[TOKT][8][2];
+    float asum[TOKT];
+#pragma unroll
+    for (int tt = 0; tt < TOKT; tt++) {
+        int tok = tt * 8 + g;
+        asum[tt] = 0.f;
+        const uint32_t *ap = a32 + ((int64_t)tok * k + grp * 128) / 2 + t;
+#pragma unroll
+        for (int ch = 0; ch < 8; ch++) {
+            bf[tt][ch][0] = tok < m ? __ldg(ap + 8 * ch) : 0u;
+            bf[tt][ch][1] = tok < m ? __ldg(ap + 8 * ch + 4) : 0u;
+            asum[tt] += bf16_lo(bf[tt][ch][0]) + bf16_hi(bf[tt][ch][0]) +
+                        bf16_lo(bf[tt][ch][1]) + bf16_hi(bf[tt][ch][1]);
+        }
+    }
+    float p[ROWT][TOKT][4];
+#pragma unroll
+    for (int rt = 0; rt < ROWT; rt++)
+#pragma unroll
+        for (int tt = 0; tt < TOKT; tt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) p[rt][tt][i] = 0.f;
+#pragma unroll
+    for (int ch = 0; ch < 8; ch++) {
+        const int j = ch / 2, h = (ch % 2) * 8;
+#pragma unroll
+        for (int rt = 0; rt < ROWT; rt++) {
+            uint32_t wl = word_of(cur.lo[rt], j), wh = word_of(cur.hi[rt], j);
+            uint32_t a0 = codes_128(wl, h), a2 = codes_128(wl, h + 4);
+            uint32_t a1 = codes_128(wh, h), a3 = codes_128(wh, h + 4);
+#pragma unroll
+            for (int tt = 0; tt < TOKT; tt++)
+                mma_bf16_16816(p[rt][tt], a0, a1, a2, a3, bf[tt][ch][0], bf[tt][ch][1]);
+        }
+    }
+#pragma unroll
+    for (int tt = 0; tt < TOKT; tt++) {
+        float s = asum[tt];
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);           /* Σa of token tt*8 + g */
+        float s0 = __shfl_sync(0xffffffffu, s, 8 * t);     /* token tt*8 + 2t */
+        float s1 = __shfl_sync(0xffffffffu, s, 8 * t + 4); /* token tt*8 + 2t + 1 */
+#pragma unroll
+        for (int rt = 0; rt < ROWT; rt++) {
+            float sl = bf16_lo(cur.sb_lo[rt]), bl = bf16_hi(cur.sb_lo[rt]) - 128.f * sl;
+            float sh = bf16_lo(cur.sb_hi[rt]), bh = bf16_hi(cur.sb_hi[rt]) - 128.f * sh;
+            acc[rt][tt][0] += sl * p[rt][tt][0] + bl * s0;
+            acc[rt][tt][1] += sl * p[rt][tt][1] + bl * s1;
+            acc[rt][tt][2] += sh * p[rt][tt][2] + bh * s0;
+            acc[rt][tt][3] += sh * p[rt][tt][3] + bh * s1;
+        }
+    }
+}
+
+/* Groups in flight per warp: the loads of the next MV_DEPTH-1 groups are issued before the
+ * current one is used, so a warp keeps about MV_DEPTH KB of weights in flight. */
+constexpr int MV_DEPTH = 4;
+
 // a is [m, k] bf16, packed/sb the device layout (w4_layout.h), c is [m, n] bf16; m <= 8*TOKT.
 template <int TOKT, int ROWT>
 __global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
@@ -71,67 +136,23 @@ __global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[rt][tt][i] = 0.f;
 
-    MvGroup<ROWT> cur, nxt;
-    if (warp < groups) mv_load<ROWT>(cur, packed, sb, kw, n_pad, n0, warp, g, t);
-    for (int grp = warp; grp < groups; grp += MV_WARPS) {
-        if (grp + MV_WARPS < groups) mv_load<ROWT>(nxt, packed, sb, kw, n_pad, n0, grp + MV_WARPS, g, t);
-
-        /* B fragments (tokens) and this lane's share of Σa per token */
-        uint32_t bf[TOKT][8][2];
-        float asum[TOKT];
+    /* a ring of MV_DEPTH groups: warp w takes groups w, w+8, w+16, ... */
+    MvGroup<ROWT> ring[MV_DEPTH];
 #pragma unroll
-        for (int tt = 0; tt < TOKT; tt++) {
-            int tok = tt * 8 + g;
-            asum[tt] = 0.f;
-            const uint32_t *ap = a32 + ((int64_t)tok * k + grp * 128) / 2 + t;
+    for (int d = 0; d < MV_DEPTH; d++) {
+        int grp = warp + d * MV_WARPS;
+        if (grp < groups) mv_load<ROWT>(ring[d], packed, sb, kw, n_pad, n0, grp, g, t);
+    }
+    for (int base = warp; base < groups; base += MV_DEPTH * MV_WARPS) {
 #pragma unroll
-            for (int ch = 0; ch < 8; ch++) {
-                bf[tt][ch][0] = tok < m ? __ldg(ap + 8 * ch) : 0u;
-                bf[tt][ch][1] = tok < m ? __ldg(ap + 8 * ch + 4) : 0u;
-                asum[tt] += bf16_lo(bf[tt][ch][0]) + bf16_hi(bf[tt][ch][0]) +
-                            bf16_lo(bf[tt][ch][1]) + bf16_hi(bf[tt][ch][1]);
+        for (int d = 0; d < MV_DEPTH; d++) {
+            int grp = base + d * MV_WARPS;
+            if (grp < groups) {
+                mv_group<TOKT, ROWT>(acc, ring[d], a32, m, k, grp, g, t);
+                int next = grp + MV_DEPTH * MV_WARPS;
+                if (next < groups) mv_load<ROWT>(ring[d], packed, sb, kw, n_pad, n0, next, g, t);
             }
         }
-
-        float p[ROWT][TOKT][4];
-#pragma unroll
-        for (int rt = 0; rt < ROWT; rt++)
-#pragma unroll
-            for (int tt = 0; tt < TOKT; tt++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) p[rt][tt][i] = 0.f;
-#pragma unroll
-        for (int ch = 0; ch < 8; ch++) {
-            const int j = ch / 2, h = (ch % 2) * 8;
-#pragma unroll
-            for (int rt = 0; rt < ROWT; rt++) {
-                uint32_t wl = word_of(cur.lo[rt], j), wh = word_of(cur.hi[rt], j);
-                uint32_t a0 = codes_128(wl, h), a2 = codes_128(wl, h + 4);
-                uint32_t a1 = codes_128(wh, h), a3 = codes_128(wh, h + 4);
-#pragma unroll
-                for (int tt = 0; tt < TOKT; tt++)
-                    mma_bf16_16816(p[rt][tt], a0, a1, a2, a3, bf[tt][ch][0], bf[tt][ch][1]);
-            }
-        }
-
-#pragma unroll
-        for (int tt = 0; tt < TOKT; tt++) {
-            float s = asum[tt];
-            s += __shfl_xor_sync(0xffffffffu, s, 1);
-            s += __shfl_xor_sync(0xffffffffu, s, 2);  /* Σa of token tt*8 + g */
-            float s0 = __shfl_sync(0xffffffffu, s, 8 * t);     /* token tt*8 + 2t */
-            float s1 = __shfl_sync(0xffffffffu, s, 8 * t + 4); /* token tt*8 + 2t + 1 */
-#pragma unroll
-            for (int rt = 0; rt < ROWT; rt++) {
-                float sl = bf16_lo(cur.sb_lo[rt]), bl = bf16_hi(cur.sb_lo[rt]) - 128.f * sl;
-                float sh = bf16_lo(cur.sb_hi[rt]), bh = bf16_hi(cur.sb_hi[rt]) - 128.f * sh;
-                acc[rt][tt][0] += sl * p[rt][tt][0] + bl * s0;
-                acc[rt][tt][1] += sl * p[rt][tt][1] + bl * s1;
-                acc[rt][tt][2] += sh * p[rt][tt][2] + bh * s0;
-                acc[rt][tt][3] += sh * p[rt][tt][3] + bh * s1;
-            }
-        }
-        cur = nxt;
     }
 
 #pragma unroll
@@ -169,19 +190,16 @@ static cudaError_t launch_matvec_t(const DevWeight &w, const __nv_bfloat16 *a, i
 
 int matvec_rows_per_block(int64_t n, int sm_count)
 {
-    /* two row tiles a block halve the activation loads, once there are blocks to spare */
-    return (n + 31) / 32 >= 2 * (int64_t)sm_count ? 32 : 16;
+    /* one row tile a block: registers go to the prefetch ring, and small N gets more blocks */
+    (void)n, (void)sm_count;
+    return 16;
 }
 
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
                           int sm_count, cudaStream_t stream)
 {
-    bool two_rows = matvec_rows_per_block(w.n, sm_count) == 32;
-    if (m <= 8)
-        return two_rows ? launch_matvec_t<1, 2>(w, a, m, c, stream)
-                        : launch_matvec_t<1, 1>(w, a, m, c, stream);
-    return two_rows ? launch_matvec_t<2, 2>(w, a, m, c, stream)
-                    : launch_matvec_t<2, 1>(w, a, m, c, stream);
+    (void)sm_count;
+    return m <= 8 ? launch_matvec_t<1, 1>(w, a, m, c, stream) : launch_matvec_t<2, 1>(w, a, m, c, stream);
 }
 
 } // namespace qmm
