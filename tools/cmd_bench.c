@@ -11,13 +11,14 @@ static const struct {
 } benches[] = {
     {"ops", bench_ops_main, "every Qwen3-4B projection over M: qmm paths beside cuBLAS bf16"},
     {"e2e", bench_e2e_main, "whole-model prefill and decode"},
+    {"overlap", bench_overlap_main, "chunked host<->device pipeline with 1, 2, 3 buffers vs the model"},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: qmm bench <benchmark> [options]   (qmm bench <benchmark> --help)\n\n");
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
-        fprintf(f, "  %-6s %s\n", benches[i].name, benches[i].help);
+        fprintf(f, "  %-8s %s\n", benches[i].name, benches[i].help);
 }
 
 int cmd_bench(int argc, char **argv)

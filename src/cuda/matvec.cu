@@ -5,7 +5,7 @@
  * the tokens its B operand (8 a tile). The codes enter the mma as the exact bf16 values 128 + q,
  * so per group of 128 the mma yields P = Σ a·(128+q) and the weights are never rounded:
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σ a      (fp32, per group).
- * A block owns 16·ROWT rows; its 8 warps take the K groups in turn (warp w: groups w, w+8, …),
+ * A block owns 16·ROWT rows; its 4 or 8 warps take the K groups in turn (warp w: w, w+8, …),
  * each keeping MV_DEPTH groups of weights in flight (a register ring), and sum their results in
  * shared memory in a fixed order: deterministic, no atomics.
  */
@@ -13,7 +13,6 @@
 
 namespace qmm {
 
-constexpr int MV_WARPS = 8;
 
 /* 16 bytes of streamed weights, not kept in L1. */
 __device__ __forceinline__ uint4 ld_stream16(const uint32_t *p)
@@ -116,7 +115,7 @@ __device__ __forceinline__ void mv_group(float (&acc)[ROWT][TOKT][4], const MvGr
 constexpr int MV_DEPTH = 4;
 
 // a is [m, k] bf16, packed/sb the device layout (w4_layout.h), c is [m, n] bf16; m <= 8*TOKT.
-template <int TOKT, int ROWT>
+template <int TOKT, int ROWT, int MV_WARPS>
 __global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
     const __nv_bfloat16 *__restrict__ a, int m, int k, const uint32_t *__restrict__ packed,
     const uint32_t *__restrict__ sb, int n, int n_pad, __nv_bfloat16 *__restrict__ c)
@@ -136,7 +135,7 @@ __global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[rt][tt][i] = 0.f;
 
-    /* a ring of MV_DEPTH groups: warp w takes groups w, w+8, w+16, ... */
+    /* a ring of MV_DEPTH groups: warp w takes groups w, w + MV_WARPS, ... */
     MvGroup<ROWT> ring[MV_DEPTH];
 #pragma unroll
     for (int d = 0; d < MV_DEPTH; d++) {
@@ -177,29 +176,26 @@ __global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
     }
 }
 
-template <int TOKT, int ROWT>
+template <int TOKT, int ROWT, int WARPS>
 static cudaError_t launch_matvec_t(const DevWeight &w, const __nv_bfloat16 *a, int m,
                                    __nv_bfloat16 *c, cudaStream_t stream)
 {
     constexpr int ROWS = 16 * ROWT;
     dim3 grid((unsigned)((w.n + ROWS - 1) / ROWS));
-    matvec_w4g128_bf16_kernel<TOKT, ROWT><<<grid, MV_WARPS * 32, 0, stream>>>(
+    matvec_w4g128_bf16_kernel<TOKT, ROWT, WARPS><<<grid, WARPS * 32, 0, stream>>>(
         a, m, (int)w.k, w.packed, w.sb, (int)w.n, (int)w.n_pad, c);
     return cudaGetLastError();
-}
-
-int matvec_rows_per_block(int64_t n, int sm_count)
-{
-    /* one row tile a block: registers go to the prefetch ring, and small N gets more blocks */
-    (void)n, (void)sm_count;
-    return 16;
 }
 
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
                           int sm_count, cudaStream_t stream)
 {
-    (void)sm_count;
-    return m <= 8 ? launch_matvec_t<1, 1>(w, a, m, c, stream) : launch_matvec_t<2, 1>(w, a, m, c, stream);
+    /* 8 warps a block split K finely; when that needs more than about one wave of blocks
+     * (3 resident a SM), 4-warp blocks (6 a SM) keep the grid in one wave */
+    bool wide = (w.n + 15) / 16 > 3 * (int64_t)sm_count;
+    if (m <= 8)
+        return wide ? launch_matvec_t<1, 1, 4>(w, a, m, c, stream) : launch_matvec_t<1, 1, 8>(w, a, m, c, stream);
+    return wide ? launch_matvec_t<2, 1, 4>(w, a, m, c, stream) : launch_matvec_t<2, 1, 8>(w, a, m, c, stream);
 }
 
 } // namespace qmm
