@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build, test and benchmark qmm on a GPU machine in one go; logs go to OUTDIR.
 #
-#   bench/device.sh OUTDIR [STEPS...]      steps: build tests sanitize ops e2e ncu (default: all but ncu)
+#   bench/device.sh OUTDIR [STEPS...]      steps: build tests sanitize ops e2e overlap
+#                                          (default: all of them)
 #
 # Environment: QMM_BIN (a prebuilt build folder to use instead of building; it must hold the
 # binaries qmm, gpu_kernels, ...), QMM_OPS_ARGS / QMM_E2E_ARGS (extra arguments for the benchmarks).
@@ -9,7 +10,8 @@
 set -uo pipefail
 out=${1:?usage: bench/device.sh OUTDIR [STEPS...]}
 shift
-steps=${*:-build tests sanitize ops e2e}
+steps=${*:-build tests sanitize ops e2e overlap}
+export QMM_COMMIT=${QMM_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$out"
 bin=${QMM_BIN:-build-device}
 status=0
@@ -18,7 +20,7 @@ step() { echo "=== $1 ($(date -u +%H:%M:%S))"; }
 
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
+    echo "commit: $QMM_COMMIT"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
     nvcc --version | tail -2
 } > "$out/machine.txt" 2>&1
@@ -33,7 +35,8 @@ if has tests; then
     step tests
     "$bin/gpu_kernels" > "$out/gpu_kernels.log" 2>&1 || status=1
     tail -25 "$out/gpu_kernels.log"
-    for t in "$bin"/gpu_llm*; do
+    for t in "$bin"/gpu_*; do
+        [ "$(basename "$t")" = gpu_kernels ] && continue
         [ -x "$t" ] || continue
         "$t" > "$out/$(basename "$t").log" 2>&1 || status=1
         tail -8 "$out/$(basename "$t").log"
@@ -46,12 +49,21 @@ if has sanitize; then
             > "$out/sanitize-$tool.log" 2>&1 || status=1
         tail -3 "$out/sanitize-$tool.log"
     done
+    compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/gpu_pipeline" \
+        > "$out/sanitize-pipeline.log" 2>&1 || status=1
+    tail -3 "$out/sanitize-pipeline.log"
 fi
 if has ops; then
     step ops
     "$bin/qmm" bench ops --out "$out/ops.md" --csv "$out/ops.csv" --json "$out/ops.json" \
         ${QMM_OPS_ARGS:-} > "$out/ops.log" 2>&1 || status=1
     tail -40 "$out/ops.log"
+fi
+if has overlap; then
+    step overlap
+    "$bin/qmm" bench overlap --out "$out/overlap.md" --csv "$out/overlap.csv" \
+        ${QMM_OVERLAP_ARGS:-} > "$out/overlap.log" 2>&1 || status=1
+    tail -30 "$out/overlap.log"
 fi
 if has e2e; then
     step e2e

@@ -83,7 +83,8 @@ typedef struct qmm_pipeline qmm_pipeline;
  * 1..chunk_rows rows, three non-blocking streams and the dependency events. It runs its
  * matmuls on a context of its own bound to the compute stream, so the caller's ctx (whose stream
  * is shared state without a getter) is never changed. opt may be NULL (defaults); for results
- * bitwise equal to one unchunked call use path QMM_PATH_TILED (see pipeline.cu). */
+ * bitwise equal to one unchunked call use path QMM_PATH_TILED (see pipeline.cu). One run at a
+ * time per pipeline (it is not thread-safe); pipelines of one weight may run concurrently. */
 qmm_status qmm_pipeline_create(qmm_cuda_ctx *ctx, const qmm_cuda_weight *w, int64_t chunk_rows,
                                int buffers, const qmm_cuda_options *opt, qmm_pipeline **out);
 void qmm_pipeline_destroy(qmm_pipeline *p);

@@ -87,6 +87,21 @@ static qmm_status pipeline_build(qmm_pipeline *p)
     qmm_status st = qmm_cuda_create(p->device, p->stream[QMM_ENGINE_COMPUTE], &p->ctx);
     if (st != QMM_OK) return st;
 
+    /* the slots first: a chunk size too large for the GPU fails here, before the loop below
+     * (whose cost grows with the chunk rows: about 40 ns a row) */
+    size_t a_bytes, c_bytes;
+    const size_t slot_limit = SIZE_MAX / 2 / PIPE_MAX_BUFFERS; /* a + c of all slots + ws fit */
+    if (!qmm_mul_size((size_t)p->chunk_rows, (size_t)p->k * 2, &a_bytes) ||
+        !qmm_mul_size((size_t)p->chunk_rows, (size_t)p->n * 2, &c_bytes) ||
+        c_bytes > slot_limit || a_bytes > slot_limit - c_bytes)
+        return qmm_fail(QMM_ERR_OVERFLOW, "pipeline: slot bytes overflow (%lld rows, K = %lld, "
+                                          "N = %lld)",
+                        (long long)p->chunk_rows, (long long)p->k, (long long)p->n);
+    for (int s = 0; s < p->buffers; s++) {
+        PIPE_TRY(cudaMalloc((void **)&p->a_slot[s], a_bytes));
+        PIPE_TRY(cudaMalloc((void **)&p->c_slot[s], c_bytes));
+    }
+
     /* the workspace of the largest need over every chunk size a run can use (1..chunk_rows):
      * with AUTO a small ragged chunk may split K where a full one does not. This also rejects
      * options no chunk size can run (e.g. MATVEC with more than its rows). */
@@ -97,20 +112,10 @@ static qmm_status pipeline_build(qmm_pipeline *p)
         if (st != QMM_OK) return st;
         if (b > ws) ws = b;
     }
-    size_t a_bytes, c_bytes;
-    const size_t slot_limit = SIZE_MAX / 2 / PIPE_MAX_BUFFERS; /* a + c of all slots + ws fit */
-    if (!qmm_mul_size((size_t)p->chunk_rows, (size_t)p->k * 2, &a_bytes) ||
-        !qmm_mul_size((size_t)p->chunk_rows, (size_t)p->n * 2, &c_bytes) ||
-        c_bytes > slot_limit || a_bytes > slot_limit - c_bytes || ws > SIZE_MAX / 2)
-        return qmm_fail(QMM_ERR_OVERFLOW, "pipeline: slot bytes overflow (%lld rows, K = %lld, "
-                                          "N = %lld)",
-                        (long long)p->chunk_rows, (long long)p->k, (long long)p->n);
+    if (ws > SIZE_MAX / 2)
+        return qmm_fail(QMM_ERR_OVERFLOW, "pipeline: workspace of %zu bytes", ws);
     if (ws > 0) PIPE_TRY(cudaMalloc(&p->ws, ws));
     p->ws_bytes = ws;
-    for (int s = 0; s < p->buffers; s++) {
-        PIPE_TRY(cudaMalloc((void **)&p->a_slot[s], a_bytes));
-        PIPE_TRY(cudaMalloc((void **)&p->c_slot[s], c_bytes));
-    }
     p->device_bytes = ws + (size_t)p->buffers * (a_bytes + c_bytes);
     return QMM_OK;
 }
