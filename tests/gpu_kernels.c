@@ -411,8 +411,8 @@ static void dense_path(void) { dense_shapes(0, 1); }
 static void dense_path_2048(void) { dense_shapes(2, 2); }
 
 static const test_case cases[] = {
-    {"small/dense_path", dense_path},
-    {"dense_path_2048", dense_path_2048},
+    {"dense/small_shapes", dense_path},
+    {"dense/m2048", dense_path_2048},
     {"small/bad_input", bad_input},
     {"small/ragged_shapes", ragged_shapes},
     {"small/matvec_all_m", matvec_all_m},
