@@ -245,11 +245,14 @@ static void fallback_is_bitwise(void)
 {
     /* Whenever a plan's split is 1 the call must run the unsplit kernel: bitwise equal to forcing
      * it. Note M=128, N=256, K=2560 is NOT a full grid under the seed rule (base 4*8 = 32 ->
-     * split 10), so the full-grid cases are q at M=128 (seed base 512) and larger M. */
+     * split 10), so the full-grid cases are q at M=128 (seed base 512) and larger M; the device
+     * policy sends M >= 128 to the dense path when the model says so, and keeps the unsplit
+     * kernel where K has too few groups to split (K = 128, 256). */
     static const int64_t shapes[][3] = {{128, 256, 2560}, {128, 4096, 2560}, {300, 9728, 2560},
-                                        {384, 4096, 2560}, {2048, 1024, 2560}};
+                                        {384, 4096, 2560}, {2048, 1024, 2560}, {100, 1000, 256},
+                                        {60, 5000, 128}};
     int compared[2] = {0, 0};
-    for (int si = 0; si < 5; si++) {
+    for (int si = 0; si < 7; si++) {
         prob p;
         CHECK(prob_init(&p, shapes[si][0], shapes[si][1], shapes[si][2]));
         size_t sz = (size_t)(p.m * p.n);
