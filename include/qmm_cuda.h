@@ -60,7 +60,8 @@ typedef enum qmm_policy {
 
 typedef struct qmm_cuda_options {
     qmm_path path;          /* AUTO = the plan */
-    int split;              /* SPLITK: partitions; 0 = the plan's split */
+    int split;              /* SPLITK: partitions, 0 = the plan's split; AUTO: 0 = the plan,
+                               1 = the plan with the split held at 1 (the unsplit control) */
     int stages;             /* tiled/split-K async-copy pipeline depth 1..4; 0 = tuned default */
     qmm_dtype partial_type; /* split-K partial planes: QMM_BF16 (default) or QMM_F32 */
     qmm_policy policy;

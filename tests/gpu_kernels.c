@@ -165,6 +165,18 @@ static void splitk_kv_m32(void)
     qmm_cuda_options o = qmm_cuda_options_default();
     CHECK_OK(qmm_cuda_plan(ctx, 32, 1024, 2560, &o, &plan));
     CHECKF(plan.split > 1, "device plan for k/v at M=32 does not split (split %d)", plan.split);
+    /* the unsplit control: the same plan with the split held at 1 is the tiled kernel, bitwise */
+    {
+        qmm_cuda_options ctl = qmm_cuda_options_default(), til = opts(QMM_PATH_TILED, 0, 0, QMM_BF16);
+        ctl.split = 1;
+        qmm_bf16 *x = malloc((size_t)(p.m * p.n) * 2);
+        qmm_plan cp;
+        CHECK_OK(run(&p, &ctl, out, &cp));
+        CHECK(cp.path == QMM_PATH_TILED && cp.split == 1);
+        CHECK_OK(run(&p, &til, x, NULL));
+        CHECK(memcmp(out, x, (size_t)(p.m * p.n) * 2) == 0);
+        free(x);
+    }
     o.policy = QMM_POLICY_SEED;
     CHECK_OK(qmm_cuda_plan(ctx, 32, 1024, 2560, &o, &plan));
     CHECKF(plan.split == 10, "seed plan for k/v at M=32: split %d, want 10", plan.split);

@@ -292,7 +292,7 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
     }
     if (o->path != QMM_PATH_AUTO || p->path == QMM_PATH_MATVEC) p->config = config_for_m(d, m);
     int split = p->path == QMM_PATH_MATVEC ? 1 : p->split;
-    if (o->path == QMM_PATH_TILED) split = 1;
+    if (o->path == QMM_PATH_TILED || (o->path == QMM_PATH_AUTO && o->split == 1)) split = 1;
     if (o->path == QMM_PATH_SPLITK && o->split > 0) split = o->split;
     if (split < 1) split = 1;
     if (k % ((int64_t)split * QMM_GROUP))

@@ -19,13 +19,13 @@ static void mark(llm_prof *p, cudaStream_t stream, const char *name)
     p->name[p->count++] = name;
 }
 
-/* c[m, N] = a[m, K] · Wᵀ. split-K off: the unsplit tiled kernel whenever the plan would not use
- * the matvec (M > 8), so the control differs from the default only by the split. */
+/* c[m, N] = a[m, K] · Wᵀ. split-K off: the same plan with the split held at 1 (AUTO with
+ * split = 1), so the control differs from the default only by the split. */
 static qmm_status mm(qmm_llm_cuda_session *s, const bf16 *a, int m, const qmm_cuda_weight *w,
                      bf16 *c)
 {
     qmm_cuda_options o = qmm_cuda_options_default();
-    if (!s->split_k && m > 8) o.path = QMM_PATH_TILED;
+    if (!s->split_k) o.split = 1;
     return qmm_cuda_matmul(s->ctx, (const qmm_bf16 *)a, m, w, (qmm_bf16 *)c, s->ws, s->ws_bytes,
                            &o, NULL);
 }

@@ -203,7 +203,7 @@ static qmm_status size_workspace(qmm_llm_cuda_session *s)
     size_t need = 0;
     for (int64_t mrows = 1; mrows <= s->chunk; mrows++) {
         qmm_cuda_options o = qmm_cuda_options_default();
-        if (!s->split_k && mrows > 8) o.path = QMM_PATH_TILED;
+        if (!s->split_k) o.split = 1;
         for (int i = 0; i <= QMM_LLM_LINEAR_COUNT + 1; i++) {
             int64_t n = c->vocab_size, k = c->hidden_size;
             if (i < QMM_LLM_LINEAR_COUNT) qmm_llm_linear_shape(c, (qmm_llm_linear)i, &n, &k);
