@@ -87,7 +87,6 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
         return qmm_fail(QMM_ERR_UNSUPPORTED, "%s is sm_%d%d; this build targets sm_90", prop.name,
                         prop.major, prop.minor);
     CUDA_TRY(tiled_init());
-    CUDA_TRY(matvec_init());
 
     qmm_cuda_ctx *ctx = (qmm_cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx) return qmm_fail(QMM_ERR_NOMEM, "out of host memory");

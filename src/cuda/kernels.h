@@ -38,8 +38,6 @@ cudaError_t launch_tiled(int config, int stages, const DevWeight &w, const __nv_
 cudaError_t launch_splitk_reduce(const void *planes, qmm_dtype type, int split, int64_t mn,
                                  __nv_bfloat16 *c, cudaStream_t stream);
 
-/* Raise the matvec's dynamic shared-memory limit (once per device). */
-cudaError_t matvec_init(void);
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
                           int sm_count, cudaStream_t stream);
 

@@ -49,56 +49,26 @@ __device__ __forceinline__ void mv_load(MvGroup<ROWT> &G, const uint32_t *__rest
     }
 }
 
-/* Staged activations (shared memory): for token tok and group grp, lane slot t holds the 16
- * words its B fragments need, in fragment order (chunk c: words 8c+t, 8c+t+4), padded to 20
- * words so the four lanes of a quad hit different banks; then Σa per (token, group). */
-constexpr int MV_SLOT_WORDS = 20;
-
-__host__ __device__ inline size_t mv_staged_bytes(int m, int groups)
-{
-    return (size_t)m * groups * (4 * MV_SLOT_WORDS * 4 + 4);
-}
-
 /* One group of 128 columns for this warp: P = Σ a·(128+q) on tensor cores, then
  * acc += s·P + (b − 128·s)·Σa per output. */
-template <int TOKT, int ROWT, bool STAGED>
+template <int TOKT, int ROWT>
 __device__ __forceinline__ void mv_group(float (&acc)[ROWT][TOKT][4], const MvGroup<ROWT> &cur,
-                                         const uint32_t *__restrict__ a32,
-                                         const uint32_t *act_s, const float *asum_s, int m,
-                                         int k, int grp, int g, int t)
+                                         const uint32_t *__restrict__ a32, int m, int k, int grp,
+                                         int g, int t)
 {
-    const int groups = k / 128;
     uint32_t bf[TOKT][8][2];
-    float s0[TOKT], s1[TOKT]; /* Σa of tokens tt*8 + 2t and tt*8 + 2t + 1 */
+    float asum[TOKT];
 #pragma unroll
     for (int tt = 0; tt < TOKT; tt++) {
-        const int tok = tt * 8 + g;
-        if constexpr (STAGED) {
-            const uint4 *sp = reinterpret_cast<const uint4 *>(
-                act_s + ((int64_t)(tok * groups + grp) * 4 + t) * MV_SLOT_WORDS);
+        int tok = tt * 8 + g;
+        asum[tt] = 0.f;
+        const uint32_t *ap = a32 + ((int64_t)tok * k + grp * 128) / 2 + t;
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
-                uint4 v = tok < m ? sp[q] : make_uint4(0, 0, 0, 0);
-                bf[tt][2 * q][0] = v.x, bf[tt][2 * q][1] = v.y;
-                bf[tt][2 * q + 1][0] = v.z, bf[tt][2 * q + 1][1] = v.w;
-            }
-            const int t0 = tt * 8 + 2 * t;
-            s0[tt] = t0 < m ? asum_s[t0 * groups + grp] : 0.f;
-            s1[tt] = t0 + 1 < m ? asum_s[(t0 + 1) * groups + grp] : 0.f;
-        } else {
-            float asum = 0.f;
-            const uint32_t *ap = a32 + ((int64_t)tok * k + grp * 128) / 2 + t;
-#pragma unroll
-            for (int ch = 0; ch < 8; ch++) {
-                bf[tt][ch][0] = tok < m ? __ldg(ap + 8 * ch) : 0u;
-                bf[tt][ch][1] = tok < m ? __ldg(ap + 8 * ch + 4) : 0u;
-                asum += bf16_lo(bf[tt][ch][0]) + bf16_hi(bf[tt][ch][0]) +
+        for (int ch = 0; ch < 8; ch++) {
+            bf[tt][ch][0] = tok < m ? __ldg(ap + 8 * ch) : 0u;
+            bf[tt][ch][1] = tok < m ? __ldg(ap + 8 * ch + 4) : 0u;
+            asum[tt] += bf16_lo(bf[tt][ch][0]) + bf16_hi(bf[tt][ch][0]) +
                         bf16_lo(bf[tt][ch][1]) + bf16_hi(bf[tt][ch][1]);
-            }
-            asum += __shfl_xor_sync(0xffffffffu, asum, 1);
-            asum += __shfl_xor_sync(0xffffffffu, asum, 2);       /* Σa of token tt*8 + g */
-            s0[tt] = __shfl_sync(0xffffffffu, asum, 8 * t);      /* token tt*8 + 2t */
-            s1[tt] = __shfl_sync(0xffffffffu, asum, 8 * t + 4);  /* token tt*8 + 2t + 1 */
         }
     }
     float p[ROWT][TOKT][4];
@@ -122,49 +92,21 @@ __device__ __forceinline__ void mv_group(float (&acc)[ROWT][TOKT][4], const MvGr
         }
     }
 #pragma unroll
-    for (int tt = 0; tt < TOKT; tt++)
+    for (int tt = 0; tt < TOKT; tt++) {
+        float s = asum[tt];
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);           /* Σa of token tt*8 + g */
+        float s0 = __shfl_sync(0xffffffffu, s, 8 * t);     /* token tt*8 + 2t */
+        float s1 = __shfl_sync(0xffffffffu, s, 8 * t + 4); /* token tt*8 + 2t + 1 */
 #pragma unroll
         for (int rt = 0; rt < ROWT; rt++) {
             float sl = bf16_lo(cur.sb_lo[rt]), bl = bf16_hi(cur.sb_lo[rt]) - 128.f * sl;
             float sh = bf16_lo(cur.sb_hi[rt]), bh = bf16_hi(cur.sb_hi[rt]) - 128.f * sh;
-            acc[rt][tt][0] += sl * p[rt][tt][0] + bl * s0[tt];
-            acc[rt][tt][1] += sl * p[rt][tt][1] + bl * s1[tt];
-            acc[rt][tt][2] += sh * p[rt][tt][2] + bh * s0[tt];
-            acc[rt][tt][3] += sh * p[rt][tt][3] + bh * s1[tt];
+            acc[rt][tt][0] += sl * p[rt][tt][0] + bl * s0;
+            acc[rt][tt][1] += sl * p[rt][tt][1] + bl * s1;
+            acc[rt][tt][2] += sh * p[rt][tt][2] + bh * s0;
+            acc[rt][tt][3] += sh * p[rt][tt][3] + bh * s1;
         }
-}
-
-/* Copy the activations into shared memory in fragment order and sum each (token, group). */
-__device__ __forceinline__ void mv_stage(const uint32_t *__restrict__ a32, int m, int k,
-                                         uint32_t *act_s, float *asum_s)
-{
-    const int groups = k / 128, items = m * groups * 4; /* (token, group, lane slot t) */
-    const int padded = (items + blockDim.x - 1) / blockDim.x * blockDim.x;
-    for (int item = threadIdx.x; item < padded; item += blockDim.x) {
-        const bool valid = item < items;
-        const int t = item % 4, tg = item / 4, tok = tg / groups, grp = tg % groups;
-        float sum = 0.f;
-        if (valid) {
-            const uint32_t *src = a32 + ((int64_t)tok * k + grp * 128) / 2 + t;
-            uint32_t w[16];
-#pragma unroll
-            for (int c = 0; c < 8; c++) {
-                w[2 * c] = __ldg(src + 8 * c);
-                w[2 * c + 1] = __ldg(src + 8 * c + 4);
-            }
-            uint4 *dst = reinterpret_cast<uint4 *>(act_s + (int64_t)item * MV_SLOT_WORDS);
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                dst[q] = make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);
-                sum += bf16_lo(w[4 * q]) + bf16_hi(w[4 * q]) + bf16_lo(w[4 * q + 1]) +
-                       bf16_hi(w[4 * q + 1]) + bf16_lo(w[4 * q + 2]) + bf16_hi(w[4 * q + 2]) +
-                       bf16_lo(w[4 * q + 3]) + bf16_hi(w[4 * q + 3]);
-            }
-        }
-        /* the quad of an item's four slots is four consecutive threads */
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        if (valid && t == 0) asum_s[tg] = sum;
     }
 }
 
@@ -173,7 +115,7 @@ __device__ __forceinline__ void mv_stage(const uint32_t *__restrict__ a32, int m
 constexpr int MV_DEPTH = 4;
 
 // a is [m, k] bf16, packed/sb the device layout (w4_layout.h), c is [m, n] bf16; m <= 8*TOKT.
-template <int TOKT, int ROWT, int MV_WARPS, bool STAGED>
+template <int TOKT, int ROWT, int MV_WARPS>
 __global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
     const __nv_bfloat16 *__restrict__ a, int m, int k, const uint32_t *__restrict__ packed,
     const uint32_t *__restrict__ sb, int n, int n_pad, __nv_bfloat16 *__restrict__ c)
@@ -184,9 +126,6 @@ __global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
     const int n0 = blockIdx.x * ROWS, groups = k / 128;
     const int64_t kw = k / 8;
     const uint32_t *__restrict__ a32 = reinterpret_cast<const uint32_t *>(a);
-    extern __shared__ uint4 mv_dyn[];
-    uint32_t *act_s = reinterpret_cast<uint32_t *>(mv_dyn);
-    float *asum_s = reinterpret_cast<float *>(act_s + (size_t)m * groups * 4 * MV_SLOT_WORDS);
 
     float acc[ROWT][TOKT][4];
 #pragma unroll
@@ -203,16 +142,12 @@ __global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
         int grp = warp + d * MV_WARPS;
         if (grp < groups) mv_load<ROWT>(ring[d], packed, sb, kw, n_pad, n0, grp, g, t);
     }
-    if constexpr (STAGED) { /* while the first weights are in flight */
-        mv_stage(a32, m, k, act_s, asum_s);
-        __syncthreads();
-    }
     for (int base = warp; base < groups; base += MV_DEPTH * MV_WARPS) {
 #pragma unroll
         for (int d = 0; d < MV_DEPTH; d++) {
             int grp = base + d * MV_WARPS;
             if (grp < groups) {
-                mv_group<TOKT, ROWT, STAGED>(acc, ring[d], a32, act_s, asum_s, m, k, grp, g, t);
+                mv_group<TOKT, ROWT>(acc, ring[d], a32, m, k, grp, g, t);
                 int next = grp + MV_DEPTH * MV_WARPS;
                 if (next < groups) mv_load<ROWT>(ring[d], packed, sb, kw, n_pad, n0, next, g, t);
             }
@@ -241,39 +176,15 @@ __global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
     }
 }
 
-/* Activations fit in shared memory up to this size (set as the kernels' dynamic limit). */
-constexpr size_t MV_STAGED_MAX = 96 * 1024;
-
 template <int TOKT, int ROWT, int WARPS>
 static cudaError_t launch_matvec_t(const DevWeight &w, const __nv_bfloat16 *a, int m,
                                    __nv_bfloat16 *c, cudaStream_t stream)
 {
     constexpr int ROWS = 16 * ROWT;
     dim3 grid((unsigned)((w.n + ROWS - 1) / ROWS));
-    size_t staged = mv_staged_bytes(m, (int)(w.k / 128));
-    if (staged <= MV_STAGED_MAX)
-        matvec_w4g128_bf16_kernel<TOKT, ROWT, WARPS, true><<<grid, WARPS * 32, staged, stream>>>(
-            a, m, (int)w.k, w.packed, w.sb, (int)w.n, (int)w.n_pad, c);
-    else
-        matvec_w4g128_bf16_kernel<TOKT, ROWT, WARPS, false><<<grid, WARPS * 32, 0, stream>>>(
-            a, m, (int)w.k, w.packed, w.sb, (int)w.n, (int)w.n_pad, c);
+    matvec_w4g128_bf16_kernel<TOKT, ROWT, WARPS><<<grid, WARPS * 32, 0, stream>>>(
+        a, m, (int)w.k, w.packed, w.sb, (int)w.n, (int)w.n_pad, c);
     return cudaGetLastError();
-}
-
-cudaError_t matvec_init(void)
-{
-    const void *staged[] = {
-        (const void *)matvec_w4g128_bf16_kernel<1, 1, 4, true>,
-        (const void *)matvec_w4g128_bf16_kernel<1, 1, 8, true>,
-        (const void *)matvec_w4g128_bf16_kernel<2, 1, 4, true>,
-        (const void *)matvec_w4g128_bf16_kernel<2, 1, 8, true>,
-    };
-    for (const void *f : staged) {
-        cudaError_t e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)MV_STAGED_MAX);
-        if (e != cudaSuccess) return e;
-    }
-    return cudaSuccess;
 }
 
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
