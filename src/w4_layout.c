@@ -33,14 +33,13 @@ qmm_status qmm_w4_to_device_layout(const qmm_w4 *w, uint32_t *packed_out, uint32
     memset(sb_out, 0, (size_t)g * (size_t)n_pad * sizeof(uint32_t));
     for (int64_t r = 0; r < n; r++) {
         const uint32_t *src = w->packed + r * (k / 8);
-        uint32_t *dst = packed_out + r * (k / 8);
         for (int64_t gi = 0; gi < g; gi++) {
             uint32_t out[16] = {0};
             for (int j = 0; j < QMM_GROUP; j++) {
                 uint32_t q = (src[gi * 16 + j / 8] >> (4 * (j % 8))) & 0xF;
                 out[word_of[j]] |= q << bit_of[j];
             }
-            memcpy(dst + gi * 16, out, sizeof out);
+            memcpy(packed_out + qmm_w4_device_offset(r, gi, g), out, sizeof out);
             sb_out[gi * n_pad + r] =
                 (uint32_t)w->scales[r * g + gi] | ((uint32_t)w->biases[r * g + gi] << 16);
         }

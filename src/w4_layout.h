@@ -1,7 +1,7 @@
 /*
  * The device layout of a W4 weight (done once, at upload; see src/w4_layout.c).
  *
- * Packed codes keep the MLX row-major shape [N, K/8] words, but the 16 words of each
+ * Packed codes take the MLX size (N_pad * K/8 words), but the 16 words of each
  * (row, group of 128) are permuted so that the four lanes t = 0..3 of an mma quad each read one
  * 16-byte vector (words 4t..4t+3) holding exactly the codes their m16n8k16 fragment needs:
  * k ∈ {16c+2t, 16c+2t+1, 16c+2t+8, 16c+2t+9} for the eight 16-wide chunks c of the group.
@@ -10,6 +10,9 @@
  *   bits [8h+4, 8h+8)    k = 16c+2t+8      bits [16+8h+4, 16+8h+8)  k = 16c+2t+9
  * so (word >> 8h) & 0x000F000F puts the codes of k = 16c+2t and 16c+2t+1 in the two bf16 halves
  * of a register, and (word >> (8h+4)) & 0x000F000F those of k+8, k+9.
+ * The (row, group) pieces of 64 bytes are arranged in 16-row tiles: the 16 rows of a tile for one
+ * group form one contiguous 1 KB block, and a tile's groups follow each other, so a warp's
+ * loads for one group (16 rows x 64 B) are a single contiguous kilobyte.
  * Rows are padded to a multiple of QMM_W4_ROW_PAD with zero codes, scales and biases.
  *
  * Scales and biases become one array sb[K/128][N_pad] of uint32: low half the bf16 scale, high half
@@ -26,6 +29,18 @@ extern "C" {
 #endif
 
 #define QMM_W4_ROW_PAD 128
+
+#ifdef __CUDACC__
+#define QMM_W4_HD __host__ __device__
+#else
+#define QMM_W4_HD
+#endif
+
+/* Word offset of (row, group) in the device packed array (groups = K/128). */
+static inline QMM_W4_HD int64_t qmm_w4_device_offset(int64_t row, int64_t group, int64_t groups)
+{
+    return ((row / 16) * groups + group) * 256 + (row % 16) * 16;
+}
 
 /* Index in the permuted group (0..15 word, bit offset) of code k (0..127) of a group. */
 void qmm_w4_device_position(int k, int *word, int *bit);

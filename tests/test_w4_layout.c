@@ -19,6 +19,8 @@ static void extraction_matches_fragments(void)
         test_random_w4(&w, 0.01, 0.1);
         int64_t n_pad = qmm_w4_device_rows(w.n), kw = w.k / 8, groups = w.k / 128;
         CHECK(n_pad % QMM_W4_ROW_PAD == 0 && n_pad >= w.n);
+        /* the offsets tile the array exactly: every word of n_pad*K/8 is one (row, group, word) */
+        CHECK(qmm_w4_device_offset(n_pad - 1, groups - 1, groups) + 16 == n_pad * kw);
         uint32_t *packed = malloc((size_t)(n_pad * kw) * 4), *sb = malloc((size_t)(groups * n_pad) * 4);
         CHECK_OK(qmm_w4_to_device_layout(&w, packed, sb));
         int bad = 0;
@@ -27,7 +29,7 @@ static void extraction_matches_fragments(void)
                 for (int t = 0; t < 4; t++)
                     for (int c = 0; c < 8; c++) {
                         /* the kernels: lane t reads words 4t..4t+3, chunk c uses word c/2 */
-                        uint32_t word = packed[r * kw + g * 16 + 4 * t + c / 2];
+                        uint32_t word = packed[qmm_w4_device_offset(r, g, groups) + 4 * t + c / 2];
                         int h = (c % 2) * 8;
                         uint32_t lo = (word >> h) & 0x000F000F, hi = (word >> (h + 4)) & 0x000F000F;
                         int64_t k0 = g * 128 + 16 * c + 2 * t;

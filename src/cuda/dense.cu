@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 
 #include "kernels.h"
+#include "w4_layout.h"
 
 namespace qmm {
 
@@ -21,7 +22,7 @@ __global__ void dequant_w4g128_bf16_kernel(const uint32_t *__restrict__ packed,
     int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (int64_t)n * chunks) return;
     const int row = (int)(idx / chunks), kc = (int)(idx % chunks), grp = kc / 8, c = kc % 8;
-    const uint32_t *src = packed + (int64_t)row * (k / 8) + grp * 16;
+    const uint32_t *src = packed + qmm_w4_device_offset(row, grp, k / 128);
     const uint32_t v = sb[(int64_t)grp * n_pad + row];
     const uint32_t s2 = (v & 0xFFFFu) | (v << 16), b2 = (v >> 16) | (v & 0xFFFF0000u);
     const int h = (c % 2) * 8;

@@ -10,6 +10,7 @@
  * (w4_layout.h) as bf16(scale·q + bias), accumulation in fp32.
  */
 #include "kernels.h"
+#include "w4_layout.h"
 
 namespace qmm {
 
@@ -42,7 +43,6 @@ __global__ __launch_bounds__(WM *WN * 32) void gemm_w4g128_bf16_kernel(
     const int warp_m = warp / WN, warp_n = warp % WN;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN, z = blockIdx.z;
     const int k_begin = z * k_split, k_tiles = k_split / 128;
-    const int64_t kw = k / 8;
     out += (int64_t)z * m * n;
 
     auto stage_a = [&](int s) { return reinterpret_cast<__nv_bfloat16 *>(smem + s * S::STAGE_BYTES); };
@@ -62,7 +62,7 @@ __global__ __launch_bounds__(WM *WN * 32) void gemm_w4g128_bf16_kernel(
         uint32_t *sw = stage_w(s);
         for (int i = tid; i < BN * 4; i += THREADS) {
             int r = i / 4, ch = i % 4;
-            cp_async16(sw + r * 16 + ch * 4, packed + (int64_t)(n0 + r) * kw + grp * 16 + ch * 4, true);
+            cp_async16(sw + r * 16 + ch * 4, packed + qmm_w4_device_offset(n0 + r, grp, k / 128) + ch * 4, true);
         }
         uint32_t *ss = stage_sb(s);
         for (int i = tid; i < BN / 4; i += THREADS)

@@ -10,6 +10,7 @@
  * shared memory in a fixed order: deterministic, no atomics.
  */
 #include "kernels.h"
+#include "w4_layout.h"
 
 namespace qmm {
 
@@ -42,8 +43,9 @@ __device__ __forceinline__ void mv_load(MvGroup<ROWT> &G, const uint32_t *__rest
 #pragma unroll
     for (int rt = 0; rt < ROWT; rt++) {
         int row = n0 + rt * 16 + g;
-        G.lo[rt] = ld_stream16(packed + (int64_t)row * kw + grp * 16 + 4 * t);
-        G.hi[rt] = ld_stream16(packed + (int64_t)(row + 8) * kw + grp * 16 + 4 * t);
+        const uint32_t *tile = packed + qmm_w4_device_offset(row, grp, kw / 16);
+        G.lo[rt] = ld_stream16(tile + 4 * t);
+        G.hi[rt] = ld_stream16(tile + 8 * 16 + 4 * t); /* row + 8, same tile */
         G.sb_lo[rt] = __ldg(sb + (int64_t)grp * n_pad + row);
         G.sb_hi[rt] = __ldg(sb + (int64_t)grp * n_pad + row + 8);
     }
