@@ -53,6 +53,17 @@ int64_t qmm_cuda_weight_k(const qmm_cuda_weight *w);
 /* Device bytes the weight occupies (packed + scales + biases). */
 size_t qmm_cuda_weight_bytes(const qmm_cuda_weight *w);
 
+/* Weights whose device memory the caller manages (e.g. streamed layer by layer into slots).
+ * The device layout (src/w4_layout.h) takes packed_bytes + sb_bytes; qmm_w4_device_image writes
+ * it into host memory (pinned, for async copies), and qmm_cuda_weight_wrap makes a weight handle
+ * over device buffers holding that image. The handle does not own the buffers:
+ * qmm_cuda_weight_free releases only the handle. */
+qmm_status qmm_w4_device_image_bytes(int64_t n, int64_t k, size_t *packed_bytes, size_t *sb_bytes);
+qmm_status qmm_w4_device_image(const qmm_w4 *w, void *packed, size_t packed_bytes, void *sb,
+                               size_t sb_bytes);
+qmm_status qmm_cuda_weight_wrap(qmm_cuda_ctx *ctx, int64_t n, int64_t k, void *packed_dev,
+                                void *sb_dev, qmm_cuda_weight **out);
+
 typedef enum qmm_policy {
     QMM_POLICY_DEVICE = 0, /* default: one full wave on this GPU, split chosen by the model */
     QMM_POLICY_SEED = 1    /* the seed rule, exact (32x32 accounting, target 320, cap 16) */

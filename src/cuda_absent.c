@@ -61,3 +61,10 @@ qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, int64_t m,
         (void)opt, (void)plan_out;
     return NO_CUDA;
 }
+qmm_status qmm_cuda_weight_wrap(qmm_cuda_ctx *ctx, int64_t n, int64_t k, void *packed_dev,
+                                void *sb_dev, qmm_cuda_weight **out)
+{
+    (void)ctx, (void)n, (void)k, (void)packed_dev, (void)sb_dev;
+    if (out) *out = NULL;
+    return NO_CUDA;
+}

@@ -425,7 +425,45 @@ static void dense_shapes(int first, int last)
 static void dense_path(void) { dense_shapes(0, 1); }
 static void dense_path_2048(void) { dense_shapes(2, 2); }
 
+static void wrapped_weight(void)
+{
+    /* a weight over caller-owned device buffers (streaming slots) gives the uploaded one's bits */
+    prob p;
+    CHECK(prob_init(&p, 17, 1032, 2560));
+    size_t pb = 0, sbb = 0, sz = (size_t)(p.m * p.n);
+    CHECK_OK(qmm_w4_device_image_bytes(p.n, p.k, &pb, &sbb));
+    void *hp = NULL, *hs = NULL, *dp = NULL, *ds = NULL;
+    CUDA_OK(cudaMallocHost(&hp, pb));
+    CUDA_OK(cudaMallocHost(&hs, sbb));
+    CUDA_OK(cudaMalloc(&dp, pb));
+    CUDA_OK(cudaMalloc(&ds, sbb));
+    CHECK_OK(qmm_w4_device_image(&p.w, hp, pb, hs, sbb));
+    cudaMemcpy(dp, hp, pb, cudaMemcpyHostToDevice);
+    cudaMemcpy(ds, hs, sbb, cudaMemcpyHostToDevice);
+    qmm_cuda_weight *wrapped = NULL;
+    CHECK_STATUS(qmm_cuda_weight_wrap(ctx, p.n, p.k, (char *)dp + 4, ds, &wrapped), QMM_ERR_ALIGN);
+    CHECK(wrapped == NULL);
+    CHECK_OK(qmm_cuda_weight_wrap(ctx, p.n, p.k, dp, ds, &wrapped));
+    qmm_bf16 *x = malloc(sz * 2), *y = malloc(sz * 2);
+    for (int path = QMM_PATH_MATVEC; path <= QMM_PATH_SPLITK; path++) {
+        if (path == QMM_PATH_MATVEC && p.m > 16) continue;
+        qmm_cuda_options o = opts((qmm_path)path, path == QMM_PATH_SPLITK ? 4 : 0, 0, QMM_BF16);
+        CHECK_OK(run(&p, &o, x, NULL));
+        qmm_cuda_weight *own = p.dw;
+        p.dw = wrapped;
+        CHECK_OK(run(&p, &o, y, NULL));
+        p.dw = own;
+        CHECKF(same_bits(x, y, sz), "path %d: wrapped weight differs", path);
+    }
+    qmm_cuda_weight_free(wrapped); /* frees the handle only */
+    CHECK(cudaFree(dp) == cudaSuccess && cudaFree(ds) == cudaSuccess);
+    cudaFreeHost(hp), cudaFreeHost(hs);
+    free(x), free(y);
+    prob_free(&p);
+}
+
 static const test_case cases[] = {
+    {"small/wrapped_weight", wrapped_weight},
     {"dense/small_shapes", dense_path},
     {"dense/m2048", dense_path_2048},
     {"small/bad_input", bad_input},

@@ -1,6 +1,7 @@
 /* The device weight layout (src/w4_layout.h): the kernels' extraction, emulated here, must give
  * back every code of the MLX layout, and scales/biases must land in sb[group][row]. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 #include "w4_layout.h"
@@ -75,12 +76,35 @@ static void rejects_bad_input(void)
     qmm_w4_free(&w);
 }
 
+static void device_image(void)
+{
+    qmm_w4 w;
+    CHECK_OK(qmm_w4_alloc(40, 256, &w));
+    test_random_w4(&w, 0.01, 0.1);
+    size_t pb = 0, sbb = 0;
+    CHECK_OK(qmm_w4_device_image_bytes(40, 256, &pb, &sbb));
+    CHECK(pb == 128 * 32 * 4 && sbb == 128 * 2 * 4);
+    uint32_t *p1 = malloc(pb), *s1 = malloc(sbb), *p2 = malloc(pb), *s2 = malloc(sbb);
+    CHECK_OK(qmm_w4_device_image(&w, p1, pb, s1, sbb));
+    CHECK_OK(qmm_w4_to_device_layout(&w, p2, s2));
+    CHECK(memcmp(p1, p2, pb) == 0 && memcmp(s1, s2, sbb) == 0);
+    memset(p2, 0x5A, pb);
+    CHECK_STATUS(qmm_w4_device_image(&w, p2, pb - 4, s2, sbb), QMM_ERR_SIZE_MISMATCH);
+    CHECK(((unsigned char *)p2)[0] == 0x5A);
+    CHECK_STATUS(qmm_w4_device_image(&w, NULL, pb, s2, sbb), QMM_ERR_NULL);
+    CHECK_STATUS(qmm_w4_device_image_bytes(40, 100, &pb, &sbb), QMM_ERR_SHAPE);
+    CHECK_STATUS(qmm_w4_device_image_bytes(40, 256, NULL, &sbb), QMM_ERR_NULL);
+    free(p1), free(s1), free(p2), free(s2);
+    qmm_w4_free(&w);
+}
+
 int main(int argc, char **argv)
 {
     static const test_case cases[] = {
         {"w4_layout/positions_are_a_permutation", positions_are_a_permutation},
         {"w4_layout/extraction_matches_fragments", extraction_matches_fragments},
         {"w4_layout/rejects_bad_input", rejects_bad_input},
+        {"w4_layout/device_image", device_image},
     };
-    return test_main(argc, argv, cases, 3);
+    return test_main(argc, argv, cases, 4);
 }

@@ -26,6 +26,7 @@ struct qmm_cuda_weight {
     DevWeight dev;
     size_t bytes;
     int device;
+    int owns; /* 0 for qmm_cuda_weight_wrap: the caller's buffers */
 };
 
 #define CUDA_TRY(call)                                                                         \
@@ -205,6 +206,35 @@ extern "C" qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w,
     dw->dev.n_pad = n_pad;
     dw->bytes = packed_bytes + sb_bytes;
     dw->device = ctx->device;
+    dw->owns = 1;
+    *out = dw;
+    return QMM_OK;
+}
+
+extern "C" qmm_status qmm_cuda_weight_wrap(qmm_cuda_ctx *ctx, int64_t n, int64_t k,
+                                           void *packed_dev, void *sb_dev, qmm_cuda_weight **out)
+{
+    if (!ctx || !packed_dev || !sb_dev || !out)
+        return qmm_fail(QMM_ERR_NULL, "ctx, packed, sb or out is NULL");
+    *out = NULL;
+    size_t pb, sbb;
+    qmm_status st = qmm_w4_device_image_bytes(n, k, &pb, &sbb);
+    if (st != QMM_OK) return st;
+    if (n > (1 << 30) || k > (1 << 30))
+        return qmm_fail(QMM_ERR_SHAPE, "N = %lld, K = %lld: the CUDA kernels take up to 2^30",
+                        (long long)n, (long long)k);
+    if (((uintptr_t)packed_dev | (uintptr_t)sb_dev) % 16)
+        return qmm_fail(QMM_ERR_ALIGN, "device image buffers must be 16-byte aligned");
+    qmm_cuda_weight *dw = (qmm_cuda_weight *)calloc(1, sizeof *dw);
+    if (!dw) return qmm_fail(QMM_ERR_NOMEM, "out of host memory");
+    dw->dev.n = n;
+    dw->dev.k = k;
+    dw->dev.n_pad = qmm_w4_device_rows(n);
+    dw->dev.packed = (uint32_t *)packed_dev;
+    dw->dev.sb = (uint32_t *)sb_dev;
+    dw->bytes = pb + sbb;
+    dw->device = ctx->device;
+    dw->owns = 0;
     *out = dw;
     return QMM_OK;
 }
@@ -212,8 +242,10 @@ extern "C" qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w,
 extern "C" void qmm_cuda_weight_free(qmm_cuda_weight *w)
 {
     if (!w) return;
-    cudaFree(w->dev.packed);
-    cudaFree(w->dev.sb);
+    if (w->owns) {
+        cudaFree(w->dev.packed);
+        cudaFree(w->dev.sb);
+    }
     free(w);
 }
 extern "C" int64_t qmm_cuda_weight_n(const qmm_cuda_weight *w) { return w ? w->dev.n : 0; }
