@@ -26,6 +26,10 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@# ctest hides a skipped test's output: say here why the GPU tests skipped
+	@for t in $(BUILD)/gpu_*; do [ -x "$$t" ] || continue; \
+	    out=$$($$t --filter no-such-case 2>&1 | head -n 1); \
+	    case "$$out" in SKIP*) echo "$$(basename $$t): $$out";; esac; done
 	$(MAKE) --no-print-directory test-asan
 
 test-asan:

@@ -168,6 +168,14 @@ typedef struct qmm_llm_cuda_options {
     int fuse_projections; /* 1: q|k|v and gate|up stacked into one W4 weight each (rows
                              concatenated at upload), 4 matmuls per layer instead of 7. Off by
                              default: the split-K comparison is defined on the separate shapes */
+    int offload_weights; /* 1: weight streaming. The layers' weights stay in pinned host memory
+                            (their device images, built at session creation) and are uploaded
+                            layer by layer on a copy stream into offload_buffers device slots while
+                            earlier layers compute; embedding, LM head, norms, KV cache and
+                            scratch stay resident. Logits are bitwise those of the resident run */
+    int offload_buffers; /* device layer slots b >= 1 (default 2); more than the layer count acts
+                            as the layer count. Layer l uses slot l % b and is uploaded as soon
+                            as layer l - b has finished with that slot */
 } qmm_llm_cuda_options;
 
 qmm_llm_cuda_options qmm_llm_cuda_options_default(void);
@@ -189,6 +197,19 @@ qmm_status qmm_llm_cuda_decode(qmm_llm_cuda_session *s, int32_t id, float *logit
  * next step's embedding without a host round trip). Timed with CUDA events. */
 qmm_status qmm_llm_cuda_generate(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
                                  int64_t max_new, int32_t *out, qmm_llm_timing *timing);
+
+/* What weight streaming moves (all zero when the session keeps its weights resident). */
+typedef struct qmm_llm_offload_stats {
+    int buffers;             /* device layer slots in use */
+    size_t layer_bytes;      /* one layer's device image (the bytes uploaded per layer) */
+    size_t slot_bytes;       /* device bytes of all slots together */
+    double h2d_gbs;          /* host-to-device bandwidth from pinned memory measured at session
+                                creation (every layer image copied once), GB/s (1e9 B/s) */
+    double upload_ms;        /* layer_bytes / h2d_gbs: one layer's upload time, ms */
+} qmm_llm_offload_stats;
+
+/* The weight-streaming figures of a session. Builds without CUDA answer QMM_ERR_UNSUPPORTED. */
+qmm_status qmm_llm_cuda_offload_stats(const qmm_llm_cuda_session *s, qmm_llm_offload_stats *out);
 
 /* Per-kernel-family time of one forward, measured eagerly with CUDA events around each launch. */
 #define QMM_LLM_PROFILE_MAX 24

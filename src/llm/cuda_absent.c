@@ -1,4 +1,6 @@
 /* The Qwen3 engine's CUDA entry points in a build made without nvcc: each says so. */
+#include <string.h>
+
 #include "internal.h"
 
 #define NO_CUDA                                                                         \
@@ -43,5 +45,12 @@ qmm_status qmm_llm_cuda_profile(qmm_llm_cuda_session *s, const int32_t *ids, int
                                 qmm_llm_profile *prefill, qmm_llm_profile *decode)
 {
     (void)s, (void)ids, (void)n, (void)prefill, (void)decode;
+    return NO_CUDA;
+}
+
+qmm_status qmm_llm_cuda_offload_stats(const qmm_llm_cuda_session *s, qmm_llm_offload_stats *out)
+{
+    (void)s;
+    if (out) memset(out, 0, sizeof *out);
     return NO_CUDA;
 }

@@ -13,5 +13,7 @@ qmm_llm_cuda_options qmm_llm_cuda_options_default(void)
     o.max_chunk = 0;
     o.attention_ref = 0;
     o.fuse_projections = 0;
+    o.offload_weights = 0;
+    o.offload_buffers = 2;
     return o;
 }

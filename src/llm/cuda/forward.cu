@@ -5,6 +5,9 @@
  * attention, o matmul, add + rmsnorm, gate and up matmuls (one fused), swiglu, down matmul,
  * add + rmsnorm (with the next layer's input norm; after the last layer the final norm, of the
  * last row only). Layer 0's input rmsnorm follows the embedding.
+ * With weight streaming the layer's projections read the slot its weights are uploaded into
+ * (offload.cu), after waiting for that upload; the copy stream is forked from the compute
+ * stream at the start and joined back before the head, so a capture takes both streams.
  */
 #include <string.h>
 
@@ -52,6 +55,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
     cudaStream_t st = s->stream;
 
     mark(prof, st, "start");
+    if (s->off) Q_TRY(llm_offload_begin(s));
     K_TRY(launch_embed(s->emb_packed, s->emb_scales, s->emb_biases, c->vocab_size, H, s->d_tokens,
                        s->d_pos, m, s->x, s->d_err, st));
     mark(prof, st, "embedding");
@@ -60,12 +64,19 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
     mark(prof, st, "rmsnorm");
     for (int l = 0; l < L; l++) {
         const llm_cuda_layer *ly = &s->layers[l];
+        /* the projections' weights: resident, or the slot layer l streams into */
+        const llm_cuda_layer *wl = ly;
+        if (s->off) {
+            Q_TRY(llm_offload_before_layer(s, l));
+            wl = &s->off->slot_w[l % s->off->buffers];
+            mark(prof, st, "weight upload wait");
+        }
         if (s->fuse) {
-            Q_TRY(mm(s, s->h, m, ly->qkv, s->q));
+            Q_TRY(mm(s, s->h, m, wl->qkv, s->q));
         } else {
-            Q_TRY(mm(s, s->h, m, ly->lin[QMM_LLM_Q], s->q));
-            Q_TRY(mm(s, s->h, m, ly->lin[QMM_LLM_K], s->k));
-            Q_TRY(mm(s, s->h, m, ly->lin[QMM_LLM_V], s->v));
+            Q_TRY(mm(s, s->h, m, wl->lin[QMM_LLM_Q], s->q));
+            Q_TRY(mm(s, s->h, m, wl->lin[QMM_LLM_K], s->k));
+            Q_TRY(mm(s, s->h, m, wl->lin[QMM_LLM_V], s->v));
         }
         mark(prof, st, "q/k/v matmuls");
         bf16 *kc = s->kc + (size_t)l * layer_cache, *vc = s->vc + (size_t)l * layer_cache;
@@ -84,22 +95,23 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
             K_TRY(launch_attention_prefill_mma(s->q, s->q_stride, kc, vc, s->d_pos, m, heads, kvh,
                                                hd, s->max_seq, s->att, st));
         mark(prof, st, "attention");
-        Q_TRY(mm(s, s->att, m, ly->lin[QMM_LLM_O], s->proj));
+        Q_TRY(mm(s, s->att, m, wl->lin[QMM_LLM_O], s->proj));
         mark(prof, st, "o matmul");
         K_TRY(launch_add_rmsnorm(s->x, s->proj, ly->norm[QMM_LLM_POST_ATTN_NORM], H, eps, 0, m,
                                  s->h, st));
         mark(prof, st, "add+rmsnorm");
         if (s->fuse) {
-            Q_TRY(mm(s, s->h, m, ly->gate_up, s->gate));
+            Q_TRY(mm(s, s->h, m, wl->gate_up, s->gate));
         } else {
-            Q_TRY(mm(s, s->h, m, ly->lin[QMM_LLM_GATE], s->gate));
-            Q_TRY(mm(s, s->h, m, ly->lin[QMM_LLM_UP], s->up));
+            Q_TRY(mm(s, s->h, m, wl->lin[QMM_LLM_GATE], s->gate));
+            Q_TRY(mm(s, s->h, m, wl->lin[QMM_LLM_UP], s->up));
         }
         mark(prof, st, "gate/up matmuls");
         K_TRY(launch_swiglu(s->gate, s->up, m, c->intermediate_size, s->gu_stride, s->act, st));
         mark(prof, st, "swiglu");
-        Q_TRY(mm(s, s->act, m, ly->lin[QMM_LLM_DOWN], s->proj));
+        Q_TRY(mm(s, s->act, m, wl->lin[QMM_LLM_DOWN], s->proj));
         mark(prof, st, "down matmul");
+        if (s->off) Q_TRY(llm_offload_after_layer(s, l)); /* the slot is free: next upload */
         if (l + 1 < L) {
             K_TRY(launch_add_rmsnorm(s->x, s->proj, s->layers[l + 1].norm[QMM_LLM_INPUT_NORM], H,
                                      eps, 0, m, s->h, st));
@@ -110,6 +122,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
             mark(prof, st, "add+rmsnorm");
         }
     }
+    if (s->off) Q_TRY(llm_offload_end(s));
     if (final) {
         Q_TRY(mm(s, s->h, 1, s->head, s->logits));
         mark(prof, st, "lm head matmul");

@@ -1,7 +1,8 @@
 /*
- * CUDA session setup: weights uploaded once, the bf16 KV cache, every scratch buffer and the
- * matmul workspace allocated here (never later), one eager warm-up step, and the decode step
- * captured as a CUDA graph.
+ * CUDA session setup: weights uploaded once (or, with offload_weights, the layers' images kept
+ * in pinned host memory and streamed per forward: offload.cu), the bf16 KV cache, every scratch
+ * buffer and the matmul workspace allocated here (never later), one eager warm-up step, and the
+ * decode step captured as a CUDA graph.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
     if (s->stream) cudaStreamSynchronize(s->stream);
     if (s->decode_graph) cudaGraphExecDestroy(s->decode_graph);
     for (int i = 0; i < s->ngraphs; i++) cudaGraphExecDestroy(s->graphs[i].exec);
+    llm_offload_destroy(s);
     if (s->layers) {
         for (int64_t l = 0; l < s->cfg.num_layers; l++) {
             for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) qmm_cuda_weight_free(s->layers[l].lin[i]);
@@ -74,24 +76,32 @@ static int decode_splits(int64_t max_seq)
     return n > 32 ? 32 : (int)n;
 }
 
-/* Weights with the same K stacked along N (rows concatenated: W = [W0; W1; ...]) and uploaded,
- * so one matmul computes every part: its output columns are the parts' outputs side by side. */
-static qmm_status upload_stacked(qmm_llm_cuda_session *s, const qmm_w4 *const *parts, int n,
-                                 qmm_cuda_weight **out)
+/* Weights with the same K stacked along N (rows concatenated: W = [W0; W1; ...]) into a new
+ * host weight out (qmm_w4_free it), so one matmul computes every part: its output columns are
+ * the parts' outputs side by side. */
+qmm_status llm_stack_w4(const qmm_w4 *const *parts, int n, qmm_w4 *out)
 {
     int64_t rows = 0, k = parts[0]->k;
     for (int i = 0; i < n; i++) rows += parts[i]->n;
-    qmm_w4 w;
-    qmm_status st = qmm_w4_alloc(rows, k, &w);
+    qmm_status st = qmm_w4_alloc(rows, k, out);
     if (st) return st;
     size_t pw = 0, g = 0;
     for (int i = 0; i < n; i++) {
-        memcpy(w.packed + pw, parts[i]->packed, parts[i]->packed_count * 4);
-        memcpy(w.scales + g, parts[i]->scales, parts[i]->scales_count * 2);
-        memcpy(w.biases + g, parts[i]->biases, parts[i]->biases_count * 2);
+        memcpy(out->packed + pw, parts[i]->packed, parts[i]->packed_count * 4);
+        memcpy(out->scales + g, parts[i]->scales, parts[i]->scales_count * 2);
+        memcpy(out->biases + g, parts[i]->biases, parts[i]->biases_count * 2);
         pw += parts[i]->packed_count;
         g += parts[i]->scales_count;
     }
+    return QMM_OK;
+}
+
+static qmm_status upload_stacked(qmm_llm_cuda_session *s, const qmm_w4 *const *parts, int n,
+                                 qmm_cuda_weight **out)
+{
+    qmm_w4 w;
+    qmm_status st = llm_stack_w4(parts, n, &w);
+    if (st) return st;
     st = qmm_cuda_weight_upload(s->ctx, &w, out);
     qmm_w4_free(&w);
     return st;
@@ -104,7 +114,8 @@ static qmm_status upload_weights(qmm_llm_cuda_session *s)
     qmm_status st;
     s->layers = (llm_cuda_layer *)calloc((size_t)c->num_layers, sizeof *s->layers);
     if (!s->layers) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
-    for (int64_t l = 0; l < c->num_layers; l++) {
+    /* streamed layers live in the host images and the slots (llm_offload_create) instead */
+    for (int64_t l = 0; l < c->num_layers && !s->off; l++) {
         const qmm_w4 *lin = m->layers[l].lin;
         for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) {
             if (s->fuse && i != QMM_LLM_O && i != QMM_LLM_DOWN) continue;
@@ -244,6 +255,9 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
                         "1, 2, 4 or 8 query heads per KV head (got %lld, %d)",
                         (long long)c->head_dim, group);
     if (o.max_chunk < 0) return qmm_fail(QMM_ERR_ARG, "max_chunk = %lld", (long long)o.max_chunk);
+    if (o.offload_weights && o.offload_buffers < 1)
+        return qmm_fail(QMM_ERR_ARG, "offload_buffers = %d: weight streaming needs at least one "
+                        "device layer slot", o.offload_buffers);
     qmm_llm_cuda_session *s = (qmm_llm_cuda_session *)calloc(1, sizeof *s);
     if (!s) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
     s->m = m;
@@ -257,6 +271,14 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     s->chunk = o.max_chunk ? o.max_chunk : 4096;
     if (s->chunk > max_seq) s->chunk = max_seq;
     s->nsplit = decode_splits(max_seq);
+    if (o.offload_weights) {
+        s->off = (llm_offload *)calloc(1, sizeof *s->off);
+        if (!s->off) {
+            free(s);
+            return qmm_fail(QMM_ERR_NOMEM, "out of memory");
+        }
+        s->off->buffers = o.offload_buffers;
+    }
 
     qmm_status st = QMM_OK;
     cudaError_t e = cudaSetDevice(o.device);
@@ -267,6 +289,7 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     }
     if (!st) st = qmm_cuda_create(o.device, s->stream, &s->ctx);
     if (!st) st = upload_weights(s);
+    if (!st && s->off) st = llm_offload_create(s);
     if (!st) st = alloc_scratch(s);
     if (!st) st = size_workspace(s);
     if (!st) {

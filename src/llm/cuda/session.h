@@ -39,6 +39,38 @@ struct llm_cuda_layer {
     qmm_llm::bf16 *norm[QMM_LLM_NORM_COUNT]; /* device copies */
 };
 
+/* Weight streaming (offload_weights): every layer's device image lives in pinned host memory,
+ * layer l is uploaded into slot l % buffers on the copy stream. Slot i's handles wrap fixed
+ * offsets of slot i, so only the bytes move. Events: ready[i] (copy stream, the upload into
+ * slot i ended), free_[i] (compute stream, the layer in slot i had its last use); fork / join
+ * bring the copy stream into the compute stream's order (and into a graph capture). */
+struct llm_offload {
+    int buffers;
+    int pieces;                  /* weights per layer: 7, or 4 with fused projections */
+    size_t layer_bytes;          /* one layer image, 256-byte aligned pieces back to back */
+    unsigned char *host;         /* pinned [layers, layer_bytes] */
+    unsigned char *slots;        /* device [buffers, layer_bytes] */
+    llm_cuda_layer *slot_w;      /* [buffers]: wrapped handles (norms unused) */
+    cudaStream_t copy;
+    cudaEvent_t *ready, *free_;  /* [buffers] */
+    cudaEvent_t fork, join;
+    double h2d_gbs;
+};
+
+/* parts[n] (same K) stacked along N into a new host weight (qmm_w4_free it). */
+qmm_status llm_stack_w4(const qmm_w4 *const *parts, int n, qmm_w4 *out);
+
+/* Build the host images, the slots and their handles, and measure the upload bandwidth. */
+qmm_status llm_offload_create(qmm_llm_cuda_session *s);
+void llm_offload_destroy(qmm_llm_cuda_session *s);
+/* Forward hooks (launches only, capturable): begin queues the first uploads, before_layer makes
+ * the compute stream wait for layer l's slot, after_layer queues the upload of layer l + buffers
+ * into the slot layer l just released, end joins the copy stream back. */
+qmm_status llm_offload_begin(qmm_llm_cuda_session *s);
+qmm_status llm_offload_before_layer(qmm_llm_cuda_session *s, int l);
+qmm_status llm_offload_after_layer(qmm_llm_cuda_session *s, int l);
+qmm_status llm_offload_end(qmm_llm_cuda_session *s);
+
 struct qmm_llm_cuda_session {
     const qmm_llm_model *m;
     qmm_llm_config cfg;
@@ -46,6 +78,7 @@ struct qmm_llm_cuda_session {
     cudaStream_t stream;
     qmm_cuda_ctx *ctx;
     int split_k, use_graph, attention_ref, fuse;
+    llm_offload *off;            /* NULL: every weight resident */
     int64_t max_seq, chunk, pos; /* pos mirrors *d_pos between calls */
 
     llm_cuda_layer *layers;
