@@ -44,14 +44,20 @@ if has tests; then
 fi
 if has sanitize; then
     step sanitize
-    # our kernels (the small/ cases); the dense/ cases run cuBLAS, whose TMA/wgmma kernels
-    # racecheck reports as hazards it cannot see through (mbarrier-ordered async copies), so
-    # they get memcheck only
-    for tool in memcheck racecheck; do
-        compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/gpu_kernels" --filter small/ \
-            > "$out/sanitize-$tool.log" 2>&1 || status=1
-        tail -n 3 "$out/sanitize-$tool.log"
-    done
+    # the small/ cases run our kernels, and cuBLAS where the plan picks the dense path (M >= 128).
+    # racecheck reports hazards inside cuBLAS's nvjet kernels (mbarrier-ordered TMA/wgmma copies it
+    # cannot see through); excluding them with --kernel-name-exclude crashed the sanitizer on the
+    # H200 (2026-11-29), so the log is checked instead: any hazard outside nvjet fails the step.
+    compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/gpu_kernels" --filter small/ \
+        > "$out/sanitize-memcheck.log" 2>&1 || status=1
+    tail -n 3 "$out/sanitize-memcheck.log"
+    compute-sanitizer --tool racecheck "$bin/gpu_kernels" --filter small/ \
+        > "$out/sanitize-racecheck.log" 2>&1 || status=1
+    if grep -E "Race reported|Error:" "$out/sanitize-racecheck.log" | grep -vq nvjet; then
+        echo "racecheck: hazards in our kernels"; status=1
+    else
+        echo "racecheck: no hazard outside cuBLAS's nvjet kernels"
+    fi
     compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/gpu_kernels" --filter dense/small \
         > "$out/sanitize-dense.log" 2>&1 || status=1
     tail -n 3 "$out/sanitize-dense.log"

@@ -441,7 +441,9 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
     }
 
     char commit[64] = "unknown";
-    FILE *g = popen("git rev-parse --short HEAD 2>/dev/null", "r");
+    const char *env_commit = getenv("QMM_COMMIT"); /* as bench ops: set where there is no .git */
+    FILE *g = env_commit && *env_commit ? NULL : popen("git rev-parse --short HEAD 2>/dev/null", "r");
+    if (env_commit && *env_commit) snprintf(commit, sizeof commit, "%s", env_commit);
     if (g) {
         if (fgets(commit, sizeof commit, g)) commit[strcspn(commit, "\n")] = 0;
         else snprintf(commit, sizeof commit, "unknown");
