@@ -281,7 +281,7 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
                         (long long)m, (long long)n, (long long)k);
     if (m > (1 << 30)) return qmm_fail(QMM_ERR_SHAPE, "M = %lld exceeds 2^30", (long long)m);
     if (o->path == QMM_PATH_STREAMK)
-        return qmm_fail(QMM_ERR_UNSUPPORTED, "the Stream-K path is modelled, not implemented yet");
+        return qmm_fail(QMM_ERR_UNSUPPORTED, "Stream-K lives in the performance model only (qmm_model_streamk); no kernel runs it");
     if (o->path < QMM_PATH_AUTO || o->path > QMM_PATH_DENSE)
         return qmm_fail(QMM_ERR_ARG, "unknown path %d", (int)o->path);
     if (o->stages < 0 || o->stages > MAX_STAGES)
