@@ -242,11 +242,11 @@ static void write_model(FILE *f, const bench_report *r)
                 ms->gpu.launch_us, cal->rms_before, cal->rms_after, cal->worst_before,
                 cal->worst_after, cal->efficiency * ms->gpu.peak_tflops, ms->gpu.peak_tflops,
                 cal->launch_us);
-    if (cal->ok && (cal->efficiency >= 0.999 || cal->launch_us <= 0.0))
+    if (!cal->ok)
+        fprintf(f, "Calibration: needs at least two points (%d).\n\n", cal->points);
+    else if (cal->efficiency >= 0.999 || cal->launch_us <= 0.0)
         fprintf(f, "The fit stopped at a bound (efficiency <= 1, launch >= 0): the model's shape, "
                    "not only its constants, disagrees with the measurements.\n\n");
-    else
-        fprintf(f, "Calibration: needs at least two points (%d).\n\n", cal->points);
 
     /* What the planner cares about: does the model pick the split that measured fastest? */
     fprintf(f, "| proj | M | measured best s | model best s | calibrated best s |\n"
