@@ -5,7 +5,8 @@
 #                                          (default: all of them)
 #
 # Environment: QMM_BIN (a prebuilt build folder to use instead of building; it must hold the
-# binaries qmm, gpu_kernels, ...), QMM_OPS_ARGS / QMM_E2E_ARGS (extra arguments for the benchmarks).
+# binaries qmm, gpu_kernels, ...), QMM_OPS_ARGS / QMM_E2E_ARGS / QMM_OVERLAP_ARGS (extra
+# arguments for the benchmarks), QMM_COMMIT (the commit to record; default: git rev-parse).
 # Every step runs even when an earlier one fails; the exit code says whether all passed.
 set -uo pipefail
 out=${1:?usage: bench/device.sh OUTDIR [STEPS...]}

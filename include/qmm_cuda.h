@@ -45,7 +45,8 @@ void qmm_cuda_destroy(qmm_cuda_ctx *ctx);
 qmm_status qmm_cuda_set_stream(qmm_cuda_ctx *ctx, void *stream);
 qmm_status qmm_cuda_info(const qmm_cuda_ctx *ctx, qmm_gpu_info *out);
 
-/* Copy a host weight to the device (layout as in qmm_w4; no transform). */
+/* Transform a host weight once into the device layout (src/w4_layout.h) and copy it to the
+ * device; returns when the copy has landed. */
 qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w, qmm_cuda_weight **out);
 void qmm_cuda_weight_free(qmm_cuda_weight *w);
 int64_t qmm_cuda_weight_n(const qmm_cuda_weight *w);
@@ -72,7 +73,8 @@ typedef enum qmm_policy {
 typedef struct qmm_cuda_options {
     qmm_path path;          /* AUTO = the plan */
     int split;              /* SPLITK: partitions, 0 = the plan's split; AUTO: 0 = the plan,
-                               1 = the plan with the split held at 1 (the unsplit control) */
+                               1 = the plan with the split held at 1 (the unsplit control);
+                               other paths: 0 */
     int stages;             /* tiled/split-K async-copy pipeline depth 1..4; 0 = tuned default */
     qmm_dtype partial_type; /* split-K partial planes: QMM_BF16 (default) or QMM_F32 */
     qmm_policy policy;
@@ -84,7 +86,8 @@ qmm_cuda_options qmm_cuda_options_default(void);
 qmm_status qmm_cuda_plan(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
                          const qmm_cuda_options *opt, qmm_plan *out);
 
-/* Workspace bytes qmm_cuda_matmul needs for this shape and options (0 when unsplit). */
+/* Workspace bytes qmm_cuda_matmul needs for this shape and options: 0 for the matvec and the
+ * unsplit tiled kernel, split*M*N partials for split-K, N*K*2 + 32 MiB (+256) for the dense path. */
 qmm_status qmm_cuda_workspace_size(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
                                    const qmm_cuda_options *opt, size_t *bytes);
 

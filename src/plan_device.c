@@ -25,7 +25,10 @@ static qmm_status check_desc(const qmm_device_desc *d)
 double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
                            const qmm_plan *p)
 {
-    if (!d || !p || m < 1 || n < 1 || k < 1) return -1;
+    if (!d || !p || m < 1 || n < 1 || k < 1 || check_desc(d) != QMM_OK) return -1;
+    if (p->path != QMM_PATH_MATVEC && p->path != QMM_PATH_DENSE &&
+        (p->config < 0 || p->config >= d->config_count || p->split < 1))
+        return -1;
     qmm_model_gpu gpu = {"device", d->sm_count, d->peak_tflops, d->bandwidth_gbs / 1e3, d->launch_us};
     qmm_model_kernel kern = {16, 8, QMM_GROUP, 8, 1.0, 2.0, 0.53125, 2.0, QMM_BF16, 0.0};
     int split = 1;
@@ -56,6 +59,9 @@ qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_des
     if (!out) return qmm_fail(QMM_ERR_NULL, "plan output is NULL");
     if (m < 1 || n < 1 || k < 1 || k % QMM_GROUP)
         return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: need >= 1 and K %% 128 == 0",
+                        (long long)m, (long long)n, (long long)k);
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+        return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: each must fit in 32 bits",
                         (long long)m, (long long)n, (long long)k);
     qmm_status st = check_desc(d);
     if (st != QMM_OK) return st;
@@ -95,6 +101,7 @@ qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_des
         p.split = s;
         p.path = s > 1 ? QMM_PATH_SPLITK : QMM_PATH_TILED;
         double us = qmm_plan_predict_us(m, n, k, d, &p);
+        if (us < 0) continue;
         if (best_us < 0 || us < best_us * 0.999) best = s, best_us = us;
     }
     p.split = best;

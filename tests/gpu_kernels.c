@@ -71,6 +71,19 @@ static int prob_init(prob *p, int64_t m, int64_t n, int64_t k)
     return 1;
 }
 
+static void prob_free(prob *p);
+
+/* Set up a problem or fail the case and return (a half-built problem is freed). */
+#define SETUP(p, m, n, k)                                                                   \
+    do {                                                                                    \
+        if (!prob_init(&(p), (m), (n), (k))) {                                              \
+            test_fail(__FILE__, __LINE__, "setup of M=%lld N=%lld K=%lld failed: %s",       \
+                      (long long)(m), (long long)(n), (long long)(k), qmm_last_error());    \
+            prob_free(&(p));                                                                \
+            return;                                                                         \
+        }                                                                                   \
+    } while (0)
+
 static void prob_free(prob *p)
 {
     qmm_cuda_weight_free(p->dw);
@@ -159,7 +172,7 @@ static void qwen3_projections(void)
 static void splitk_kv_m32(void)
 {
     prob p;
-    CHECK(prob_init(&p, 32, 1024, 2560));
+    SETUP(p, 32, 1024, 2560);
     qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
     qmm_plan plan;
     qmm_cuda_options o = qmm_cuda_options_default();
@@ -206,7 +219,7 @@ static void ragged_shapes(void)
     };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         prob p;
-        CHECK(prob_init(&p, shapes[s][0], shapes[s][1], shapes[s][2]));
+        SETUP(p, shapes[s][0], shapes[s][1], shapes[s][2]);
         qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
         qmm_cuda_options o = qmm_cuda_options_default();
         CHECK_OK(run(&p, &o, out, NULL));
@@ -236,7 +249,7 @@ static void matvec_all_m(void)
 {
     for (int64_t m = 1; m <= 16; m++) {
         prob p;
-        CHECK(prob_init(&p, m, 1024 + 16 * m, 2560));
+        SETUP(p, m, 1024 + 16 * m, 2560);
         qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
         qmm_cuda_options o = opts(QMM_PATH_MATVEC, 0, 0, QMM_BF16);
         CHECK_OK(run(&p, &o, out, NULL));
@@ -266,7 +279,7 @@ static void fallback_is_bitwise(void)
     int compared[2] = {0, 0};
     for (int si = 0; si < 7; si++) {
         prob p;
-        CHECK(prob_init(&p, shapes[si][0], shapes[si][1], shapes[si][2]));
+        SETUP(p, shapes[si][0], shapes[si][1], shapes[si][2]);
         size_t sz = (size_t)(p.m * p.n);
         qmm_bf16 *x = malloc(sz * 2), *y = malloc(sz * 2);
         for (int pol = 0; pol < 2; pol++) {
@@ -296,7 +309,7 @@ static void stages_same_bits(void)
     static const int64_t ms[] = {17, 48, 100};
     for (int mi = 0; mi < 3; mi++) {
         prob p;
-        CHECK(prob_init(&p, ms[mi], 520, 1280));
+        SETUP(p, ms[mi], 520, 1280);
         size_t sz = (size_t)(p.m * p.n);
         qmm_bf16 *first = malloc(sz * 2), *out = malloc(sz * 2);
         for (int split = 1; split <= 5; split += 4) {
@@ -317,7 +330,7 @@ static void stages_same_bits(void)
 static void splitk_deterministic(void)
 {
     prob p;
-    CHECK(prob_init(&p, 32, 1024, 2560));
+    SETUP(p, 32, 1024, 2560);
     size_t sz = (size_t)(p.m * p.n);
     qmm_bf16 *first = malloc(sz * 2), *out = malloc(sz * 2);
     for (int t = 0; t < 2; t++) {
@@ -335,7 +348,7 @@ static void splitk_deterministic(void)
 static void bad_input(void)
 {
     prob p;
-    CHECK(prob_init(&p, 32, 1024, 2560));
+    SETUP(p, 32, 1024, 2560);
     size_t sz = (size_t)(p.m * p.n);
     qmm_bf16 *out = malloc(sz * 2);
     cudaMemset(p.c_dev, 0xAB, sz * 2);
@@ -352,6 +365,8 @@ static void bad_input(void)
     CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 32, p.dw, p.c_dev, NULL, 0, &s, NULL), QMM_ERR_WORKSPACE);
     CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 32, p.dw, p.c_dev, (char *)p.ws + 4, p.ws_bytes - 4, &s, NULL), QMM_ERR_ALIGN);
     s.split = 3; /* 20 groups do not split in 3 */
+    CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 32, p.dw, p.c_dev, p.ws, p.ws_bytes, &s, NULL), QMM_ERR_ARG);
+    s = opts(QMM_PATH_TILED, 4, 0, QMM_BF16); /* a split needs path SPLITK */
     CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 32, p.dw, p.c_dev, p.ws, p.ws_bytes, &s, NULL), QMM_ERR_ARG);
     s = opts(QMM_PATH_TILED, 0, 5, QMM_BF16);
     CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 32, p.dw, p.c_dev, p.ws, p.ws_bytes, &s, NULL), QMM_ERR_ARG);
@@ -406,7 +421,7 @@ static void dense_shapes(int first, int last)
     static const int64_t shapes[][3] = {{129, 1000, 1280}, {1, 31, 128}, {2048, 4096, 2560}};
     for (int si = first; si <= last; si++) {
         prob p;
-        CHECK(prob_init(&p, shapes[si][0], shapes[si][1], shapes[si][2]));
+        SETUP(p, shapes[si][0], shapes[si][1], shapes[si][2]);
         qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
         qmm_cuda_options o = opts(QMM_PATH_DENSE, 0, 0, QMM_BF16);
         size_t need = 0;
@@ -429,7 +444,7 @@ static void wrapped_weight(void)
 {
     /* a weight over caller-owned device buffers (streaming slots) gives the uploaded one's bits */
     prob p;
-    CHECK(prob_init(&p, 17, 1032, 2560));
+    SETUP(p, 17, 1032, 2560);
     size_t pb = 0, sbb = 0, sz = (size_t)(p.m * p.n);
     CHECK_OK(qmm_w4_device_image_bytes(p.n, p.k, &pb, &sbb));
     void *hp = NULL, *hs = NULL, *dp = NULL, *ds = NULL;
@@ -462,7 +477,68 @@ static void wrapped_weight(void)
     prob_free(&p);
 }
 
+/* Every path gets exactly the workspace it reports, framed by guard bytes, and C is framed too:
+ * an under-reported size or an overrun of a ragged tile changes a guard. */
+static int guards_intact(const unsigned char *dev, size_t guard, size_t body)
+{
+    unsigned char *h = malloc(guard);
+    int ok = 1;
+    for (int side = 0; side < 2 && ok; side++) {
+        cudaMemcpy(h, dev + (side ? guard + body : 0), guard, cudaMemcpyDeviceToHost);
+        for (size_t i = 0; i < guard; i++) ok &= h[i] == 0xA5;
+    }
+    free(h);
+    return ok;
+}
+
+static void exact_workspace_guards(void)
+{
+    static const int64_t shapes[][3] = {{17, 1032, 2560}, {33, 200, 256}, {129, 1000, 1280}, {5, 77, 640}};
+    const size_t guard = 4096; /* a multiple of 256: keeps the pointers' alignment */
+    for (int si = 0; si < 4; si++) {
+        prob p;
+        SETUP(p, shapes[si][0], shapes[si][1], shapes[si][2]);
+        size_t c_bytes = (size_t)(p.m * p.n) * 2;
+        int groups = (int)(p.k / 128), top = 1;
+        for (int sp = 2; sp <= 16 && sp <= groups; sp++)
+            if (groups % sp == 0) top = sp;
+        qmm_cuda_options list[5] = {qmm_cuda_options_default(), opts(QMM_PATH_TILED, 0, 0, QMM_BF16),
+                                    opts(QMM_PATH_SPLITK, top, 0, QMM_BF16),
+                                    opts(QMM_PATH_SPLITK, top, 0, QMM_F32),
+                                    opts(QMM_PATH_DENSE, 0, 0, QMM_BF16)};
+        qmm_bf16 *out = malloc(c_bytes);
+        for (int oi = 0; oi < 5; oi++) {
+            size_t need = 0;
+            CHECK_OK(qmm_cuda_workspace_size(ctx, p.m, p.n, p.k, &list[oi], &need));
+            unsigned char *ws = NULL, *cb = NULL;
+            CUDA_OK(cudaMalloc((void **)&ws, need + 2 * guard));
+            CUDA_OK(cudaMalloc((void **)&cb, c_bytes + 2 * guard));
+            cudaMemset(ws, 0xA5, need + 2 * guard);
+            cudaMemset(cb, 0xA5, c_bytes + 2 * guard);
+            cudaMemset(cb + guard, 0xFF, c_bytes); /* C itself: NaN */
+            qmm_plan plan;
+            CHECK_OK(qmm_cuda_matmul(ctx, p.a_dev, p.m, p.dw, (qmm_bf16 *)(cb + guard), ws + guard,
+                                     need, &list[oi], &plan));
+            CHECK(cudaDeviceSynchronize() == cudaSuccess);
+            CHECKF(guards_intact(ws, guard, need), "option set %d (%s split %d): workspace guard hit",
+                   oi, qmm_path_name(plan.path), plan.split);
+            CHECKF(guards_intact(cb, guard, c_bytes), "option set %d (%s): C guard hit", oi,
+                   qmm_path_name(plan.path));
+            cudaMemcpy(out, cb + guard, c_bytes, cudaMemcpyDeviceToHost);
+            check(&p, out, 1e-2, qmm_path_name(plan.path));
+            if (need > 0) /* one byte short is refused before anything runs */
+                CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, p.m, p.dw, (qmm_bf16 *)(cb + guard),
+                                             ws + guard, need - 1, &list[oi], NULL),
+                             QMM_ERR_WORKSPACE);
+            cudaFree(ws), cudaFree(cb);
+        }
+        free(out);
+        prob_free(&p);
+    }
+}
+
 static const test_case cases[] = {
+    {"small/exact_workspace_guards", exact_workspace_guards},
     {"small/wrapped_weight", wrapped_weight},
     {"dense/small_shapes", dense_path},
     {"dense/m2048", dense_path_2048},

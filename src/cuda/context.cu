@@ -38,7 +38,7 @@ struct qmm_cuda_weight {
     } while (0)
 
 /* ---- tuning for sm_90 (H200). These change speed, never results. The model parameters were
- * fitted to bench ops on the H200 (bench/results/2026-11-29-ops-h200.*): with them the plan's
+ * fitted to bench ops on the H200 (bench/results/2026-11-29-stages-overlap/ops.*): with them the plan's
  * choice is within 2% of the best measured contender on average over the Qwen3-4B shapes. ---- */
 static const int default_stages[TILE_CONFIGS] = {2, 2, 4}; /* bench ops --stages: 2 beats 1 by 18-28%, 3-4 add nothing at small tiles */
 static const int config_max_m[TILE_CONFIGS] = {32, 64, 1 << 30};
@@ -84,7 +84,7 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
     CUDA_TRY(cudaSetDevice(device));
     cudaDeviceProp prop;
     CUDA_TRY(cudaGetDeviceProperties(&prop, device));
-    if (prop.major < 9)
+    if (prop.major != 9) /* sm_90a code does not run on other architectures */
         return qmm_fail(QMM_ERR_UNSUPPORTED, "%s is sm_%d%d; this build targets sm_90", prop.name,
                         prop.major, prop.minor);
     CUDA_TRY(tiled_init());
@@ -192,6 +192,9 @@ extern "C" qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w,
         if (e == cudaSuccess) e = cudaMalloc((void **)&dw->dev.sb, sb_bytes);
         if (e == cudaSuccess) e = cudaMemcpy(dw->dev.packed, hp, packed_bytes, cudaMemcpyHostToDevice);
         if (e == cudaSuccess) e = cudaMemcpy(dw->dev.sb, hs, sb_bytes, cudaMemcpyHostToDevice);
+        /* from pageable memory cudaMemcpy may return before the DMA lands; kernels on other
+         * (non-blocking) streams must see the weight */
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
     }
     free(hp), free(hs);
     if (st != QMM_OK || e != cudaSuccess) {
@@ -279,7 +282,9 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
     if (m < 1 || n < 1 || k < 1 || k % QMM_GROUP)
         return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: need >= 1 and K %% 128 == 0",
                         (long long)m, (long long)n, (long long)k);
-    if (m > (1 << 30)) return qmm_fail(QMM_ERR_SHAPE, "M = %lld exceeds 2^30", (long long)m);
+    if (m > (1 << 30) || n > (1 << 30) || k > (1 << 30))
+        return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: the CUDA kernels take up to 2^30",
+                        (long long)m, (long long)n, (long long)k);
     if (o->path == QMM_PATH_STREAMK)
         return qmm_fail(QMM_ERR_UNSUPPORTED, "Stream-K lives in the performance model only (qmm_model_streamk); no kernel runs it");
     if (o->path < QMM_PATH_AUTO || o->path > QMM_PATH_DENSE)
@@ -292,6 +297,8 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
         return qmm_fail(QMM_ERR_ARG, "unknown policy %d", (int)o->policy);
     if (o->split < 0 || o->split > 64)
         return qmm_fail(QMM_ERR_ARG, "split = %d out of range 0..64", o->split);
+    if (o->split > 1 && o->path != QMM_PATH_SPLITK)
+        return qmm_fail(QMM_ERR_ARG, "split = %d needs path SPLITK (AUTO takes 0 or 1)", o->split);
 
     const qmm_device_desc *d = &ctx->desc;
     qmm_status st;
@@ -322,7 +329,7 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
         p->k_per_split = (int)k;
         return QMM_OK;
     }
-    if (o->path != QMM_PATH_AUTO || p->path == QMM_PATH_MATVEC) p->config = config_for_m(d, m);
+    if (o->path != QMM_PATH_AUTO) p->config = config_for_m(d, m);
     int split = p->path == QMM_PATH_MATVEC ? 1 : p->split;
     if (o->path == QMM_PATH_TILED || (o->path == QMM_PATH_AUTO && o->split == 1)) split = 1;
     if (o->path == QMM_PATH_SPLITK && o->split > 0) split = o->split;
@@ -403,7 +410,9 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
 
     const __nv_bfloat16 *a = (const __nv_bfloat16 *)a_dev;
     __nv_bfloat16 *c = (__nv_bfloat16 *)c_dev;
-    cudaError_t e;
+    cudaError_t e = cudaSetDevice(ctx->device); /* another context may have made its device current */
+    if (e != cudaSuccess)
+        return qmm_fail(QMM_ERR_CUDA, "cudaSetDevice(%d): %s", ctx->device, cudaGetErrorString(e));
     if (p.path == QMM_PATH_DENSE) {
         const char *why = run_dense(ctx->cublas, w->dev, a, (int)m, c, workspace, ctx->stream);
         if (why) return qmm_fail(QMM_ERR_CUDA, "dense path: %s", why);

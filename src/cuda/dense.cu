@@ -40,7 +40,9 @@ __global__ void dequant_w4g128_bf16_kernel(const uint32_t *__restrict__ packed,
 
 size_t dense_workspace_bytes(int64_t n, int64_t k)
 {
-    return ((size_t)n * (size_t)k * 2 + 255) / 256 * 256 + DENSE_CUBLAS_WORKSPACE;
+    /* bf16 W, then cuBLAS's workspace at the next 256-byte boundary (cublasSetWorkspace needs
+     * it; callers guarantee 16 bytes only, hence 256 bytes of slack) */
+    return ((size_t)n * (size_t)k * 2 + 255) / 256 * 256 + 256 + DENSE_CUBLAS_WORKSPACE;
 }
 
 cudaError_t launch_dequant(const DevWeight &w, __nv_bfloat16 *out, cudaStream_t stream)
@@ -56,7 +58,8 @@ const char *run_dense(void *cublas, const DevWeight &w, const __nv_bfloat16 *a, 
 {
     cublasHandle_t h = (cublasHandle_t)cublas;
     __nv_bfloat16 *wb = (__nv_bfloat16 *)workspace;
-    char *cublas_ws = (char *)workspace + (dense_workspace_bytes(w.n, w.k) - DENSE_CUBLAS_WORKSPACE);
+    uintptr_t after_w = (uintptr_t)workspace + ((size_t)w.n * (size_t)w.k * 2 + 255) / 256 * 256;
+    char *cublas_ws = (char *)((after_w + 255) / 256 * 256);
     if (launch_dequant(w, wb, stream) != cudaSuccess) return "dequantize kernel launch failed";
     if (cublasSetStream(h, stream) != CUBLAS_STATUS_SUCCESS) return "cublasSetStream failed";
     if (cublasSetWorkspace(h, cublas_ws, DENSE_CUBLAS_WORKSPACE) != CUBLAS_STATUS_SUCCESS)

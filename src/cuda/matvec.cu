@@ -5,7 +5,7 @@
  * the tokens its B operand (8 a tile). The codes enter the mma as the exact bf16 values 128 + q,
  * so per group of 128 the mma yields P = Σ a·(128+q) and the weights are never rounded:
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σ a      (fp32, per group).
- * A block owns 16·ROWT rows; its 4 or 8 warps take the K groups in turn (warp w: w, w+8, …),
+ * A block owns 16·ROWT rows; its W = 4 or 8 warps take the K groups in turn (warp w: w, w+W, …),
  * each keeping MV_DEPTH groups of weights in flight (a register ring), and sum their results in
  * shared memory in a fixed order: deterministic, no atomics.
  */
@@ -193,8 +193,11 @@ cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __n
                           int sm_count, cudaStream_t stream)
 {
     /* 8 warps a block split K finely; when that needs more than about one wave of blocks
-     * (3 resident a SM), 4-warp blocks (6 a SM) keep the grid in one wave */
-    bool wide = (w.n + 15) / 16 > 3 * (int64_t)sm_count;
+     * (3 resident a SM on the H200's 132 SMs), 4-warp blocks (6 a SM) keep the grid in one wave.
+     * The warp count sets the order of the block's fixed fp32 sum, so the threshold is a constant
+     * (not this GPU's SM count): the same shape gives the same bits on every GPU. */
+    (void)sm_count;
+    bool wide = (w.n + 15) / 16 > 3 * 132;
     if (m <= 8)
         return wide ? launch_matvec_t<1, 1, 4>(w, a, m, c, stream) : launch_matvec_t<1, 1, 8>(w, a, m, c, stream);
     return wide ? launch_matvec_t<2, 1, 4>(w, a, m, c, stream) : launch_matvec_t<2, 1, 8>(w, a, m, c, stream);

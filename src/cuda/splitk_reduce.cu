@@ -1,5 +1,5 @@
 /* Split-K reduction: c = bf16(Σ_z planes[z]) with the sum in fp32 in a fixed order (z = 0, 1, …),
- * so results are identical run to run. Four outputs a thread when the plane size allows it. */
+ * so results are identical run to run. One output a thread per grid-stride step. */
 #include "kernels.h"
 
 namespace qmm {
