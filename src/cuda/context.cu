@@ -9,6 +9,7 @@
 
 #include <cublas_v2.h>
 
+#include "cuda_try.h"
 #include "kernels.h"
 #include "w4_layout.h"
 
@@ -29,13 +30,7 @@ struct qmm_cuda_weight {
     int owns; /* 0 for qmm_cuda_weight_wrap: the caller's buffers */
 };
 
-#define CUDA_TRY(call)                                                                         \
-    do {                                                                                       \
-        cudaError_t err_ = (call);                                                             \
-        if (err_ != cudaSuccess)                                                               \
-            return qmm_fail(QMM_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, \
-                            cudaGetErrorString(err_));                                         \
-    } while (0)
+#define CUDA_TRY QMM_CUDA_TRY
 
 /* ---- tuning for sm_90 (H200). These change speed, never results. The model parameters were
  * fitted to bench ops on the H200 (bench/results/2026-11-29-stages-overlap/ops.*): with them the plan's

@@ -12,18 +12,27 @@
 
 #include "internal.h"
 
+/* Open a regular file for reading: *fd and *sb on success, a status naming the file otherwise. */
+static qmm_status open_regular(const char *path, int *fd, struct stat *sb)
+{
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+        return qmm_fail(errno == ENOENT ? QMM_ERR_NOT_FOUND : QMM_ERR_IO, "cannot open %s: %s",
+                        path, strerror(errno));
+    if (fstat(*fd, sb) || !S_ISREG(sb->st_mode)) {
+        close(*fd);
+        return qmm_fail(QMM_ERR_IO, "%s is not a regular file", path);
+    }
+    return QMM_OK;
+}
+
 qmm_status llm_read_file(const char *path, size_t max_bytes, char **text, size_t *len)
 {
     if (!path || !text || !len) return qmm_fail(QMM_ERR_NULL, "llm_read_file: NULL argument");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return qmm_fail(errno == ENOENT ? QMM_ERR_NOT_FOUND : QMM_ERR_IO, "cannot open %s: %s",
-                        path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return qmm_fail(QMM_ERR_IO, "%s is not a regular file", path);
-    }
+    qmm_status st = open_regular(path, &fd, &sb);
+    if (st != QMM_OK) return st;
     if ((uint64_t)sb.st_size > max_bytes) {
         close(fd);
         return qmm_fail(QMM_ERR_RANGE, "%s is %lld bytes, more than the %zu allowed", path,
@@ -59,15 +68,10 @@ qmm_status llm_map_file(const char *path, llm_mapping *m)
     if (!path || !m) return qmm_fail(QMM_ERR_NULL, "llm_map_file: NULL argument");
     m->addr = NULL;
     m->len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return qmm_fail(errno == ENOENT ? QMM_ERR_NOT_FOUND : QMM_ERR_IO, "cannot open %s: %s",
-                        path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return qmm_fail(QMM_ERR_IO, "%s is not a regular file", path);
-    }
+    qmm_status st = open_regular(path, &fd, &sb);
+    if (st != QMM_OK) return st;
     if (sb.st_size == 0) {
         close(fd);
         return QMM_OK;

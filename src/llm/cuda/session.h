@@ -5,17 +5,12 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/cuda_try.h"
 #include "internal.h"
 #include "llm/cuda/llm_kernels.cuh"
 #include "llm/model.h"
 
-#define LLM_CUDA_TRY(call)                                                                      \
-    do {                                                                                        \
-        cudaError_t err_ = (call);                                                              \
-        if (err_ != cudaSuccess)                                                                \
-            return qmm_fail(QMM_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,  \
-                            cudaGetErrorString(err_));                                          \
-    } while (0)
+#define LLM_CUDA_TRY QMM_CUDA_TRY
 
 /* Event marks of an eagerly profiled forward: the time between mark i-1 and mark i is charged to
  * name[i]. */
