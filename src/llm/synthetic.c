@@ -91,6 +91,21 @@ static void *worker(void *arg)
 }
 
 /* Allocate w's buffers from the model and queue row blocks of about 4M weights. */
+/* A zeroed job appended to the growing list, or NULL when memory runs out. */
+static syn_job *push_job(syn_job **jobs, size_t *count, size_t *cap)
+{
+    if (*count == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        syn_job *nj = realloc(*jobs, nc * sizeof *nj);
+        if (!nj) return NULL;
+        *jobs = nj;
+        *cap = nc;
+    }
+    syn_job *j = &(*jobs)[(*count)++];
+    memset(j, 0, sizeof *j);
+    return j;
+}
+
 static qmm_status add_w4(qmm_llm_model *m, syn_job **jobs, size_t *count, size_t *cap, qmm_w4 *w,
                          int64_t n, int64_t k, double amp, uint64_t seed, uint64_t tensor)
 {
@@ -113,15 +128,8 @@ static qmm_status add_w4(qmm_llm_model *m, syn_job **jobs, size_t *count, size_t
     int64_t block = (4 << 20) / k;
     if (block < 1) block = 1;
     for (int64_t r = 0, blk = 0; r < n; r += block, blk++) {
-        if (*count == *cap) {
-            size_t nc = *cap ? *cap * 2 : 256;
-            syn_job *nj = realloc(*jobs, nc * sizeof *nj);
-            if (!nj) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
-            *jobs = nj;
-            *cap = nc;
-        }
-        syn_job *j = &(*jobs)[(*count)++];
-        memset(j, 0, sizeof *j);
+        syn_job *j = push_job(jobs, count, cap);
+        if (!j) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
         j->w = w;
         j->row0 = r;
         j->rows = n - r < block ? n - r : block;
@@ -139,15 +147,8 @@ static qmm_status add_norm(qmm_llm_model *m, syn_job **jobs, size_t *count, size
     if (st) return st;
     *slot = p;
     m->weight_bytes += (size_t)len * 2;
-    if (*count == *cap) {
-        size_t nc = *cap ? *cap * 2 : 256;
-        syn_job *nj = realloc(*jobs, nc * sizeof *nj);
-        if (!nj) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
-        *jobs = nj;
-        *cap = nc;
-    }
-    syn_job *j = &(*jobs)[(*count)++];
-    memset(j, 0, sizeof *j);
+    syn_job *j = push_job(jobs, count, cap);
+    if (!j) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
     j->norm = p;
     j->norm_len = len;
     j->seed = mix64(seed ^ mix64(tensor * 0x100000001B3ull + 0xABCDEFull));
