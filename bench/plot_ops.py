@@ -11,26 +11,19 @@ Writes two PNGs, one panel per projection, M on a log axis:
 Above 1 means faster. OUT defaults to the CSV path with .png. Needs matplotlib.
 """
 import argparse
-import csv
 import math
 import os
 import sys
 from collections import defaultdict
 
+from csvmeta import read_csv_with_meta
+
 
 def read(path):
     """-> (metadata dict from the '# key: value' lines, list of row dicts that passed)."""
-    meta, lines = {}, []
-    with open(path, newline="") as f:
-        for line in f:
-            if line.startswith("#"):
-                key, sep, value = line[1:].partition(":")
-                if sep:
-                    meta[key.strip()] = value.strip()
-            elif line.strip():
-                lines.append(line)
+    meta, table = read_csv_with_meta(path)
     rows = []
-    for r in csv.DictReader(lines):
+    for r in table:
         if r.get("status") != "pass" or not r.get("graph_med_us"):
             continue
         r["m"] = int(r["m"])

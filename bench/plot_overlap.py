@@ -9,10 +9,11 @@ model's segments (fed with each engine's time alone) hatched bars in the lower h
 colour is its chunk. OUT defaults to the CSV path with .png. Needs matplotlib.
 """
 import argparse
-import csv
 import os
 import sys
 from collections import defaultdict
+
+from csvmeta import read_csv_with_meta
 
 ENGINES = ["load", "compute", "store"]
 
@@ -20,18 +21,10 @@ ENGINES = ["load", "compute", "store"]
 def read(path):
     """-> (metadata from the '# key: value' lines, {(config, b): {kind: [row dicts]}}, config
     order)."""
-    meta, lines = {}, []
-    with open(path, newline="") as f:
-        for line in f:
-            if line.startswith("#"):
-                key, sep, value = line[1:].partition(":")
-                if sep:
-                    meta[key.strip()] = value.strip()
-            elif line.strip():
-                lines.append(line)
+    meta, table = read_csv_with_meta(path)
     runs = defaultdict(lambda: defaultdict(list))
     order = []
-    for r in csv.DictReader(lines):
+    for r in table:
         r["buffers"] = int(r["buffers"])
         r["chunk"] = int(r["chunk"])
         r["start_us"] = float(r["start_us"])
