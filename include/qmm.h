@@ -161,7 +161,10 @@ typedef struct qmm_plan {
     int tile_m, tile_n;
     int k_per_split;      /* K / split, a multiple of 128 */
     double predicted_us;  /* model's prediction, < 0 when none */
-    int config;           /* device policy: index of the tiled kernel configuration (else 0) */
+    int config;           /* index of the kernel configuration in the device description's
+                             section of this path (tiled, split-K: config[]; else 0) */
+    int stages;           /* async-copy pipeline depth the kernel runs with (0: path has none) */
+    size_t workspace_bytes; /* what qmm_cuda_matmul needs for this plan (qmm_plan_call) */
 } qmm_plan;
 
 /* The seed policy's parameters: 32x32 tiles, target 320, cap 16, matvec for M <= 8. */
@@ -176,28 +179,44 @@ qmm_status qmm_plan_seed(int64_t m, int64_t n, int64_t k, const qmm_plan_params 
 /* Largest split <= want that divides K into equal whole groups (>= 1). */
 int qmm_split_align(int64_t k, int want);
 
-/* What the device policy knows of a GPU and of our kernels (qmm_cuda_plan fills it from the GPU
- * it runs on; tests fill it by hand). Tuning values: they change speed, never results. */
-#define QMM_MAX_TILE_CONFIGS 4
+/* What the planner knows of a GPU and of our kernels: one struct, filled from the shipped tuning
+ * table of the GPU's family (src/tune/, qmm_tune_desc) and, on a GPU, corrected with its SM count
+ * and the occupancy API's resident blocks. Tuning values: they change speed, never results. */
+#define QMM_MAX_TILE_CONFIGS 8
 typedef struct qmm_tile_config {
     int tile_m, tile_n;   /* output tile of one block */
     int blocks_per_sm;    /* resident blocks per SM (occupancy API) */
     int max_m;            /* the planner uses the first configuration with M <= max_m */
+    int stages;           /* default async-copy pipeline depth (1..4) */
 } qmm_tile_config;
 
 typedef struct qmm_device_desc {
+    const char *family;   /* tuning table the values come from: "sm90", "generic" */
     int sm_count;
-    int matvec_max_m;     /* M <= this -> matvec */
+    /* matvec (decode) */
+    int matvec_max_m;     /* the planner takes the matvec for M <= this */
+    int matvec_limit_m;   /* the matvec kernel takes M <= this (forced path) */
+    int matvec_wide_tiles;/* more 16-row tiles than this -> 4-warp blocks (a constant of the
+                             family, so the bits do not depend on the GPU's SM count) */
+    /* tiled mma.sync kernel and its split-K form */
     int max_split;        /* cap on partitions */
     int min_k_tiles;      /* each partition keeps at least this many groups of 128 */
     int config_count;
     qmm_tile_config config[QMM_MAX_TILE_CONFIGS];
+    /* performance model calibration */
     double bandwidth_gbs; /* for the predicted time: measured copy bandwidth */
     double peak_tflops;   /* achievable bf16 tensor rate of the tiled kernel */
     double launch_us;     /* per-kernel launch overhead inside a graph */
+    /* dense fallback (dequantize + cuBLAS) */
     double dense_tflops;  /* cuBLAS bf16 rate for the dense path; 0 = never use it */
     int dense_min_m;      /* the dense path is considered only for M >= this */
 } qmm_device_desc;
+
+/* The shipped tuning table's description of a GPU family: compute capability 9.x -> "sm90" (the
+ * H200's values, its occupancy included, so planning needs no GPU); any other -> "generic" (the
+ * same kernels, conservative rates, no dense path). sm_count > 0 replaces the table's count
+ * (the H200's 132). */
+qmm_status qmm_tune_desc(int cc_major, int cc_minor, int sm_count, qmm_device_desc *out);
 
 /* The device policy: the seed rule's shape with our tile and one full wave of resident blocks as
  * the target, split = min(cap, floor(SMs*blocks_per_sm / base), K/128), aligned down to whole

@@ -82,12 +82,25 @@ typedef struct qmm_cuda_options {
 
 qmm_cuda_options qmm_cuda_options_default(void);
 
+/* The one planning function (plain C, no GPU needed): what qmm_cuda_matmul runs for C[M, N] =
+ * A[M, K] · W[N, K]ᵀ on a GPU described by d with options o (NULL = defaults): path, kernel
+ * configuration, split, stages and workspace bytes. It does the one shape check (M, N, K >= 1,
+ * K % 128 == 0, each <= 2^30) and the options check. A context plans with its own description
+ * (qmm_cuda_device_desc); `qmm plan` and the tests use the shipped table (qmm_tune_desc). */
+qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t k,
+                         const qmm_cuda_options *o, qmm_plan *out);
+
+/* The description a context plans with (the shipped table corrected by its GPU's SM count and
+ * occupancy). */
+qmm_status qmm_cuda_device_desc(const qmm_cuda_ctx *ctx, qmm_device_desc *out);
+
 /* Plan a call without running it (what qmm_cuda_matmul would do with these options). */
 qmm_status qmm_cuda_plan(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
                          const qmm_cuda_options *opt, qmm_plan *out);
 
 /* Workspace bytes qmm_cuda_matmul needs for this shape and options: 0 for the matvec and the
- * unsplit tiled kernel, split*M*N partials for split-K, N*K*2 + 32 MiB (+256) for the dense path. */
+ * unsplit tiled kernel, split*M*N partials for split-K, N*K*2 (rounded up to 256) + 256 + 32 MiB for the dense path
+ * (the plan's workspace_bytes). */
 qmm_status qmm_cuda_workspace_size(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
                                    const qmm_cuda_options *opt, size_t *bytes);
 

@@ -35,15 +35,15 @@ int64_t qmm_cuda_weight_n(const qmm_cuda_weight *w) { (void)w; return 0; }
 int64_t qmm_cuda_weight_k(const qmm_cuda_weight *w) { (void)w; return 0; }
 size_t qmm_cuda_weight_bytes(const qmm_cuda_weight *w) { (void)w; return 0; }
 
-qmm_cuda_options qmm_cuda_options_default(void)
-{
-    qmm_cuda_options o = {QMM_PATH_AUTO, 0, 0, QMM_BF16, QMM_POLICY_DEVICE};
-    return o;
-}
 qmm_status qmm_cuda_plan(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
                          const qmm_cuda_options *opt, qmm_plan *out)
 {
     (void)ctx, (void)m, (void)n, (void)k, (void)opt, (void)out;
+    return NO_CUDA;
+}
+qmm_status qmm_cuda_device_desc(const qmm_cuda_ctx *ctx, qmm_device_desc *out)
+{
+    (void)ctx, (void)out;
     return NO_CUDA;
 }
 qmm_status qmm_cuda_workspace_size(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,

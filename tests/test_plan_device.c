@@ -1,23 +1,13 @@
-/* The device split-K policy (pure function): properties on an H200-like description. */
+/* The device split-K policy (pure function): properties on the shipped H200 description. */
 #include <string.h>
 
 #include "harness.h"
 
+/* the shipped tuning table's sm_90 entry (H200: 132 SMs, its occupancy, the fitted rates) */
 static qmm_device_desc h200(void)
 {
     qmm_device_desc d;
-    memset(&d, 0, sizeof d);
-    d.sm_count = 132;
-    d.matvec_max_m = 8;
-    d.max_split = 16;
-    d.min_k_tiles = 2;
-    d.config_count = 3;
-    d.config[0] = (qmm_tile_config){32, 64, 4, 32};
-    d.config[1] = (qmm_tile_config){64, 128, 2, 64};
-    d.config[2] = (qmm_tile_config){128, 128, 1, 1 << 30};
-    d.bandwidth_gbs = 4000;
-    d.peak_tflops = 400;
-    d.launch_us = 2;
+    if (qmm_tune_desc(9, 0, 0, &d) != QMM_OK) memset(&d, 0, sizeof d);
     return d;
 }
 
@@ -35,6 +25,10 @@ static void properties(void)
             CHECK(p.predicted_us > 0);
             if (m <= 8) {
                 CHECKF(p.path == QMM_PATH_MATVEC, "M=%lld: %s", (long long)m, qmm_path_name(p.path));
+                continue;
+            }
+            if (p.path == QMM_PATH_DENSE) { /* the model's pick over the best tiled plan */
+                CHECK(m >= d.dense_min_m && p.split == 1 && p.k_per_split == k);
                 continue;
             }
             const qmm_tile_config *c = &d.config[p.config];
@@ -67,6 +61,9 @@ static void splits_underfilled_kv(void)
            (long long)p.blocks, p.predicted_us);
     CHECK(p.split > 1);
     CHECK_OK(qmm_plan_device(2048, 4096, 2560, &d, &p));
+    CHECK(p.split == 1 && p.path == QMM_PATH_DENSE);
+    d.dense_tflops = 0; /* no dense path: a full grid runs unsplit */
+    CHECK_OK(qmm_plan_device(2048, 4096, 2560, &d, &p));
     CHECK(p.split == 1 && p.path == QMM_PATH_TILED);
 }
 
@@ -87,6 +84,18 @@ static void bad_input(void)
     CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
     d = h200();
     d.bandwidth_gbs = 0;
+    CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
+    d = h200();
+    d.peak_tflops = 1.0 / 0.0; /* non-finite rates would make every prediction equal */
+    CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
+    d = h200();
+    d.launch_us = 0.0 / 0.0;
+    CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
+    d = h200();
+    d.config[1].stages = 0;
+    CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
+    d = h200();
+    d.matvec_limit_m = d.matvec_max_m - 1; /* the planner would pick a matvec the kernel refuses */
     CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
     CHECK(memcmp(&p, &before, sizeof p) == 0);
 }

@@ -12,41 +12,33 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qmm plan --model NAME [--policy seed|device] [--tokens 16,32,64,128,2048]\n"
-            "       qmm plan --m M --n N --k K [--policy seed|device]\n"
+            "       qmm plan --m M --n N --k K [--policy seed|device] [--table sm90|generic]\n"
             "  Prints the plan (path and K split) for each projection of a model at each token\n"
             "  count M, as 'base blocks→split', or every plan field for one shape.\n"
             "  models: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b\n"
             "  --policy seed    the reference rule (32x32 tiles, target 320, cap 16; default)\n"
-            "  --policy device  this GPU's plan from the performance model (needs CUDA and a GPU)\n");
+            "  --policy device  the plan qmm_cuda_matmul runs (qmm_plan_call): on GPU 0's\n"
+            "                   description, or without a GPU on the shipped tuning table (sm90)\n"
+            "  --table T        plan on the shipped table's entry T (sm90, generic), GPU or not\n");
 }
 
 /* ---- models: the linear layers of one decoder layer (K = in_features, N = out_features) ---- */
 
-typedef struct model_shapes {
-    const char *name;
-    int64_t hidden, intermediate, q_out, kv_out; /* q_out = heads * 128, kv_out = kv heads * 128 */
-} model_shapes;
-
-static const model_shapes models[] = {
-    {"qwen3-0.6b", 1024, 3072, 2048, 1024},
-    {"qwen3-1.7b", 2048, 6144, 2048, 1024},
-    {"qwen3-4b", 2560, 9728, 4096, 1024},
-    {"qwen3-8b", 4096, 12288, 4096, 1024},
-};
-
 typedef struct proj {
-    const char *name;
+    char name[16]; /* "q", "k", ... */
     int64_t k, n;
 } proj;
 
-static int model_projs(const model_shapes *ms, proj out[7])
+/* The projections of a preset, from the engine's own shapes (qmm_llm_linear_shape). */
+static int model_projs(const qmm_llm_config *c, proj out[QMM_LLM_LINEAR_COUNT])
 {
-    proj p[7] = {{"q", ms->hidden, ms->q_out},         {"k", ms->hidden, ms->kv_out},
-                 {"v", ms->hidden, ms->kv_out},        {"o", ms->q_out, ms->hidden},
-                 {"gate", ms->hidden, ms->intermediate}, {"up", ms->hidden, ms->intermediate},
-                 {"down", ms->intermediate, ms->hidden}};
-    memcpy(out, p, sizeof p);
-    return 7;
+    for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) {
+        const char *nm = qmm_llm_linear_name((qmm_llm_linear)i);
+        size_t len = strcspn(nm, "_");
+        snprintf(out[i].name, sizeof out[i].name, "%.*s", (int)len, nm);
+        if (qmm_llm_linear_shape(c, (qmm_llm_linear)i, &out[i].n, &out[i].k) != QMM_OK) return 0;
+    }
+    return QMM_LLM_LINEAR_COUNT;
 }
 
 /* Prints s left-aligned in `width` terminal columns (s may hold the 3-byte UTF-8 '→'). */
@@ -59,13 +51,13 @@ static void cell(const char *s, int width)
 
 /* ---- seed policy ---- */
 
-static int seed_model(const model_shapes *ms, const int64_t *tokens, int nt)
+static int seed_model(const char *model, const qmm_llm_config *ms, const int64_t *tokens, int nt)
 {
     qmm_plan_params pp = qmm_plan_seed_params();
-    proj ps[7];
+    proj ps[QMM_LLM_LINEAR_COUNT];
     int np = model_projs(ms, ps);
     printf("%s, seed policy: tile %dx%d, target %d blocks, cap %d, matvec for M <= %d\n",
-           ms->name, pp.tile_m, pp.tile_n, pp.target_blocks, pp.max_split, pp.matvec_max_m);
+           model, pp.tile_m, pp.tile_n, pp.target_blocks, pp.max_split, pp.matvec_max_m);
     printf("cells: base blocks→split (matvec: the decode kernel, K not split)\n\n");
     cell("proj", 6);
     cell("K→N", 13);
@@ -106,6 +98,8 @@ static void print_plan(const qmm_plan *pl)
     printf("  tile          %dx%d\n", pl->tile_m, pl->tile_n);
     printf("  k_per_split   %d\n", pl->k_per_split);
     printf("  config        %d\n", pl->config);
+    printf("  stages        %d\n", pl->stages);
+    printf("  workspace     %zu bytes\n", pl->workspace_bytes);
     if (pl->predicted_us < 0) printf("  predicted_us  none\n");
     else printf("  predicted_us  %.2f\n", pl->predicted_us);
 }
@@ -126,37 +120,63 @@ static int seed_shape(int64_t m, int64_t n, int64_t k)
     return 0;
 }
 
-/* ---- device policy: the CUDA backend's planner on GPU 0 ---- */
+/* ---- device policy: qmm_plan_call on GPU 0's description, or the shipped table ---- */
 
-/* One shape (ms == NULL) or a model's table; returns the exit code. */
-static int device_plans(const model_shapes *ms, const int64_t *tokens, int nt, int64_t m,
-                        int64_t n, int64_t k)
+/* table: NULL = GPU 0 when there is one, else the shipped sm90 table; "sm90" or "generic" =
+ * that entry of the shipped table (no GPU needed). */
+static qmm_status device_desc(const char *table, qmm_device_desc *d, char *what, size_t len)
 {
     int count = 0;
-    char why[256] = "";
-    qmm_status st = qmm_cuda_device_count(&count, why, sizeof why);
-    if (st || count == 0) {
-        fprintf(stderr, "qmm plan: device policy needs a CUDA build and a GPU (%s)\n",
-                st ? qmm_last_error() : why);
-        return 2;
+    char why[256] = "", note[300] = "";
+    if (!table) {
+        qmm_status st = qmm_cuda_device_count(&count, why, sizeof why);
+        if (st == QMM_OK && count > 0) {
+            qmm_cuda_ctx *ctx = NULL;
+            qmm_gpu_info gi;
+            if ((st = qmm_cuda_create(0, NULL, &ctx)) || (st = qmm_cuda_info(ctx, &gi)) ||
+                (st = qmm_cuda_device_desc(ctx, d))) {
+                qmm_cuda_destroy(ctx);
+                return st;
+            }
+            qmm_cuda_destroy(ctx);
+            snprintf(what, len, "GPU 0: %s (%d SMs), tuning table %s", gi.name, gi.sm_count,
+                     d->family);
+            return QMM_OK;
+        }
+        table = "sm90";
+        snprintf(note, sizeof note, "; no GPU here: %s", st ? qmm_last_error() : why);
     }
-    qmm_cuda_ctx *ctx = NULL;
-    qmm_gpu_info gi;
-    if ((st = qmm_cuda_create(0, NULL, &ctx)) || (st = qmm_cuda_info(ctx, &gi))) goto fail;
-    qmm_cuda_options opt = qmm_cuda_options_default();
-    opt.policy = QMM_POLICY_DEVICE;
-    printf("device policy on GPU 0: %s (%d SMs)\n", gi.name, gi.sm_count);
+    int major = !strcmp(table, "sm90") ? 9 : !strcmp(table, "generic") ? 0 : -1;
+    if (major < 0) {
+        fprintf(stderr, "qmm plan: --table must be sm90 or generic, not '%s'\n", table);
+        return QMM_ERR_ARG;
+    }
+    qmm_status st = qmm_tune_desc(major, 0, 0, d);
+    if (st == QMM_OK)
+        snprintf(what, len, "the shipped tuning table %s (%d SMs%s)", d->family, d->sm_count, note);
+    return st;
+}
+
+/* One shape (model == NULL) or a model's table; returns the exit code. */
+static int device_plans(const char *table, const char *model, const qmm_llm_config *ms,
+                        const int64_t *tokens, int nt, int64_t m, int64_t n, int64_t k)
+{
+    qmm_device_desc d;
+    char what[512];
+    qmm_status st = device_desc(table, &d, what, sizeof what);
+    if (st == QMM_ERR_ARG && table) return 2;
+    if (st) goto fail;
+    printf("device policy on %s\n", what);
     qmm_plan pl;
-    if (!ms) {
-        if ((st = qmm_cuda_plan(ctx, m, n, k, &opt, &pl))) goto fail;
+    if (!model) {
+        if ((st = qmm_plan_call(&d, m, n, k, NULL, &pl))) goto fail;
         printf("M=%lld N=%lld K=%lld\n", (long long)m, (long long)n, (long long)k);
         print_plan(&pl);
-        qmm_cuda_destroy(ctx);
         return 0;
     }
-    proj ps[7];
+    proj ps[QMM_LLM_LINEAR_COUNT];
     int np = model_projs(ms, ps);
-    printf("%s: cells path/split/predicted µs\n\n", ms->name);
+    printf("%s: cells path/split/predicted µs\n\n", model);
     cell("proj", 6);
     cell("K→N", 13);
     for (int t = 0; t < nt; t++) {
@@ -171,18 +191,16 @@ static int device_plans(const model_shapes *ms, const int64_t *tokens, int nt, i
         cell(ps[i].name, 6);
         cell(kn, 13);
         for (int t = 0; t < nt; t++) {
-            if ((st = qmm_cuda_plan(ctx, tokens[t], ps[i].n, ps[i].k, &opt, &pl))) goto fail;
+            if ((st = qmm_plan_call(&d, tokens[t], ps[i].n, ps[i].k, NULL, &pl))) goto fail;
             char c[64];
             snprintf(c, sizeof c, "%s/%d/%.1f", qmm_path_name(pl.path), pl.split, pl.predicted_us);
             cell(c, t + 1 < nt ? 22 : 0);
         }
         printf("\n");
     }
-    qmm_cuda_destroy(ctx);
     return 0;
 fail:
     fprintf(stderr, "qmm plan: %s: %s\n", qmm_status_name(st), qmm_last_error());
-    qmm_cuda_destroy(ctx);
     return 1;
 }
 
@@ -213,7 +231,7 @@ static int parse_tokens(const char *s, int64_t *tokens)
 
 int cmd_plan(int argc, char **argv)
 {
-    const char *model = NULL, *policy = "seed";
+    const char *model = NULL, *policy = "seed", *table = NULL;
     int64_t tokens[MAX_TOKENS] = {16, 32, 64, 128, 2048}, m = 0, n = 0, k = 0;
     int nt = 5, have_shape = 0;
     for (int i = 1; i < argc; i++) {
@@ -225,6 +243,7 @@ int cmd_plan(int argc, char **argv)
         int ok = v != NULL;
         if (ok && !strcmp(o, "--model")) model = v;
         else if (ok && !strcmp(o, "--policy")) policy = v;
+        else if (ok && !strcmp(o, "--table")) table = v;
         else if (ok && !strcmp(o, "--tokens")) ok = (nt = parse_tokens(v, tokens)) > 0;
         else if (ok && !strcmp(o, "--m")) ok = parse_i64(v, &m), have_shape = 1;
         else if (ok && !strcmp(o, "--n")) ok = parse_i64(v, &n), have_shape = 1;
@@ -247,12 +266,14 @@ int cmd_plan(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (have_shape) return device ? device_plans(NULL, NULL, 0, m, n, k) : seed_shape(m, n, k);
-    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
-        if (!strcmp(model, models[i].name))
-            return device ? device_plans(&models[i], tokens, nt, 0, 0, 0)
-                          : seed_model(&models[i], tokens, nt);
-    fprintf(stderr, "qmm plan: unknown model '%s' (qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b)\n",
-            model);
-    return 2;
+    if (have_shape)
+        return device ? device_plans(table, NULL, NULL, NULL, 0, m, n, k) : seed_shape(m, n, k);
+    qmm_llm_config cfg;
+    if (qmm_llm_config_preset(model, &cfg) != QMM_OK) {
+        fprintf(stderr, "qmm plan: unknown model '%s' (qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b)\n",
+                model);
+        return 2;
+    }
+    return device ? device_plans(table, model, &cfg, tokens, nt, 0, 0, 0)
+                  : seed_model(model, &cfg, tokens, nt);
 }

@@ -1,7 +1,8 @@
 /*
  * The C entry points of the CUDA backend: context, weight upload, planning and dispatch.
- * Pipeline of every call (as in BLIS): check arguments -> plan -> launch; nothing is launched
- * when a check fails, and nothing is allocated per call.
+ * Pipeline of every call (as in BLIS): check pointers -> qmm_plan_call (plan_call.c: shape,
+ * options, path, configuration, split, stages, workspace) -> check the workspace ->
+ * switch (plan.path). Nothing is launched when a check fails, nothing is allocated per call.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,21 +32,6 @@ struct qmm_cuda_weight {
 };
 
 #define CUDA_TRY QMM_CUDA_TRY
-
-/* ---- tuning for sm_90 (H200). These change speed, never results. The model parameters were
- * fitted to bench ops on the H200 (bench/results/2026-11-29-stages-overlap/ops.*): with them the plan's
- * choice is within 2% of the best measured contender on average over the Qwen3-4B shapes. ---- */
-static const int default_stages[TILE_CONFIGS] = {2, 2, 4}; /* bench ops --stages: 2 beats 1 by 18-28%, 3-4 add nothing at small tiles */
-static const int config_max_m[TILE_CONFIGS] = {32, 64, 1 << 30};
-static const int tuned_matvec_max_m = 8;   /* seed value; the matvec itself handles M <= 16 */
-static const int tuned_max_split = 16;
-static const int tuned_min_k_tiles = 2;
-static const double tuned_peak_tflops = 250.0; /* mma.sync + dequant kernel's effective rate */
-static const double tuned_bandwidth_gbs = 3900.0; /* bench ops copy ceiling */
-static const double tuned_launch_us = 1.0;
-static const int matvec_limit_m = 16;
-static const double tuned_dense_tflops = 400.0; /* cuBLAS bf16 at these shapes (not 8192^3) */
-static const int tuned_dense_min_m = 128;
 
 extern "C" int qmm_cuda_built(void) { return 1; }
 
@@ -103,24 +89,25 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
     cudaRuntimeGetVersion(&in->runtime_version);
     cudaGetLastError();
 
+    /* the shipped tuning table of this family, corrected below by this GPU's occupancy */
     qmm_device_desc *d = &ctx->desc;
-    d->sm_count = in->sm_count;
-    d->matvec_max_m = tuned_matvec_max_m;
-    d->max_split = tuned_max_split;
-    d->min_k_tiles = tuned_min_k_tiles;
-    d->config_count = TILE_CONFIGS;
-    d->bandwidth_gbs = tuned_bandwidth_gbs;
-    d->peak_tflops = tuned_peak_tflops;
-    d->launch_us = tuned_launch_us;
-    d->dense_tflops = tuned_dense_tflops;
-    d->dense_min_m = tuned_dense_min_m;
+    qmm_status st = qmm_tune_desc(prop.major, prop.minor, in->sm_count, d);
+    if (st != QMM_OK) {
+        free(ctx);
+        return st;
+    }
+    if (d->config_count != TILE_CONFIGS) { /* the table and the kernels come from one list */
+        free(ctx);
+        return qmm_fail(QMM_ERR_UNSUPPORTED, "tuning table %s has %d tiled rows, the kernels %d",
+                        d->family, d->config_count, TILE_CONFIGS);
+    }
     if (cublasCreate(&ctx->cublas) != CUBLAS_STATUS_SUCCESS) {
         free(ctx);
         return qmm_fail(QMM_ERR_CUDA, "cublasCreate failed");
     }
     for (int c = 0; c < TILE_CONFIGS; c++) {
         int bps = 0;
-        cudaError_t e = tiled_occupancy(c, default_stages[c], &bps);
+        cudaError_t e = tiled_occupancy(c, d->config[c].stages, &bps);
         if (e != cudaSuccess || bps < 1) {
             cublasDestroy(ctx->cublas);
             free(ctx);
@@ -128,10 +115,7 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
                             cudaGetErrorString(e));
         }
         in->tiled_blocks_per_sm[c] = bps;
-        d->config[c].tile_m = tile_configs[c].tile_m;
-        d->config[c].tile_n = tile_configs[c].tile_n;
         d->config[c].blocks_per_sm = bps;
-        d->config[c].max_m = config_max_m[c];
     }
     *out = ctx;
     return QMM_OK;
@@ -250,129 +234,30 @@ extern "C" int64_t qmm_cuda_weight_n(const qmm_cuda_weight *w) { return w ? w->d
 extern "C" int64_t qmm_cuda_weight_k(const qmm_cuda_weight *w) { return w ? w->dev.k : 0; }
 extern "C" size_t qmm_cuda_weight_bytes(const qmm_cuda_weight *w) { return w ? w->bytes : 0; }
 
-/* ---- options, plan, workspace ---- */
+/* ---- plan, workspace: qmm_plan_call (plan_call.c) on this context's description ---- */
 
-extern "C" qmm_cuda_options qmm_cuda_options_default(void)
+extern "C" qmm_status qmm_cuda_device_desc(const qmm_cuda_ctx *ctx, qmm_device_desc *out)
 {
-    qmm_cuda_options o;
-    o.path = QMM_PATH_AUTO;
-    o.split = 0;
-    o.stages = 0;
-    o.partial_type = QMM_BF16;
-    o.policy = QMM_POLICY_DEVICE;
-    return o;
-}
-
-static int config_for_m(const qmm_device_desc *d, int64_t m)
-{
-    for (int i = 0; i < d->config_count; i++)
-        if (m <= d->config[i].max_m) return i;
-    return d->config_count - 1;
-}
-
-/* The plan a call will run: the policy's, then the forced path/split of the options. */
-static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
-                            const qmm_cuda_options *o, qmm_plan *p)
-{
-    if (m < 1 || n < 1 || k < 1 || k % QMM_GROUP)
-        return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: need >= 1 and K %% 128 == 0",
-                        (long long)m, (long long)n, (long long)k);
-    if (m > (1 << 30) || n > (1 << 30) || k > (1 << 30))
-        return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: the CUDA kernels take up to 2^30",
-                        (long long)m, (long long)n, (long long)k);
-    if (o->path == QMM_PATH_STREAMK)
-        return qmm_fail(QMM_ERR_UNSUPPORTED, "Stream-K lives in the performance model only (qmm_model_streamk); no kernel runs it");
-    if (o->path < QMM_PATH_AUTO || o->path > QMM_PATH_DENSE)
-        return qmm_fail(QMM_ERR_ARG, "unknown path %d", (int)o->path);
-    if (o->stages < 0 || o->stages > MAX_STAGES)
-        return qmm_fail(QMM_ERR_ARG, "stages = %d: use 0 (default) or 1..%d", o->stages, MAX_STAGES);
-    if (o->partial_type != QMM_BF16 && o->partial_type != QMM_F32)
-        return qmm_fail(QMM_ERR_DTYPE, "partial planes must be bf16 or f32");
-    if (o->policy != QMM_POLICY_DEVICE && o->policy != QMM_POLICY_SEED)
-        return qmm_fail(QMM_ERR_ARG, "unknown policy %d", (int)o->policy);
-    if (o->split < 0 || o->split > 64)
-        return qmm_fail(QMM_ERR_ARG, "split = %d out of range 0..64", o->split);
-    if (o->split > 1 && o->path != QMM_PATH_SPLITK)
-        return qmm_fail(QMM_ERR_ARG, "split = %d needs path SPLITK (AUTO takes 0 or 1)", o->split);
-
-    const qmm_device_desc *d = &ctx->desc;
-    qmm_status st;
-    if (o->policy == QMM_POLICY_SEED) {
-        qmm_plan_params sp = qmm_plan_seed_params();
-        st = qmm_plan_seed(m, n, k, &sp, p);
-        if (st != QMM_OK) return st;
-        p->config = config_for_m(d, m);
-        p->predicted_us = -1;
-    } else {
-        st = qmm_plan_device(m, n, k, d, p);
-        if (st != QMM_OK) return st;
-    }
-
-    if (o->path == QMM_PATH_DENSE || (o->path == QMM_PATH_AUTO && p->path == QMM_PATH_DENSE)) {
-        p->path = QMM_PATH_DENSE;
-        p->split = 1;
-        p->k_per_split = (int)k;
-        if (o->policy == QMM_POLICY_DEVICE) p->predicted_us = qmm_plan_predict_us(m, n, k, d, p);
-        return QMM_OK;
-    }
-    if (o->path == QMM_PATH_MATVEC || (o->path == QMM_PATH_AUTO && p->path == QMM_PATH_MATVEC)) {
-        if (m > matvec_limit_m)
-            return qmm_fail(QMM_ERR_ARG, "the matvec path takes M <= %d (M = %lld)", matvec_limit_m,
-                            (long long)m);
-        p->path = QMM_PATH_MATVEC;
-        p->split = 1;
-        p->k_per_split = (int)k;
-        return QMM_OK;
-    }
-    if (o->path != QMM_PATH_AUTO) p->config = config_for_m(d, m);
-    int split = p->path == QMM_PATH_MATVEC ? 1 : p->split;
-    if (o->path == QMM_PATH_TILED || (o->path == QMM_PATH_AUTO && o->split == 1)) split = 1;
-    if (o->path == QMM_PATH_SPLITK && o->split > 0) split = o->split;
-    if (split < 1) split = 1;
-    if (k % ((int64_t)split * QMM_GROUP))
-        return qmm_fail(QMM_ERR_ARG, "split = %d does not divide K = %lld into whole groups of 128",
-                        split, (long long)k);
-    const qmm_tile_config *c = &d->config[p->config];
-    p->tile_m = c->tile_m;
-    p->tile_n = c->tile_n;
-    p->base_blocks = ((m + c->tile_m - 1) / c->tile_m) * ((n + c->tile_n - 1) / c->tile_n);
-    if ((n + c->tile_n - 1) / c->tile_n > 65535)
-        return qmm_fail(QMM_ERR_SHAPE, "N = %lld needs more than 65535 column tiles", (long long)n);
-    p->split = split;
-    p->blocks = p->base_blocks * split;
-    p->k_per_split = (int)(k / split);
-    p->path = split > 1 ? QMM_PATH_SPLITK : QMM_PATH_TILED;
-    if (o->policy == QMM_POLICY_DEVICE) p->predicted_us = qmm_plan_predict_us(m, n, k, d, p);
+    if (!ctx || !out) return qmm_fail(QMM_ERR_NULL, "ctx or out is NULL");
+    *out = ctx->desc;
     return QMM_OK;
-}
-
-static size_t workspace_for(const qmm_plan *p, int64_t m, int64_t n, int64_t k, qmm_dtype t)
-{
-    if (p->path == QMM_PATH_DENSE) return dense_workspace_bytes(n, k);
-    if (p->path != QMM_PATH_SPLITK) return 0;
-    return (size_t)p->split * (size_t)m * (size_t)n * (t == QMM_F32 ? 4 : 2);
 }
 
 extern "C" qmm_status qmm_cuda_plan(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
                                     const qmm_cuda_options *opt, qmm_plan *out)
 {
     if (!ctx || !out) return qmm_fail(QMM_ERR_NULL, "ctx or out is NULL");
-    qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
-    qmm_plan p;
-    qmm_status st = make_plan(ctx, m, n, k, &o, &p);
-    if (st == QMM_OK) *out = p;
-    return st;
+    return qmm_plan_call(&ctx->desc, m, n, k, opt, out);
 }
 
 extern "C" qmm_status qmm_cuda_workspace_size(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
                                               const qmm_cuda_options *opt, size_t *bytes)
 {
     if (!ctx || !bytes) return qmm_fail(QMM_ERR_NULL, "ctx or bytes is NULL");
-    qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
     qmm_plan p;
-    qmm_status st = make_plan(ctx, m, n, k, &o, &p);
+    qmm_status st = qmm_plan_call(&ctx->desc, m, n, k, opt, &p);
     if (st != QMM_OK) return st;
-    *bytes = workspace_for(&p, m, n, k, o.partial_type);
+    *bytes = p.workspace_bytes;
     return QMM_OK;
 }
 
@@ -389,42 +274,45 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
     if (w->device != ctx->device)
         return qmm_fail(QMM_ERR_ARG, "weight lives on device %d, context on %d", w->device,
                         ctx->device);
-    qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
     qmm_plan p;
-    qmm_status st = make_plan(ctx, m, w->dev.n, w->dev.k, &o, &p);
+    qmm_status st = qmm_plan_call(&ctx->desc, m, w->dev.n, w->dev.k, opt, &p);
     if (st != QMM_OK) return st;
-    size_t need = workspace_for(&p, m, w->dev.n, w->dev.k, o.partial_type);
-    if (need > 0) {
-        if (!workspace || workspace_bytes < need)
+    if (p.workspace_bytes > 0) {
+        if (!workspace || workspace_bytes < p.workspace_bytes)
             return qmm_fail(QMM_ERR_WORKSPACE, "%s (split %d) needs %zu workspace bytes, got %zu%s",
-                            qmm_path_name(p.path), p.split, need, workspace ? workspace_bytes : (size_t)0,
-                            workspace ? "" : " (NULL)");
+                            qmm_path_name(p.path), p.split, p.workspace_bytes,
+                            workspace ? workspace_bytes : (size_t)0, workspace ? "" : " (NULL)");
         if ((uintptr_t)workspace % 16)
             return qmm_fail(QMM_ERR_ALIGN, "workspace must be 16-byte aligned");
     }
+    const qmm_dtype partials = opt ? opt->partial_type : QMM_BF16;
 
     const __nv_bfloat16 *a = (const __nv_bfloat16 *)a_dev;
     __nv_bfloat16 *c = (__nv_bfloat16 *)c_dev;
     cudaError_t e = cudaSetDevice(ctx->device); /* another context may have made its device current */
     if (e != cudaSuccess)
         return qmm_fail(QMM_ERR_CUDA, "cudaSetDevice(%d): %s", ctx->device, cudaGetErrorString(e));
-    if (p.path == QMM_PATH_DENSE) {
+    switch (p.path) {
+    case QMM_PATH_DENSE: {
         const char *why = run_dense(ctx->cublas, w->dev, a, (int)m, c, workspace, ctx->stream);
         if (why) return qmm_fail(QMM_ERR_CUDA, "dense path: %s", why);
         e = cudaGetLastError();
-    } else if (p.path == QMM_PATH_MATVEC) {
-        e = launch_matvec(w->dev, a, (int)m, c, ctx->info.sm_count, ctx->stream);
-    } else {
-        int stages = o.stages ? o.stages : default_stages[p.config];
-        if (p.split == 1) {
-            e = launch_tiled(p.config, stages, w->dev, a, (int)m, c, QMM_BF16, 1, ctx->stream);
-        } else {
-            e = launch_tiled(p.config, stages, w->dev, a, (int)m, workspace, o.partial_type,
-                             p.split, ctx->stream);
-            if (e == cudaSuccess)
-                e = launch_splitk_reduce(workspace, o.partial_type, p.split, m * w->dev.n, c,
-                                         ctx->stream);
-        }
+        break;
+    }
+    case QMM_PATH_MATVEC:
+        e = launch_matvec(w->dev, a, (int)m, c, ctx->desc.matvec_wide_tiles, ctx->stream);
+        break;
+    case QMM_PATH_TILED:
+        e = launch_tiled(p.config, p.stages, w->dev, a, (int)m, c, QMM_BF16, 1, ctx->stream);
+        break;
+    case QMM_PATH_SPLITK:
+        e = launch_tiled(p.config, p.stages, w->dev, a, (int)m, workspace, partials, p.split,
+                         ctx->stream);
+        if (e == cudaSuccess)
+            e = launch_splitk_reduce(workspace, partials, p.split, m * w->dev.n, c, ctx->stream);
+        break;
+    default: /* the planner returns only the paths above */
+        return qmm_fail(QMM_ERR_UNSUPPORTED, "no kernel runs path %s", qmm_path_name(p.path));
     }
     if (e != cudaSuccess)
         return qmm_fail(QMM_ERR_CUDA, "kernel launch failed: %s", cudaGetErrorString(e));

@@ -38,13 +38,6 @@ __global__ void dequant_w4g128_bf16_kernel(const uint32_t *__restrict__ packed,
     dst[1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
 }
 
-size_t dense_workspace_bytes(int64_t n, int64_t k)
-{
-    /* bf16 W, then cuBLAS's workspace at the next 256-byte boundary (cublasSetWorkspace needs
-     * it; callers guarantee 16 bytes only, hence 256 bytes of slack) */
-    return ((size_t)n * (size_t)k * 2 + 255) / 256 * 256 + 256 + DENSE_CUBLAS_WORKSPACE;
-}
-
 cudaError_t launch_dequant(const DevWeight &w, __nv_bfloat16 *out, cudaStream_t stream)
 {
     int64_t threads = w.n * (w.k / 16);
@@ -56,6 +49,7 @@ cudaError_t launch_dequant(const DevWeight &w, __nv_bfloat16 *out, cudaStream_t 
 const char *run_dense(void *cublas, const DevWeight &w, const __nv_bfloat16 *a, int m,
                       __nv_bfloat16 *c, void *workspace, cudaStream_t stream)
 {
+    /* the layout of qmm_dense_workspace_bytes (plan_call.c) */
     cublasHandle_t h = (cublasHandle_t)cublas;
     __nv_bfloat16 *wb = (__nv_bfloat16 *)workspace;
     uintptr_t after_w = (uintptr_t)workspace + ((size_t)w.n * (size_t)w.k * 2 + 255) / 256 * 256;

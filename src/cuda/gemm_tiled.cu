@@ -14,11 +14,9 @@
 
 namespace qmm {
 
-const TileConfig tile_configs[TILE_CONFIGS] = {
-    {32, 64, 1, 4},   /* 128 threads: small prompts */
-    {64, 128, 2, 4},  /* 256 threads */
-    {128, 128, 2, 4}, /* 256 threads: long prompts */
-};
+#define QMM_TILE_ROW(tm, tn, wm, wn, max_m, stages, bps) {tm, tn, wm, wn},
+const TileConfig tile_configs[TILE_CONFIGS] = {QMM_SM90_TILED(QMM_TILE_ROW)};
+#undef QMM_TILE_ROW
 
 template <int BM, int BN> struct TileSmem {
     static constexpr int A_BYTES = BM * 256;   /* BM rows x 128 bf16 */
@@ -164,7 +162,7 @@ __global__ __launch_bounds__(WM *WN * 32) void gemm_w4g128_bf16_kernel(
             }
 }
 
-/* ---- instantiation table: config x stages x output type ---- */
+/* ---- instantiation table: config (a row of tune/sm90.h) x stages x output type ---- */
 
 typedef void (*TiledKernelBf16)(const __nv_bfloat16 *, int, int, const uint32_t *, const uint32_t *,
                                 int, int, __nv_bfloat16 *, int);
@@ -179,16 +177,13 @@ typedef void (*TiledKernelF32)(const __nv_bfloat16 *, int, int, const uint32_t *
             gemm_w4g128_bf16_kernel<BM, BN, WM, WN, 4, T>                                 \
     }
 
-static const TiledKernelBf16 kernels_bf16[TILE_CONFIGS][MAX_STAGES] = {
-    QMM_TILED_ROW(32, 64, 1, 4, __nv_bfloat16),
-    QMM_TILED_ROW(64, 128, 2, 4, __nv_bfloat16),
-    QMM_TILED_ROW(128, 128, 2, 4, __nv_bfloat16),
-};
-static const TiledKernelF32 kernels_f32[TILE_CONFIGS][MAX_STAGES] = {
-    QMM_TILED_ROW(32, 64, 1, 4, float),
-    QMM_TILED_ROW(64, 128, 2, 4, float),
-    QMM_TILED_ROW(128, 128, 2, 4, float),
-};
+static_assert(MAX_STAGES == 4, "QMM_TILED_ROW instantiates stages 1..4");
+#define QMM_BF16_ROW(tm, tn, wm, wn, max_m, stages, bps) QMM_TILED_ROW(tm, tn, wm, wn, __nv_bfloat16),
+#define QMM_F32_ROW(tm, tn, wm, wn, max_m, stages, bps) QMM_TILED_ROW(tm, tn, wm, wn, float),
+static const TiledKernelBf16 kernels_bf16[TILE_CONFIGS][MAX_STAGES] = {QMM_SM90_TILED(QMM_BF16_ROW)};
+static const TiledKernelF32 kernels_f32[TILE_CONFIGS][MAX_STAGES] = {QMM_SM90_TILED(QMM_F32_ROW)};
+#undef QMM_BF16_ROW
+#undef QMM_F32_ROW
 
 size_t tiled_smem_bytes(int config, int stages)
 {

@@ -4,6 +4,8 @@
 
 #include "common.cuh"
 #include "internal.h"
+#include "plan.h"
+#include "tune/sm90.h"
 
 namespace qmm {
 
@@ -14,14 +16,18 @@ struct DevWeight {
     uint32_t *sb;     /* [k/128, n_pad] scale | bias << 16 */
 };
 
-/* Tiled kernel configurations (tile and warp layout). They change speed, never results:
- * every configuration and stage count accumulates each output in the same k order. */
+/* Tiled kernel configurations (tile and warp layout), one per row of the tuning table
+ * (tune/sm90.h). They change speed, never results: every configuration and stage count
+ * accumulates each output in the same k order. */
 struct TileConfig {
     int tile_m, tile_n, warps_m, warps_n;
 };
-constexpr int TILE_CONFIGS = 3;
+#define QMM_COUNT_ROW(...) +1
+constexpr int TILE_CONFIGS = 0 QMM_SM90_TILED(QMM_COUNT_ROW);
+#undef QMM_COUNT_ROW
+static_assert(TILE_CONFIGS <= QMM_MAX_TILE_CONFIGS, "tuning table has too many tiled rows");
 extern const TileConfig tile_configs[TILE_CONFIGS];
-constexpr int MAX_STAGES = 4;
+constexpr int MAX_STAGES = QMM_MAX_STAGES;
 
 size_t tiled_smem_bytes(int config, int stages);
 /* Raise the dynamic shared-memory limits of every instantiation (once per device). */
@@ -38,13 +44,13 @@ cudaError_t launch_tiled(int config, int stages, const DevWeight &w, const __nv_
 cudaError_t launch_splitk_reduce(const void *planes, qmm_dtype type, int split, int64_t mn,
                                  __nv_bfloat16 *c, cudaStream_t stream);
 
+/* m <= 16; wide_tiles: the tuning table's matvec_wide_tiles (the warp count's threshold). */
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
-                          int sm_count, cudaStream_t stream);
+                          int wide_tiles, cudaStream_t stream);
 
 /* Dense path: W dequantized into the workspace, then cuBLAS. run_dense returns NULL on
  * success, else what failed. */
-constexpr size_t DENSE_CUBLAS_WORKSPACE = (size_t)32 << 20;
-size_t dense_workspace_bytes(int64_t n, int64_t k);
+constexpr size_t DENSE_CUBLAS_WORKSPACE = QMM_DENSE_CUBLAS_WORKSPACE;
 cudaError_t launch_dequant(const DevWeight &w, __nv_bfloat16 *out, cudaStream_t stream);
 const char *run_dense(void *cublas, const DevWeight &w, const __nv_bfloat16 *a, int m,
                       __nv_bfloat16 *c, void *workspace, cudaStream_t stream);

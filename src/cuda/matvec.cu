@@ -190,14 +190,13 @@ static cudaError_t launch_matvec_t(const DevWeight &w, const __nv_bfloat16 *a, i
 }
 
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
-                          int sm_count, cudaStream_t stream)
+                          int wide_tiles, cudaStream_t stream)
 {
     /* 8 warps a block split K finely; when that needs more than about one wave of blocks
-     * (3 resident a SM on the H200's 132 SMs), 4-warp blocks (6 a SM) keep the grid in one wave.
+     * (wide_tiles, from the tuning table), 4-warp blocks (6 a SM) keep the grid in one wave.
      * The warp count sets the order of the block's fixed fp32 sum, so the threshold is a constant
-     * (not this GPU's SM count): the same shape gives the same bits on every GPU. */
-    (void)sm_count;
-    bool wide = (w.n + 15) / 16 > 3 * 132;
+     * of the family (not this GPU's SM count): the same shape gives the same bits on every GPU. */
+    bool wide = (w.n + 15) / 16 > wide_tiles;
     if (m <= 8)
         return wide ? launch_matvec_t<1, 1, 4>(w, a, m, c, stream) : launch_matvec_t<1, 1, 8>(w, a, m, c, stream);
     return wide ? launch_matvec_t<2, 1, 4>(w, a, m, c, stream) : launch_matvec_t<2, 1, 8>(w, a, m, c, stream);

@@ -1,0 +1,211 @@
+/*
+ * The one planning function: shape and options in, exactly what qmm_cuda_matmul runs out.
+ * Pipeline (as in BLIS): check the shape -> check the options -> the policy's plan -> the
+ * options' forced path -> kernel configuration, split, stages -> workspace. Each decision is a
+ * named predicate, pure, so the CPU tests can pin what the GPU will run.
+ */
+#include <string.h>
+
+#include "plan.h"
+
+qmm_cuda_options qmm_cuda_options_default(void)
+{
+    qmm_cuda_options o;
+    o.path = QMM_PATH_AUTO;
+    o.split = 0;
+    o.stages = 0;
+    o.partial_type = QMM_BF16;
+    o.policy = QMM_POLICY_DEVICE;
+    return o;
+}
+
+size_t qmm_dense_workspace_bytes(int64_t n, int64_t k)
+{
+    return ((size_t)n * (size_t)k * 2 + 255) / 256 * 256 + 256 + QMM_DENSE_CUBLAS_WORKSPACE;
+}
+
+static qmm_status check_shape(int64_t m, int64_t n, int64_t k)
+{
+    if (m < 1 || n < 1 || k < 1 || k % QMM_GROUP)
+        return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: need >= 1 and K %% 128 == 0",
+                        (long long)m, (long long)n, (long long)k);
+    if (m > QMM_CUDA_MAX_DIM || n > QMM_CUDA_MAX_DIM || k > QMM_CUDA_MAX_DIM)
+        return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: the CUDA kernels take up to 2^30",
+                        (long long)m, (long long)n, (long long)k);
+    return QMM_OK;
+}
+
+static qmm_status check_options(const qmm_cuda_options *o)
+{
+    if (o->path == QMM_PATH_STREAMK)
+        return qmm_fail(QMM_ERR_UNSUPPORTED, "Stream-K lives in the performance model only (qmm_model_streamk); no kernel runs it");
+    if (o->path < QMM_PATH_AUTO || o->path > QMM_PATH_DENSE)
+        return qmm_fail(QMM_ERR_ARG, "unknown path %d", (int)o->path);
+    if (o->stages < 0 || o->stages > QMM_MAX_STAGES)
+        return qmm_fail(QMM_ERR_ARG, "stages = %d: use 0 (default) or 1..%d", o->stages, QMM_MAX_STAGES);
+    if (o->partial_type != QMM_BF16 && o->partial_type != QMM_F32)
+        return qmm_fail(QMM_ERR_DTYPE, "partial planes must be bf16 or f32");
+    if (o->policy != QMM_POLICY_DEVICE && o->policy != QMM_POLICY_SEED)
+        return qmm_fail(QMM_ERR_ARG, "unknown policy %d", (int)o->policy);
+    if (o->split < 0 || o->split > QMM_MAX_FORCED_SPLIT)
+        return qmm_fail(QMM_ERR_ARG, "split = %d out of range 0..%d", o->split, QMM_MAX_FORCED_SPLIT);
+    if (o->split > 1 && o->path != QMM_PATH_SPLITK)
+        return qmm_fail(QMM_ERR_ARG, "split = %d needs path SPLITK (AUTO takes 0 or 1)", o->split);
+    return QMM_OK;
+}
+
+/* ---- the predicates ---- */
+
+/* A path the options force, or the policy's when they leave it to the plan. */
+static int wants(const qmm_cuda_options *o, const qmm_plan *policy, qmm_path path)
+{
+    return o->path == path || (o->path == QMM_PATH_AUTO && policy->path == path);
+}
+
+static int should_use_dense(const qmm_cuda_options *o, const qmm_plan *policy)
+{
+    return wants(o, policy, QMM_PATH_DENSE);
+}
+
+static int should_use_matvec(const qmm_cuda_options *o, const qmm_plan *policy)
+{
+    return wants(o, policy, QMM_PATH_MATVEC);
+}
+
+/* Partitions of K for the tiled kernel: the policy's, unless the options hold it at 1 (TILED, or
+ * AUTO with split 1: the unsplit control) or force one (SPLITK with split > 0). */
+static int choose_split(const qmm_cuda_options *o, const qmm_plan *policy)
+{
+    int split = policy->path == QMM_PATH_MATVEC ? 1 : policy->split;
+    if (o->path == QMM_PATH_TILED || (o->path == QMM_PATH_AUTO && o->split == 1)) split = 1;
+    if (o->path == QMM_PATH_SPLITK && o->split > 0) split = o->split;
+    return split < 1 ? 1 : split;
+}
+
+static size_t workspace_bytes(const qmm_plan *p, int64_t m, int64_t n, int64_t k, qmm_dtype t)
+{
+    if (p->path == QMM_PATH_DENSE) return qmm_dense_workspace_bytes(n, k);
+    if (p->path != QMM_PATH_SPLITK) return 0;
+    return (size_t)p->split * (size_t)m * (size_t)n * (t == QMM_F32 ? 4 : 2);
+}
+
+/* ---- the device policy (no forced path): the model picks the split, then maybe dense ---- */
+
+static void device_policy(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d, qmm_plan *out)
+{
+    qmm_plan p;
+    memset(&p, 0, sizeof p);
+    if (m <= d->matvec_max_m) {
+        p.path = QMM_PATH_MATVEC;
+        p.split = 1;
+        p.tile_m = 8;
+        p.tile_n = 16;
+        p.k_per_split = (int)k;
+        p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
+        *out = p;
+        return;
+    }
+    int ci = qmm_choose_config(d, m);
+    const qmm_tile_config *c = &d->config[ci];
+    p.config = ci;
+    p.tile_m = c->tile_m;
+    p.tile_n = c->tile_n;
+    p.base_blocks = ((m + c->tile_m - 1) / c->tile_m) * ((n + c->tile_n - 1) / c->tile_n);
+    int64_t slots = (int64_t)d->sm_count * c->blocks_per_sm, groups = k / QMM_GROUP;
+    int64_t want = slots / p.base_blocks;
+    if (want > d->max_split) want = d->max_split;
+    if (want > groups / d->min_k_tiles) want = groups / d->min_k_tiles;
+    if (want < 1) want = 1;
+
+    /* every aligned split up to the rule's; the model picks (ties keep the smaller split) */
+    int best = 1;
+    double best_us = -1;
+    for (int s = 1; s <= want; s++) {
+        if (groups % s) continue;
+        p.split = s;
+        p.path = s > 1 ? QMM_PATH_SPLITK : QMM_PATH_TILED;
+        double us = qmm_plan_predict_us(m, n, k, d, &p);
+        if (us < 0) continue;
+        if (best_us < 0 || us < best_us * 0.999) best = s, best_us = us;
+    }
+    p.split = best;
+    p.path = best > 1 ? QMM_PATH_SPLITK : QMM_PATH_TILED;
+    p.blocks = p.base_blocks * best;
+    p.k_per_split = (int)(k / best);
+    p.predicted_us = best_us;
+
+    /* long prompts: dequantize + cuBLAS when the model says it beats our tiled kernel */
+    if (d->dense_tflops > 0 && m >= d->dense_min_m) {
+        qmm_plan dense = p;
+        dense.path = QMM_PATH_DENSE;
+        dense.split = 1;
+        dense.k_per_split = (int)k;
+        dense.predicted_us = qmm_plan_predict_us(m, n, k, d, &dense);
+        if (dense.predicted_us > 0 && dense.predicted_us < p.predicted_us) p = dense;
+    }
+    *out = p;
+}
+
+/* ---- the call ---- */
+
+qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t k,
+                         const qmm_cuda_options *opt, qmm_plan *out)
+{
+    if (!out) return qmm_fail(QMM_ERR_NULL, "plan output is NULL");
+    qmm_status st = check_shape(m, n, k);
+    if (st != QMM_OK) return st;
+    st = qmm_check_desc(d);
+    if (st != QMM_OK) return st;
+    qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
+    st = check_options(&o);
+    if (st != QMM_OK) return st;
+    const int model = o.policy == QMM_POLICY_DEVICE; /* only the device policy predicts */
+
+    qmm_plan p;
+    if (model) {
+        device_policy(m, n, k, d, &p);
+    } else {
+        qmm_plan_params sp = qmm_plan_seed_params();
+        st = qmm_plan_seed(m, n, k, &sp, &p);
+        if (st != QMM_OK) return st;
+        p.config = qmm_choose_config(d, m);
+        p.predicted_us = -1;
+    }
+    p.stages = 0;
+
+    if (should_use_dense(&o, &p)) {
+        p.path = QMM_PATH_DENSE;
+        p.split = 1;
+        p.k_per_split = (int)k;
+        if (model) p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
+    } else if (should_use_matvec(&o, &p)) {
+        if (m > d->matvec_limit_m)
+            return qmm_fail(QMM_ERR_ARG, "the matvec path takes M <= %d (M = %lld)",
+                            d->matvec_limit_m, (long long)m);
+        p.path = QMM_PATH_MATVEC;
+        p.split = 1;
+        p.k_per_split = (int)k;
+    } else {
+        if (o.path != QMM_PATH_AUTO) p.config = qmm_choose_config(d, m);
+        int split = choose_split(&o, &p);
+        if (k % ((int64_t)split * QMM_GROUP))
+            return qmm_fail(QMM_ERR_ARG, "split = %d does not divide K = %lld into whole groups of 128",
+                            split, (long long)k);
+        const qmm_tile_config *c = &d->config[p.config];
+        if ((n + c->tile_n - 1) / c->tile_n > 65535)
+            return qmm_fail(QMM_ERR_SHAPE, "N = %lld needs more than 65535 column tiles", (long long)n);
+        p.tile_m = c->tile_m;
+        p.tile_n = c->tile_n;
+        p.base_blocks = ((m + c->tile_m - 1) / c->tile_m) * ((n + c->tile_n - 1) / c->tile_n);
+        p.split = split;
+        p.blocks = p.base_blocks * split;
+        p.k_per_split = (int)(k / split);
+        p.path = split > 1 ? QMM_PATH_SPLITK : QMM_PATH_TILED;
+        p.stages = o.stages ? o.stages : c->stages;
+        if (model) p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
+    }
+    p.workspace_bytes = workspace_bytes(&p, m, n, k, o.partial_type);
+    *out = p;
+    qmm_clear_error();
+    return QMM_OK;
+}

@@ -1,0 +1,56 @@
+/* The shipped tuning table: sm_90 (H200) and the generic entry for GPUs the table does not know. */
+#include <string.h>
+
+#include "internal.h"
+#include "tune/sm90.h"
+
+/* Fitted to bench ops on the H200 (bench/results/2026-11-29-stages-overlap/ops.*): with these the
+ * plan's choice is within 2% of the best measured contender on average over the Qwen3-4B shapes. */
+static qmm_device_desc sm90(void)
+{
+    qmm_device_desc d;
+    memset(&d, 0, sizeof d);
+    d.family = "sm90";
+    d.sm_count = 132;            /* H200 */
+    d.matvec_max_m = 8;          /* seed value; M = 9..16 runs faster tiled + split-K */
+    d.matvec_limit_m = 16;       /* the matvec kernel has 1 and 2 token tiles of 8 */
+    d.matvec_wide_tiles = 3 * 132; /* about one wave of 8-warp blocks (3 a SM) on the H200 */
+    d.max_split = 16;
+    d.min_k_tiles = 2;
+#define QMM_ROW(tm, tn, wm, wn, max_m, stages, bps) \
+    d.config[d.config_count++] = (qmm_tile_config){tm, tn, bps, max_m, stages};
+    QMM_SM90_TILED(QMM_ROW)
+#undef QMM_ROW
+    d.peak_tflops = 250.0;      /* mma.sync + dequant kernel's effective rate */
+    d.bandwidth_gbs = 3900.0;   /* bench ops copy ceiling */
+    d.launch_us = 1.0;
+    d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
+    d.dense_min_m = 128;
+    return d;
+}
+
+/* A GPU the table does not know: the same kernels (the only ones built), rates well below the
+ * H200's so the model does not promise speed it has not seen, and no dense path (its crossover
+ * was measured on the H200 only). Planning still works; it is just not tuned. */
+static qmm_device_desc generic(void)
+{
+    qmm_device_desc d = sm90();
+    d.family = "generic";
+    d.peak_tflops = 100.0;
+    d.bandwidth_gbs = 1500.0;
+    d.launch_us = 2.0;
+    d.dense_tflops = 0.0;
+    return d;
+}
+
+qmm_status qmm_tune_desc(int cc_major, int cc_minor, int sm_count, qmm_device_desc *out)
+{
+    (void)cc_minor; /* sm_90 and sm_90a share the table */
+    if (!out) return qmm_fail(QMM_ERR_NULL, "qmm_tune_desc: out is NULL");
+    if (sm_count < 0) return qmm_fail(QMM_ERR_ARG, "qmm_tune_desc: sm_count = %d", sm_count);
+    qmm_device_desc d = cc_major == 9 ? sm90() : generic();
+    if (sm_count > 0) d.sm_count = sm_count;
+    *out = d;
+    qmm_clear_error();
+    return QMM_OK;
+}

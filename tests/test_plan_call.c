@@ -1,0 +1,190 @@
+/* qmm_plan_call on the shipped tuning table: what qmm_cuda_matmul runs, decided on the CPU. */
+#include <math.h>
+#include <string.h>
+
+#include "harness.h"
+
+static qmm_device_desc sm90(void)
+{
+    qmm_device_desc d;
+    memset(&d, 0, sizeof d);
+    CHECK_OK(qmm_tune_desc(9, 0, 0, &d));
+    return d;
+}
+
+/* `qmm plan --model qwen3-4b --policy device` on the H200 at commit af3c3dd (before the tuning
+ * table existed: bench/results/2026-11-29-final/plan-device.txt): path/split/predicted µs.
+ * The shipped sm90 table must reproduce it; a change here is a change of what the GPU runs. */
+static const int64_t tokens[5] = {16, 32, 64, 128, 2048};
+static const struct {
+    const char *proj;
+    int64_t k, n;
+    const char *cells[5];
+} qwen3_4b[] = {
+    {"q", 2560, 4096, {"splitk/10/5.4", "splitk/10/6.1", "splitk/5/12.2", "splitk/4/15.2", "dense/1/116.2"}},
+    {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "dense/1/5.4", "dense/1/30.5"}},
+    {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/15.5", "dense/1/116.2"}},
+    {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/34.1", "dense/1/273.2"}},
+    {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/34.1", "dense/1/273.2"}},
+};
+
+static void qwen3_4b_table(void)
+{
+    qmm_device_desc d = sm90();
+    CHECK(!strcmp(d.family, "sm90") && d.sm_count == 132);
+    for (size_t i = 0; i < sizeof qwen3_4b / sizeof qwen3_4b[0]; i++)
+        for (int t = 0; t < 5; t++) {
+            qmm_plan p;
+            CHECK_OK(qmm_plan_call(&d, tokens[t], qwen3_4b[i].n, qwen3_4b[i].k, NULL, &p));
+            char got[64];
+            snprintf(got, sizeof got, "%s/%d/%.1f", qmm_path_name(p.path), p.split, p.predicted_us);
+            CHECKF(!strcmp(got, qwen3_4b[i].cells[t]), "%s M=%lld: %s, want %s", qwen3_4b[i].proj,
+                   (long long)tokens[t], got, qwen3_4b[i].cells[t]);
+        }
+    /* decode: the matvec up to M = 8, as the seed rule */
+    for (int64_t m = 1; m <= 9; m++) {
+        qmm_plan p;
+        CHECK_OK(qmm_plan_call(&d, m, 4096, 2560, NULL, &p));
+        CHECK((p.path == QMM_PATH_MATVEC) == (m <= 8));
+    }
+}
+
+/* The plan is complete: configuration, stages and workspace are what the kernels will use. */
+static void plan_fields(void)
+{
+    qmm_device_desc d = sm90();
+    static const int64_t ms[] = {1, 8, 9, 16, 32, 33, 64, 65, 128, 300, 2048};
+    static const int64_t shapes[][2] = {{2560, 4096}, {2560, 1024}, {9728, 2560}, {128, 1}, {256, 1000}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+            int64_t m = ms[i], k = shapes[s][0], n = shapes[s][1];
+            qmm_plan p, dev;
+            memset(&p, 0x5A, sizeof p);
+            CHECK_OK(qmm_plan_call(&d, m, n, k, NULL, &p));
+            CHECK_OK(qmm_plan_device(m, n, k, &d, &dev)); /* the same function, default options */
+            CHECK(memcmp(&p, &dev, sizeof p) == 0);
+            CHECK(p.split >= 1 && p.k_per_split * (int64_t)p.split == k && p.predicted_us > 0);
+            switch (p.path) {
+            case QMM_PATH_MATVEC:
+                CHECK(m <= d.matvec_max_m && p.workspace_bytes == 0 && p.stages == 0);
+                break;
+            case QMM_PATH_TILED:
+            case QMM_PATH_SPLITK: {
+                const qmm_tile_config *c = &d.config[p.config];
+                CHECK(m <= c->max_m || p.config == d.config_count - 1);
+                CHECK(p.config == 0 || m > d.config[p.config - 1].max_m);
+                CHECK(p.tile_m == c->tile_m && p.tile_n == c->tile_n && p.stages == c->stages);
+                size_t ws = p.path == QMM_PATH_SPLITK ? (size_t)p.split * m * n * 2 : 0;
+                CHECKF(p.workspace_bytes == ws, "M=%lld N=%lld: %zu bytes, want %zu", (long long)m,
+                       (long long)n, p.workspace_bytes, ws);
+                break;
+            }
+            case QMM_PATH_DENSE:
+                CHECK(m >= d.dense_min_m && p.split == 1 && p.stages == 0);
+                CHECK(p.workspace_bytes >= (size_t)n * k * 2 + ((size_t)32 << 20));
+                break;
+            default:
+                CHECKF(0, "path %s", qmm_path_name(p.path));
+            }
+        }
+}
+
+/* Forced paths and options: what the benchmarks and tests ask for. */
+static void forced(void)
+{
+    qmm_device_desc d = sm90();
+    qmm_cuda_options o = qmm_cuda_options_default();
+    qmm_plan p;
+
+    o.path = QMM_PATH_TILED; /* the unsplit control at a shape the policy splits */
+    CHECK_OK(qmm_plan_call(&d, 32, 1024, 2560, &o, &p));
+    CHECK(p.path == QMM_PATH_TILED && p.split == 1 && p.workspace_bytes == 0 && p.config == 0);
+    o.stages = 3;
+    CHECK_OK(qmm_plan_call(&d, 32, 1024, 2560, &o, &p));
+    CHECK(p.stages == 3);
+
+    o = qmm_cuda_options_default();
+    o.path = QMM_PATH_SPLITK;
+    o.split = 4;
+    o.partial_type = QMM_F32;
+    CHECK_OK(qmm_plan_call(&d, 100, 1000, 2560, &o, &p));
+    CHECK(p.path == QMM_PATH_SPLITK && p.split == 4 && p.k_per_split == 640 && p.config == 2);
+    CHECK(p.workspace_bytes == (size_t)4 * 100 * 1000 * 4);
+    o.split = 3; /* 20 groups do not split in 3 */
+    CHECK_STATUS(qmm_plan_call(&d, 100, 1000, 2560, &o, &p), QMM_ERR_ARG);
+
+    o = qmm_cuda_options_default();
+    o.split = 1; /* AUTO held at split 1 */
+    CHECK_OK(qmm_plan_call(&d, 32, 1024, 2560, &o, &p));
+    CHECK(p.path == QMM_PATH_TILED && p.split == 1);
+
+    o = qmm_cuda_options_default();
+    o.path = QMM_PATH_MATVEC;
+    CHECK_OK(qmm_plan_call(&d, 16, 1024, 2560, &o, &p)); /* the kernel's limit, beyond the policy's */
+    CHECK(p.path == QMM_PATH_MATVEC);
+    CHECK_STATUS(qmm_plan_call(&d, 17, 1024, 2560, &o, &p), QMM_ERR_ARG);
+
+    o.path = QMM_PATH_DENSE;
+    CHECK_OK(qmm_plan_call(&d, 1, 1024, 2560, &o, &p));
+    CHECK(p.path == QMM_PATH_DENSE && p.workspace_bytes == (size_t)1024 * 2560 * 2 + 256 + (32u << 20));
+
+    /* the seed policy: the reference rule's split, our tiles, no prediction */
+    o = qmm_cuda_options_default();
+    o.policy = QMM_POLICY_SEED;
+    CHECK_OK(qmm_plan_call(&d, 16, 1024, 2560, &o, &p));
+    CHECK(p.path == QMM_PATH_SPLITK && p.split == 10 && p.predicted_us < 0 && p.config == 0);
+    CHECK(p.tile_m == 32 && p.tile_n == 64);
+}
+
+static void generic_gpu(void)
+{
+    qmm_device_desc d;
+    CHECK_OK(qmm_tune_desc(8, 9, 76, &d)); /* a GPU the table does not know: planned, not tuned */
+    CHECK(!strcmp(d.family, "generic") && d.sm_count == 76 && d.dense_tflops == 0);
+    qmm_plan p;
+    CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &p));
+    CHECK(p.path == QMM_PATH_TILED);
+}
+
+static void bad_input(void)
+{
+    qmm_device_desc d = sm90();
+    qmm_cuda_options o = qmm_cuda_options_default();
+    qmm_plan p;
+    memset(&p, 0x5A, sizeof p);
+    qmm_plan before = p;
+    CHECK_STATUS(qmm_plan_call(NULL, 32, 1024, 2560, NULL, &p), QMM_ERR_NULL);
+    CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2560, NULL, NULL), QMM_ERR_NULL);
+    CHECK_STATUS(qmm_plan_call(&d, 0, 1024, 2560, NULL, &p), QMM_ERR_SHAPE);
+    CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2500, NULL, &p), QMM_ERR_SHAPE);
+    CHECK_STATUS(qmm_plan_call(&d, (int64_t)1 << 31, 1024, 2560, NULL, &p), QMM_ERR_SHAPE);
+    CHECK_STATUS(qmm_plan_call(&d, 32, 64 * 65536 + 1, 2560, NULL, &p), QMM_ERR_SHAPE);
+    o.path = QMM_PATH_STREAMK;
+    CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2560, &o, &p), QMM_ERR_UNSUPPORTED);
+    o.path = (qmm_path)9;
+    CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2560, &o, &p), QMM_ERR_ARG);
+    o = qmm_cuda_options_default();
+    o.stages = 5;
+    CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2560, &o, &p), QMM_ERR_ARG);
+    o = qmm_cuda_options_default();
+    o.split = 4; /* a split needs path SPLITK */
+    CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2560, &o, &p), QMM_ERR_ARG);
+    o = qmm_cuda_options_default();
+    o.partial_type = QMM_F16;
+    CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2560, &o, &p), QMM_ERR_DTYPE);
+    CHECK_STATUS(qmm_tune_desc(9, 0, -1, &d), QMM_ERR_ARG);
+    CHECK_STATUS(qmm_tune_desc(9, 0, 0, NULL), QMM_ERR_NULL);
+    CHECK(memcmp(&p, &before, sizeof p) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    static const test_case cases[] = {
+        {"plan_call/qwen3_4b_table", qwen3_4b_table},
+        {"plan_call/plan_fields", plan_fields},
+        {"plan_call/forced", forced},
+        {"plan_call/generic_gpu", generic_gpu},
+        {"plan_call/bad_input", bad_input},
+    };
+    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+}
