@@ -416,6 +416,30 @@ static void plan_is_one_wave(void)
         }
 }
 
+static void plan_is_the_shipped_table(void)
+{
+    /* the context plans with the shipped tuning table (occupancy included), so the CPU test
+     * test_plan_call pins what this GPU runs; on an H200 the occupancy API must agree */
+    qmm_gpu_info info;
+    qmm_device_desc mine, shipped;
+    CHECK_OK(qmm_cuda_info(ctx, &info));
+    CHECK_OK(qmm_cuda_device_desc(ctx, &mine));
+    CHECK_OK(qmm_tune_desc(info.cc_major, info.cc_minor, info.sm_count, &shipped));
+    for (int c = 0; c < shipped.config_count; c++)
+        CHECKF(mine.config[c].blocks_per_sm == shipped.config[c].blocks_per_sm,
+               "config %d: occupancy %d blocks/SM, the table says %d", c,
+               mine.config[c].blocks_per_sm, shipped.config[c].blocks_per_sm);
+    CHECK(!strcmp(mine.family, shipped.family) && mine.sm_count == shipped.sm_count);
+    CHECK(mine.bandwidth_gbs == shipped.bandwidth_gbs && mine.peak_tflops == shipped.peak_tflops);
+    for (size_t pi = 0; pi < sizeof projections / sizeof projections[0]; pi++)
+        for (int64_t m = 1; m <= 4096; m *= 2) {
+            qmm_plan a, b;
+            CHECK_OK(qmm_cuda_plan(ctx, m, projections[pi].n, projections[pi].k, NULL, &a));
+            CHECK_OK(qmm_plan_call(&shipped, m, projections[pi].n, projections[pi].k, NULL, &b));
+            CHECK(test_plan_equal(&a, &b));
+        }
+}
+
 static void dense_shapes(int first, int last)
 {
     static const int64_t shapes[][3] = {{129, 1000, 1280}, {1, 31, 128}, {2048, 4096, 2560}};
@@ -549,6 +573,7 @@ static const test_case cases[] = {
     {"small/stages_same_bits", stages_same_bits},
     {"small/splitk_deterministic", splitk_deterministic},
     {"plan_is_one_wave", plan_is_one_wave},
+    {"plan_is_the_shipped_table", plan_is_the_shipped_table},
     {"fallback_is_bitwise", fallback_is_bitwise},
     {"qwen3_projections", qwen3_projections},
 };

@@ -157,3 +157,12 @@ int test_main(int argc, char **argv, const test_case *cases, int count)
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
+
+int test_plan_equal(const qmm_plan *a, const qmm_plan *b)
+{
+    return a->path == b->path && a->split == b->split && a->base_blocks == b->base_blocks &&
+           a->blocks == b->blocks && a->tile_m == b->tile_m && a->tile_n == b->tile_n &&
+           a->k_per_split == b->k_per_split && a->predicted_us == b->predicted_us &&
+           a->config == b->config && a->stages == b->stages &&
+           a->workspace_bytes == b->workspace_bytes;
+}

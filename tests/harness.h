@@ -57,6 +57,9 @@ void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c);
 double test_rel_frob_bf16(const qmm_bf16 *got, const double *ref, size_t n);
 double test_rel_frob_f32(const float *got, const double *ref, size_t n);
 
+/* Field by field (padding bytes of a copied struct are unspecified, so no memcmp). */
+int test_plan_equal(const qmm_plan *a, const qmm_plan *b);
+
 /* Poison pattern for outputs: a signalling-looking NaN in bf16. */
 #define TEST_POISON_BF16 ((qmm_bf16)0x7FA5)
 

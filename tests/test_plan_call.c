@@ -62,7 +62,7 @@ static void plan_fields(void)
             memset(&p, 0x5A, sizeof p);
             CHECK_OK(qmm_plan_call(&d, m, n, k, NULL, &p));
             CHECK_OK(qmm_plan_device(m, n, k, &d, &dev)); /* the same function, default options */
-            CHECK(memcmp(&p, &dev, sizeof p) == 0);
+            CHECK(test_plan_equal(&p, &dev));
             CHECK(p.split >= 1 && p.k_per_split * (int64_t)p.split == k && p.predicted_us > 0);
             switch (p.path) {
             case QMM_PATH_MATVEC:

@@ -8,9 +8,6 @@
 
 #include "bench_gpu.h"
 
-#define MATVEC_MAX_M 8 /* the matvec path takes M <= 8 (QMM_ERR_ARG beyond) */
-#define DENSE_MIN_M 128 /* below this the dense path (dequantize + cuBLAS) cannot pay */
-#define MAX_SPLIT 16
 #define MAX_CONTENDERS 32
 
 typedef struct contender {
@@ -65,21 +62,24 @@ static contender qmm_contender(const bench_opts *o, const char *name, qmm_path p
     return ct;
 }
 
-/* auto, tiled, split-K at the plan's split, split-K at every valid split, matvec (M <= 8),
- * qmm's dense path (M >= 128), cuBLAS, and optionally tiled at stages 1..4. */
+/* auto, tiled, split-K at the plan's split, split-K at every valid split up to the tuning
+ * table's cap, matvec (M within the kernel's limit), qmm's dense path (M from the table's
+ * dense_min_m), cuBLAS, and optionally tiled at stages 1..4. */
 static int build_contenders(const bench_case *c, const qmm_plan *plan, contender *list)
 {
     const bench_opts *o = c->o;
+    qmm_device_desc d;
+    if (qmm_cuda_device_desc(c->ctx, &d) != QMM_OK) return 0;
     int n = 0;
     list[n++] = qmm_contender(o, "auto", QMM_PATH_AUTO, 0, 0);
     list[n++] = qmm_contender(o, "tiled", QMM_PATH_TILED, 0, 0);
     if (plan->path == QMM_PATH_SPLITK && plan->split > 1)
         list[n++] = qmm_contender(o, "splitk_plan", QMM_PATH_SPLITK, plan->split, 0);
-    for (int s = 2; s <= MAX_SPLIT; s++)
+    for (int s = 2; s <= d.max_split; s++)
         if (c->shape->k % ((int64_t)s * QMM_GROUP) == 0)
             list[n++] = qmm_contender(o, "splitk", QMM_PATH_SPLITK, s, 0);
-    if (c->m <= MATVEC_MAX_M) list[n++] = qmm_contender(o, "matvec", QMM_PATH_MATVEC, 0, 0);
-    if (c->m >= DENSE_MIN_M) list[n++] = qmm_contender(o, "dense", QMM_PATH_DENSE, 0, 0);
+    if (c->m <= d.matvec_limit_m) list[n++] = qmm_contender(o, "matvec", QMM_PATH_MATVEC, 0, 0);
+    if (c->m >= d.dense_min_m) list[n++] = qmm_contender(o, "dense", QMM_PATH_DENSE, 0, 0);
     contender cb;
     memset(&cb, 0, sizeof cb);
     snprintf(cb.name, sizeof cb.name, "cublas");
