@@ -54,6 +54,15 @@ int64_t qmm_cuda_weight_k(const qmm_cuda_weight *w);
 /* Device bytes the weight occupies (packed + scales + biases). */
 size_t qmm_cuda_weight_bytes(const qmm_cuda_weight *w);
 
+/* out_dev[r, :] = row rows_dev[r] of W dequantized in fp32 (fmaf(scale, q, bias), exactly
+ * qmm_dequantize_row_f32), r < count (1..65535), on the context's stream: a row gather from the
+ * uploaded weight (the engine's embedding lookup reads the LM head's copy). rows_dev, out_dev
+ * [count, K] and err_dev are device memory; an id outside [0, N) yields row 0 and sets
+ * *err_dev = 1 (err_dev may be NULL). */
+qmm_status qmm_cuda_dequantize_rows(qmm_cuda_ctx *ctx, const qmm_cuda_weight *w,
+                                    const int32_t *rows_dev, int64_t count, float *out_dev,
+                                    int32_t *err_dev);
+
 /* Weights whose device memory the caller manages (e.g. streamed layer by layer into slots).
  * The device layout (src/w4_layout.h) takes packed_bytes + sb_bytes; qmm_w4_device_image writes
  * it into host memory (pinned, for async copies), and qmm_cuda_weight_wrap makes a weight handle

@@ -31,6 +31,13 @@ qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w, qmm_cuda_w
     return NO_CUDA;
 }
 void qmm_cuda_weight_free(qmm_cuda_weight *w) { (void)w; }
+qmm_status qmm_cuda_dequantize_rows(qmm_cuda_ctx *ctx, const qmm_cuda_weight *w,
+                                    const int32_t *rows_dev, int64_t count, float *out_dev,
+                                    int32_t *err_dev)
+{
+    (void)ctx, (void)w, (void)rows_dev, (void)count, (void)out_dev, (void)err_dev;
+    return NO_CUDA;
+}
 int64_t qmm_cuda_weight_n(const qmm_cuda_weight *w) { (void)w; return 0; }
 int64_t qmm_cuda_weight_k(const qmm_cuda_weight *w) { (void)w; return 0; }
 size_t qmm_cuda_weight_bytes(const qmm_cuda_weight *w) { (void)w; return 0; }

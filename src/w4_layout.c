@@ -5,16 +5,6 @@
 
 #include "internal.h"
 
-void qmm_w4_device_position(int k, int *word, int *bit)
-{
-    int c = k / 16, r = k % 16;          /* chunk, position inside the chunk */
-    int hi8 = r >= 8, rr = r % 8;        /* k+8 half of the fragment? */
-    int t = rr / 2, odd = rr % 2;        /* quad lane, second of the pair? */
-    int h = c % 2;
-    *word = 4 * t + c / 2;
-    *bit = 16 * odd + 8 * h + 4 * hi8;
-}
-
 int64_t qmm_w4_device_rows(int64_t n)
 {
     return (n + QMM_W4_ROW_PAD - 1) / QMM_W4_ROW_PAD * QMM_W4_ROW_PAD;

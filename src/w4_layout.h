@@ -43,7 +43,15 @@ static inline QMM_W4_HD int64_t qmm_w4_device_offset(int64_t row, int64_t group,
 }
 
 /* Index in the permuted group (0..15 word, bit offset) of code k (0..127) of a group. */
-void qmm_w4_device_position(int k, int *word, int *bit);
+static inline QMM_W4_HD void qmm_w4_device_position(int k, int *word, int *bit)
+{
+    int c = k / 16, r = k % 16;          /* chunk, position inside the chunk */
+    int hi8 = r >= 8, rr = r % 8;        /* k+8 half of the fragment? */
+    int t = rr / 2, odd = rr % 2;        /* quad lane, second of the pair? */
+    int h = c % 2;
+    *word = 4 * t + c / 2;
+    *bit = 16 * odd + 8 * h + 4 * hi8;
+}
 
 /* n_pad = N rounded up to QMM_W4_ROW_PAD; packed_out has n_pad*K/8 words, sb_out K/128*n_pad. */
 int64_t qmm_w4_device_rows(int64_t n);

@@ -230,6 +230,24 @@ extern "C" void qmm_cuda_weight_free(qmm_cuda_weight *w)
     }
     free(w);
 }
+const DevWeight &qmm::weight_dev(const qmm_cuda_weight *w) { return w->dev; }
+
+extern "C" qmm_status qmm_cuda_dequantize_rows(qmm_cuda_ctx *ctx, const qmm_cuda_weight *w,
+                                               const int32_t *rows_dev, int64_t count,
+                                               float *out_dev, int32_t *err_dev)
+{
+    if (!ctx || !w || !rows_dev || !out_dev)
+        return qmm_fail(QMM_ERR_NULL, "ctx, w, rows or out is NULL");
+    if (count < 1 || count > 65535)
+        return qmm_fail(QMM_ERR_ARG, "count = %lld: need 1..65535 rows", (long long)count);
+    if (w->device != ctx->device)
+        return qmm_fail(QMM_ERR_ARG, "weight lives on device %d, context on %d", w->device,
+                        ctx->device);
+    CUDA_TRY(cudaSetDevice(ctx->device));
+    CUDA_TRY(launch_dequant_rows(w->dev, rows_dev, NULL, (int)count, out_dev, err_dev, ctx->stream));
+    return QMM_OK;
+}
+
 extern "C" int64_t qmm_cuda_weight_n(const qmm_cuda_weight *w) { return w ? w->dev.n : 0; }
 extern "C" int64_t qmm_cuda_weight_k(const qmm_cuda_weight *w) { return w ? w->dev.k : 0; }
 extern "C" size_t qmm_cuda_weight_bytes(const qmm_cuda_weight *w) { return w ? w->bytes : 0; }

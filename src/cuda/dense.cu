@@ -3,6 +3,7 @@
  * bf16(scale·q + bias) the tiled kernel computes in registers), then one cuBLAS bf16 GEMM with
  * fp32 accumulation. It pays only where the GEMM is compute bound and cuBLAS's tensor-core rate
  * (wgmma) beats our mma.sync kernel by more than the dequantization costs; the planner decides.
+ * Also the row gather (qmm_cuda_dequantize_rows): selected rows in fp32, e.g. embedding lookups.
  */
 #include <cublas_v2.h>
 
@@ -36,6 +37,39 @@ __global__ void dequant_w4g128_bf16_kernel(const uint32_t *__restrict__ packed,
     uint4 *dst = reinterpret_cast<uint4 *>(w + (int64_t)row * k + (int64_t)kc * 16);
     dst[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
     dst[1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+}
+
+// out is [count, k] fp32; one block a row, consecutive threads on consecutive columns
+__global__ void dequant_rows_f32_kernel(const uint32_t *__restrict__ packed,
+                                        const uint32_t *__restrict__ sb, int n, int n_pad, int k,
+                                        const int32_t *__restrict__ ids,
+                                        const int32_t *__restrict__ id_offset,
+                                        float *__restrict__ out, int32_t *err)
+{
+    const int r = blockIdx.x;
+    int64_t row = ids[(id_offset ? *id_offset : 0) + r];
+    if (row < 0 || row >= n) {
+        if (threadIdx.x == 0 && err) *err = 1;
+        row = 0;
+    }
+    const int groups = k / 128;
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        const int grp = j / 128;
+        int word, bit;
+        qmm_w4_device_position(j % 128, &word, &bit);
+        const uint32_t q = (packed[qmm_w4_device_offset(row, grp, groups) + word] >> bit) & 0xFu;
+        const uint32_t v = sb[(int64_t)grp * n_pad + row];
+        out[(int64_t)r * k + j] = __fmaf_rn(bf16_lo(v), (float)q, bf16_hi(v));
+    }
+}
+
+cudaError_t launch_dequant_rows(const DevWeight &w, const int32_t *ids, const int32_t *id_offset,
+                                int count, float *out, int32_t *err, cudaStream_t stream)
+{
+    if (count < 1) return cudaSuccess;
+    dequant_rows_f32_kernel<<<count, 256, 0, stream>>>(w.packed, w.sb, (int)w.n, (int)w.n_pad,
+                                                       (int)w.k, ids, id_offset, out, err);
+    return cudaGetLastError();
 }
 
 cudaError_t launch_dequant(const DevWeight &w, __nv_bfloat16 *out, cudaStream_t stream)

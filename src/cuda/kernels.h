@@ -52,8 +52,16 @@ cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __n
  * success, else what failed. */
 constexpr size_t DENSE_CUBLAS_WORKSPACE = QMM_DENSE_CUBLAS_WORKSPACE;
 cudaError_t launch_dequant(const DevWeight &w, __nv_bfloat16 *out, cudaStream_t stream);
+/* out[r, :] = W[ids[r + off], :] in fp32 (fmaf(scale, q, bias), as qmm_dequantize_row_f32),
+ * r < count, off = *id_offset (0 when NULL: device memory, so a graph replays at any offset).
+ * An id outside [0, N) reads row 0 and sets *err = 1 (err may be NULL). */
+cudaError_t launch_dequant_rows(const DevWeight &w, const int32_t *ids, const int32_t *id_offset,
+                                int count, float *out, int32_t *err, cudaStream_t stream);
 const char *run_dense(void *cublas, const DevWeight &w, const __nv_bfloat16 *a, int m,
                       __nv_bfloat16 *c, void *workspace, cudaStream_t stream);
+
+/* The device weight behind a handle (context.cu), for kernels outside src/cuda (the engine). */
+const DevWeight &weight_dev(const qmm_cuda_weight *w);
 
 } // namespace qmm
 

@@ -1,4 +1,6 @@
-/* Embedding lookup (W4 rows dequantized) and the fused residual add + RMSNorm. */
+/* Embedding lookup (rows of the uploaded W4 dequantized by the library) and the fused residual
+ * add + RMSNorm. */
+#include "cuda/kernels.h"
 #include "llm/cuda/llm_kernels.cuh"
 
 namespace qmm_llm {
@@ -16,35 +18,10 @@ __device__ __forceinline__ float block_sum(float v, float *red)
     return t;
 }
 
-// x is [m, hidden]; embedding [vocab, hidden] as packed [vocab, hidden/8], scales/biases
-// [vocab, hidden/128]
-__global__ void embed_kernel(const uint32_t *__restrict__ packed, const bf16 *__restrict__ scales,
-                             const bf16 *__restrict__ biases, int64_t vocab, int64_t hidden,
-                             const int32_t *__restrict__ tokens, const int32_t *__restrict__ pos,
-                             float *__restrict__ x, int32_t *err)
-{
-    int r = blockIdx.x;
-    int64_t id = tokens[*pos + r];
-    if (id < 0 || id >= vocab) {
-        if (threadIdx.x == 0) *err = 1;
-        id = 0;
-    }
-    const uint32_t *words = packed + id * (hidden / 8);
-    const bf16 *s = scales + id * (hidden / 128), *b = biases + id * (hidden / 128);
-    for (int64_t j = threadIdx.x; j < hidden; j += blockDim.x) {
-        uint32_t q = (words[j / 8] >> (4 * (j % 8))) & 0xFu;
-        /* as qmm_dequantize_row_f32: fmaf(scale, q, bias) */
-        x[(int64_t)r * hidden + j] =
-            __fmaf_rn(__bfloat162float(s[j / 128]), (float)q, __bfloat162float(b[j / 128]));
-    }
-}
-
-cudaError_t launch_embed(const uint32_t *packed, const bf16 *scales, const bf16 *biases,
-                         int64_t vocab, int64_t hidden, const int32_t *tokens, const int32_t *pos,
+cudaError_t launch_embed(const qmm_cuda_weight *embed, const int32_t *tokens, const int32_t *pos,
                          int m, float *x, int32_t *err, cudaStream_t stream)
 {
-    embed_kernel<<<m, 256, 0, stream>>>(packed, scales, biases, vocab, hidden, tokens, pos, x, err);
-    return cudaGetLastError();
+    return qmm::launch_dequant_rows(qmm::weight_dev(embed), tokens, pos, m, x, err, stream);
 }
 
 // x, add are [*, n] (rows row0 + r); h is [m, n]

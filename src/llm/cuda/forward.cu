@@ -56,8 +56,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
 
     mark(prof, st, "start");
     if (s->off) Q_TRY(llm_offload_begin(s));
-    K_TRY(launch_embed(s->emb_packed, s->emb_scales, s->emb_biases, c->vocab_size, H, s->d_tokens,
-                       s->d_pos, m, s->x, s->d_err, st));
+    K_TRY(launch_embed(s->embed, s->d_tokens, s->d_pos, m, s->x, s->d_err, st));
     mark(prof, st, "embedding");
     K_TRY(launch_add_rmsnorm(s->x, NULL, s->layers[0].norm[QMM_LLM_INPUT_NORM], H, eps, 0, m, s->h,
                              st));

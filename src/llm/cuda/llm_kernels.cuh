@@ -12,16 +12,18 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "qmm.h"
+
 namespace qmm_llm {
 
 typedef __nv_bfloat16 bf16;
 
 /* ---- embed_norm.cu ---- */
 
-/* x[r, :] = dequant(embedding row tokens[*pos + r]), r < m; x is [m, hidden] fp32.
- * An id outside [0, vocab) reads row 0 and sets *err = 1 (the host reports it). */
-cudaError_t launch_embed(const uint32_t *packed, const bf16 *scales, const bf16 *biases,
-                         int64_t vocab, int64_t hidden, const int32_t *tokens, const int32_t *pos,
+/* x[r, :] = dequant(embedding row tokens[*pos + r]), r < m, from the uploaded weight (the
+ * library's row gather); x is [m, hidden] fp32. An id outside [0, vocab) reads row 0 and sets
+ * *err = 1 (the host reports it). */
+cudaError_t launch_embed(const qmm_cuda_weight *embed, const int32_t *tokens, const int32_t *pos,
                          int m, float *x, int32_t *err, cudaStream_t stream);
 
 /* For r < m: if add: x[row0 + r] += add[row0 + r] (fp32, written back);

@@ -50,8 +50,9 @@ extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
         }
         free(s->layers);
     }
+    if (s->embed != s->head) qmm_cuda_weight_free(s->embed);
     qmm_cuda_weight_free(s->head);
-    void *bufs[] = {s->emb_packed, s->emb_scales, s->emb_biases, s->norm_buf, s->cos_t, s->sin_t,
+    void *bufs[] = {s->norm_buf, s->cos_t, s->sin_t,
                     s->kc, s->vc, s->d_pos, s->d_tokens, s->d_err, s->x, s->h, s->q,
                     s->fuse ? NULL : s->k, s->fuse ? NULL : s->v, s->att, s->proj, s->gate,
                     s->fuse ? NULL : s->up, s->act == s->gate ? NULL : s->act, s->logits,
@@ -130,15 +131,10 @@ static qmm_status upload_weights(qmm_llm_cuda_session *s)
         }
     }
     if ((st = qmm_cuda_weight_upload(s->ctx, &m->lm_head, &s->head))) return st;
-    /* the embedding's raw layout for row lookups */
-    const qmm_w4 *e = &m->embed;
-    if ((st = dev_alloc(&s->emb_packed, e->packed_count, "embedding codes")) ||
-        (st = dev_alloc(&s->emb_scales, e->scales_count, "embedding scales")) ||
-        (st = dev_alloc(&s->emb_biases, e->biases_count, "embedding biases")) ||
-        (st = upload(s->emb_packed, e->packed, e->packed_count * 4)) ||
-        (st = upload(s->emb_scales, e->scales, e->scales_count * 2)) ||
-        (st = upload(s->emb_biases, e->biases, e->biases_count * 2)))
-        return st;
+    /* embedding lookups dequantize rows of the uploaded weight: a tied model's head is its
+     * embedding, so no second copy (Qwen3-4B: 206.6 MB less device memory) */
+    if (c->tie_word_embeddings) s->embed = s->head;
+    else if ((st = qmm_cuda_weight_upload(s->ctx, &m->embed, &s->embed))) return st;
     /* norms: per layer [input H][post H][q hd][k hd], then the final [H] */
     size_t per = (size_t)(2 * c->hidden_size + 2 * c->head_dim);
     size_t total = per * (size_t)c->num_layers + (size_t)c->hidden_size;

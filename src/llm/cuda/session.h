@@ -79,8 +79,7 @@ struct qmm_llm_cuda_session {
     llm_cuda_layer *layers;
     qmm_cuda_weight *head;       /* the LM head (the embedding's W4 when tied) */
     qmm_llm::bf16 *final_norm;
-    uint32_t *emb_packed;        /* raw embedding copy for row lookup (qmm_cuda_weight is opaque) */
-    qmm_llm::bf16 *emb_scales, *emb_biases;
+    qmm_cuda_weight *embed;      /* row lookups (qmm_cuda_dequantize_rows): the head when tied */
     qmm_llm::bf16 *norm_buf;     /* every norm weight, one allocation */
     float *cos_t, *sin_t;        /* [max_seq, hd/2] */
     qmm_llm::bf16 *kc, *vc;      /* [layers, kv_heads, max_seq, hd] */
