@@ -1,0 +1,63 @@
+/* The C entries of ops_entry.h: each forwards to its launcher on the default stream. */
+#include "llm/cuda/ops_entry.h"
+#include "llm/cuda/llm_kernels.cuh"
+
+using namespace qmm_llm;
+
+extern "C" int llm_op_embed(const qmm_cuda_weight *embed, const int32_t *tokens,
+                            const int32_t *pos, int m, float *x, int32_t *err)
+{
+    return (int)launch_embed(embed, tokens, pos, m, x, err, 0);
+}
+
+extern "C" int llm_op_add_rmsnorm(float *x, const void *add, const void *w, int64_t n, float eps,
+                                  int m, void *h)
+{
+    return (int)launch_add_rmsnorm(x, (const bf16 *)add, (const bf16 *)w, n, eps, 0, m, (bf16 *)h, 0);
+}
+
+extern "C" int llm_op_qk_norm_rope(void *q, const void *k, const void *v, int64_t q_stride,
+                                   int64_t kv_stride, const void *qw, const void *kw,
+                                   const float *cos_t, const float *sin_t, const int32_t *pos,
+                                   int m, int heads, int kv_heads, int hd, float eps,
+                                   int64_t max_seq, void *kc, void *vc)
+{
+    return (int)launch_qk_norm_rope((bf16 *)q, (const bf16 *)k, (const bf16 *)v, q_stride, kv_stride,
+                                    (const bf16 *)qw, (const bf16 *)kw, cos_t, sin_t, pos, m, heads,
+                                    kv_heads, hd, eps, max_seq, (bf16 *)kc, (bf16 *)vc, 0);
+}
+
+extern "C" int llm_op_attention_prefill(int mma, const void *q, int64_t q_stride, const void *kc,
+                                        const void *vc, const int32_t *pos, int m, int heads,
+                                        int kv_heads, int hd, int64_t max_seq, void *out)
+{
+    if (mma)
+        return (int)launch_attention_prefill_mma((const bf16 *)q, q_stride, (const bf16 *)kc,
+                                                 (const bf16 *)vc, pos, m, heads, kv_heads, hd,
+                                                 max_seq, (bf16 *)out, 0);
+    return (int)launch_attention_prefill((const bf16 *)q, q_stride, (const bf16 *)kc,
+                                         (const bf16 *)vc, pos, m, heads, kv_heads, hd, max_seq,
+                                         (bf16 *)out, 0);
+}
+
+extern "C" int llm_op_attention_decode(const void *q, const void *kc, const void *vc,
+                                       const int32_t *pos, int heads, int kv_heads, int hd,
+                                       int64_t max_seq, int nsplit, float *partials, void *out)
+{
+    return (int)launch_attention_decode((const bf16 *)q, (const bf16 *)kc, (const bf16 *)vc, pos,
+                                        heads, kv_heads, hd, max_seq, nsplit, partials,
+                                        (bf16 *)out, 0);
+}
+
+extern "C" int llm_op_swiglu(const void *gate, const void *up, int64_t rows, int64_t width,
+                             int64_t in_stride, void *out)
+{
+    return (int)launch_swiglu((const bf16 *)gate, (const bf16 *)up, rows, width, in_stride,
+                              (bf16 *)out, 0);
+}
+
+extern "C" int llm_op_argmax_advance(const void *logits, int64_t vocab, int32_t *tokens,
+                                     int32_t *pos, int m, int32_t *err)
+{
+    return (int)launch_argmax_advance((const bf16 *)logits, vocab, tokens, pos, m, err, 0);
+}

@@ -1,0 +1,42 @@
+/*
+ * One C entry per engine kernel, so tests/test_ops.c can run each kernel alone against its
+ * cpu_ops.c counterpart. Device pointers (bf16 as void *), the legacy default stream, no host
+ * sync; each returns the launch's cudaError_t as an int (0 = launched). Shapes as in
+ * llm_kernels.cuh, which each entry calls unchanged.
+ */
+#ifndef QMM_LLM_OPS_ENTRY_H
+#define QMM_LLM_OPS_ENTRY_H
+
+#include <stdint.h>
+
+#include "qmm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int llm_op_embed(const qmm_cuda_weight *embed, const int32_t *tokens, const int32_t *pos, int m,
+                 float *x, int32_t *err);
+int llm_op_add_rmsnorm(float *x, const void *add, const void *w, int64_t n, float eps, int m,
+                       void *h);
+int llm_op_qk_norm_rope(void *q, const void *k, const void *v, int64_t q_stride,
+                        int64_t kv_stride, const void *qw, const void *kw, const float *cos_t,
+                        const float *sin_t, const int32_t *pos, int m, int heads, int kv_heads,
+                        int hd, float eps, int64_t max_seq, void *kc, void *vc);
+/* mma: 0 = the fp32 CUDA-core kernel, 1 = the tensor-core kernel */
+int llm_op_attention_prefill(int mma, const void *q, int64_t q_stride, const void *kc,
+                             const void *vc, const int32_t *pos, int m, int heads, int kv_heads,
+                             int hd, int64_t max_seq, void *out);
+int llm_op_attention_decode(const void *q, const void *kc, const void *vc, const int32_t *pos,
+                            int heads, int kv_heads, int hd, int64_t max_seq, int nsplit,
+                            float *partials, void *out);
+int llm_op_swiglu(const void *gate, const void *up, int64_t rows, int64_t width,
+                  int64_t in_stride, void *out);
+int llm_op_argmax_advance(const void *logits, int64_t vocab, int32_t *tokens, int32_t *pos, int m,
+                          int32_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,244 @@
+/* The op table's GPU backends: every CUDA path of the matmul, the row gather, and each engine
+ * kernel through its C entry (src/llm/cuda/ops_entry.h). Each run uploads the case's tensors,
+ * launches on the default stream, synchronizes and downloads the outputs. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+
+#ifndef QMM_HAVE_CUDA
+const op_backend *ops_gpu_backends(int *n) { *n = 0; return NULL; }
+int ops_gpu_available(char *why, size_t len)
+{
+    snprintf(why, len, "this build has no CUDA backend (nvcc was not found)");
+    return 0;
+}
+void ops_gpu_shutdown(void) {}
+#else
+#include <cuda_runtime.h>
+
+#include "llm/cuda/ops_entry.h"
+
+static qmm_cuda_ctx *ctx;
+static char msg[512];
+
+static const char *cuda_msg(const char *what, cudaError_t e)
+{
+    snprintf(msg, sizeof msg, "%s: %s", what, cudaGetErrorString(e));
+    return msg;
+}
+
+/* ---- tensors on the device ---- */
+
+typedef struct dev_tensors {
+    void *p[OP_MAX_TENSORS];
+} dev_tensors;
+
+static size_t bytes_of(const tensor *t) { return t->count * (t->type == T_BF16 ? 2 : 4); }
+
+static void dev_free(op_data *d, dev_tensors *dv)
+{
+    for (int i = 0; i < d->nt; i++) cudaFree(dv->p[i]);
+    memset(dv, 0, sizeof *dv);
+}
+
+static const char *dev_upload(op_data *d, dev_tensors *dv)
+{
+    memset(dv, 0, sizeof *dv);
+    for (int i = 0; i < d->nt; i++) {
+        cudaError_t e = cudaMalloc(&dv->p[i], bytes_of(&d->t[i]) ? bytes_of(&d->t[i]) : 4);
+        if (e == cudaSuccess) /* outputs too: the poison goes to the device */
+            e = cudaMemcpy(dv->p[i], d->t[i].host, bytes_of(&d->t[i]), cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) {
+            dev_free(d, dv);
+            return cuda_msg("upload", e);
+        }
+    }
+    return NULL;
+}
+
+/* Wait for the launch (launch status e), download every output, free. */
+static const char *dev_finish(op_data *d, dev_tensors *dv, cudaError_t e)
+{
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    for (int i = 0; i < d->nt && e == cudaSuccess; i++)
+        if (d->t[i].role != T_IN)
+            e = cudaMemcpy(d->t[i].host, dv->p[i], bytes_of(&d->t[i]), cudaMemcpyDeviceToHost);
+    dev_free(d, dv);
+    return e == cudaSuccess ? NULL : cuda_msg("kernel", e);
+}
+
+static void *D(op_data *d, dev_tensors *dv, const char *name)
+{
+    return dv->p[op_tensor(d, name) - d->t];
+}
+
+/* ---- matmul: one backend per path ---- */
+
+enum { MM_AUTO, MM_MATVEC, MM_TILED, MM_SPLITK, MM_SPLITK_F32, MM_DENSE };
+
+static const char *gpu_matmul(op_data *d, int variant)
+{
+    const op_case *c = d->c;
+    qmm_cuda_options o = qmm_cuda_options_default();
+    static const qmm_path paths[] = {QMM_PATH_AUTO, QMM_PATH_MATVEC, QMM_PATH_TILED,
+                                     QMM_PATH_SPLITK, QMM_PATH_SPLITK, QMM_PATH_DENSE};
+    o.path = paths[variant];
+    if (variant == MM_MATVEC) {
+        qmm_device_desc desc;
+        if (qmm_cuda_device_desc(ctx, &desc) || c->m > desc.matvec_limit_m)
+            return OP_SKIP_PREFIX "M beyond the matvec kernel's limit";
+    }
+    if (variant == MM_SPLITK || variant == MM_SPLITK_F32) {
+        o.split = qmm_split_align(c->k, 4);
+        if (o.split < 2) return OP_SKIP_PREFIX "K = 128 does not split";
+        o.partial_type = variant == MM_SPLITK_F32 ? QMM_F32 : QMM_BF16;
+    }
+    qmm_cuda_weight *w = NULL;
+    size_t ws_bytes = 0;
+    void *ws = NULL;
+    dev_tensors dv;
+    const char *err = NULL;
+    if (qmm_cuda_weight_upload(ctx, &d->w, &w) || qmm_cuda_workspace_size(ctx, c->m, c->n, c->k, &o, &ws_bytes))
+        err = qmm_last_error();
+    if (!err && ws_bytes && cudaMalloc(&ws, ws_bytes) != cudaSuccess) err = "workspace cudaMalloc failed";
+    if (!err && !(err = dev_upload(d, &dv))) {
+        qmm_plan plan;
+        qmm_status st = qmm_cuda_matmul(ctx, D(d, &dv, "a"), c->m, w, D(d, &dv, "c"), ws, ws_bytes, &o, &plan);
+        if (st) {
+            snprintf(msg, sizeof msg, "qmm_cuda_matmul: %s", qmm_last_error());
+            dev_free(d, &dv);
+            err = msg;
+        } else {
+            err = dev_finish(d, &dv, cudaSuccess);
+        }
+    }
+    cudaFree(ws);
+    qmm_cuda_weight_free(w);
+    return err;
+}
+
+/* ---- the row gather: the library's entry (0) and the engine's embedding lookup (1) ---- */
+
+static const char *gpu_rows(op_data *d, int engine)
+{
+    const op_case *c = d->c;
+    qmm_cuda_weight *w = NULL;
+    dev_tensors dv;
+    if (qmm_cuda_weight_upload(ctx, &d->w, &w)) return qmm_last_error();
+    const char *err = dev_upload(d, &dv);
+    if (err) {
+        qmm_cuda_weight_free(w);
+        return err;
+    }
+    cudaError_t e = cudaSuccess;
+    if (engine) {
+        e = (cudaError_t)llm_op_embed(w, D(d, &dv, "ids"), D(d, &dv, "pos"), (int)c->m,
+                                      D(d, &dv, "out"), NULL);
+    } else if (qmm_cuda_dequantize_rows(ctx, w, (int32_t *)D(d, &dv, "ids") + c->pos, c->m,
+                                        D(d, &dv, "out"), NULL)) {
+        snprintf(msg, sizeof msg, "qmm_cuda_dequantize_rows: %s", qmm_last_error());
+        dev_free(d, &dv);
+        qmm_cuda_weight_free(w);
+        return msg;
+    }
+    err = dev_finish(d, &dv, e);
+    qmm_cuda_weight_free(w);
+    return err;
+}
+
+/* ---- engine kernels ---- */
+
+static const char *gpu_engine(op_data *d, int variant)
+{
+    const op_case *c = d->c;
+    const int64_t qw = (int64_t)c->heads * c->hd, kvw = (int64_t)c->kv_heads * c->hd;
+    dev_tensors dv;
+    const char *err = dev_upload(d, &dv);
+    if (err) return err;
+    void *partials = NULL;
+    int e = 0;
+    switch (c->op) {
+    case OP_ADD_RMSNORM:
+        e = llm_op_add_rmsnorm(D(d, &dv, "x"), c->flag ? D(d, &dv, "add") : NULL, D(d, &dv, "w"),
+                               c->n, OP_EPS, (int)c->m, D(d, &dv, "h"));
+        break;
+    case OP_QK_NORM_ROPE:
+        e = llm_op_qk_norm_rope(D(d, &dv, "q"), D(d, &dv, "k"), D(d, &dv, "v"), qw, kvw,
+                                D(d, &dv, "qw"), D(d, &dv, "kw"), D(d, &dv, "cos"), D(d, &dv, "sin"),
+                                D(d, &dv, "pos"), (int)c->m, c->heads, c->kv_heads, c->hd, OP_EPS,
+                                d->max_seq, D(d, &dv, "kc"), D(d, &dv, "vc"));
+        break;
+    case OP_SWIGLU:
+        e = llm_op_swiglu(D(d, &dv, "gate"), D(d, &dv, "up"), c->m, c->n, c->n, D(d, &dv, "out"));
+        break;
+    case OP_ATTN_PREFILL:
+        e = llm_op_attention_prefill(variant, D(d, &dv, "q"), qw, D(d, &dv, "kc"), D(d, &dv, "vc"),
+                                     D(d, &dv, "pos"), (int)c->m, c->heads, c->kv_heads, c->hd,
+                                     d->max_seq, D(d, &dv, "out"));
+        break;
+    case OP_ATTN_DECODE:
+        e = cudaMalloc(&partials, (size_t)c->heads * (size_t)variant * (size_t)(c->hd + 2) * 4);
+        if (e == 0)
+            e = llm_op_attention_decode(D(d, &dv, "q"), D(d, &dv, "kc"), D(d, &dv, "vc"),
+                                        D(d, &dv, "pos"), c->heads, c->kv_heads, c->hd, d->max_seq,
+                                        variant, partials, D(d, &dv, "out"));
+        break;
+    case OP_ARGMAX:
+        e = llm_op_argmax_advance(D(d, &dv, "logits"), c->n, D(d, &dv, "tokens"), D(d, &dv, "pos"),
+                                  (int)c->m, D(d, &dv, "err"));
+        break;
+    default:
+        break;
+    }
+    err = dev_finish(d, &dv, (cudaError_t)e);
+    cudaFree(partials);
+    return err;
+}
+
+/* ---- the backend rows: adding a kernel means adding a row here ---- */
+
+static const op_backend gpu_backends[] = {
+    {"cuda_auto", OP_MATMUL, gpu_matmul, MM_AUTO, 1},
+    {"cuda_matvec", OP_MATMUL, gpu_matmul, MM_MATVEC, 1},
+    {"cuda_tiled", OP_MATMUL, gpu_matmul, MM_TILED, 1},
+    {"cuda_splitk", OP_MATMUL, gpu_matmul, MM_SPLITK, 1},
+    {"cuda_splitk_f32", OP_MATMUL, gpu_matmul, MM_SPLITK_F32, 1},
+    {"cuda_dense", OP_MATMUL, gpu_matmul, MM_DENSE, 1},
+    {"cuda_rows", OP_ROWS, gpu_rows, 0, 1},
+    {"engine_embed", OP_ROWS, gpu_rows, 1, 1},
+    {"engine", OP_ADD_RMSNORM, gpu_engine, 0, 1},
+    {"engine", OP_QK_NORM_ROPE, gpu_engine, 0, 1},
+    {"engine", OP_SWIGLU, gpu_engine, 0, 1},
+    {"engine_fp32", OP_ATTN_PREFILL, gpu_engine, 0, 1},
+    {"engine_mma", OP_ATTN_PREFILL, gpu_engine, 1, 1},
+    {"engine_split1", OP_ATTN_DECODE, gpu_engine, 1, 1},
+    {"engine_split4", OP_ATTN_DECODE, gpu_engine, 4, 1},
+    {"engine", OP_ARGMAX, gpu_engine, 0, 1},
+};
+
+const op_backend *ops_gpu_backends(int *n)
+{
+    *n = (int)(sizeof gpu_backends / sizeof gpu_backends[0]);
+    return gpu_backends;
+}
+
+int ops_gpu_available(char *why, size_t len)
+{
+    if (ctx) return 1;
+    int count = 0;
+    qmm_cuda_device_count(&count, why, len);
+    if (count == 0) return 0;
+    if (qmm_cuda_create(0, NULL, &ctx) != QMM_OK) {
+        snprintf(why, len, "cannot create a CUDA context: %s", qmm_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+void ops_gpu_shutdown(void)
+{
+    qmm_cuda_destroy(ctx);
+    ctx = NULL;
+}
+#endif

@@ -1,0 +1,172 @@
+/* The op table's data and references: fresh random tensors per case; the references are the
+ * definitions (fp64 for the matmul, qmm_dequantize_row_f32 for rows, cpu_ops.c for the engine). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm/cpu_ops.h"
+#include "ops.h"
+
+#define T(name) op_tensor(d, name)
+#define BF(name) ((qmm_bf16 *)T(name)->host)
+#define F32(name) ((float *)T(name)->host)
+#define I32(name) ((int32_t *)T(name)->host)
+
+/* norm weights near 1, as trained models have */
+static void near_one(tensor *t)
+{
+    for (size_t i = 0; i < t->count; i++)
+        ((qmm_bf16 *)t->host)[i] = qmm_f32_to_bf16((float)(1.0 + 0.2 * test_rand_normal()));
+}
+
+static void make_cache(op_data *d, const op_case *c, t_role role)
+{
+    size_t cache = (size_t)c->kv_heads * (size_t)d->max_seq * (size_t)c->hd;
+    op_add(d, "kc", T_BF16, role, cache, 1.0);
+    op_add(d, "vc", T_BF16, role, cache, 1.0);
+    op_add(d, "pos", T_I32, T_IN, 1, 0)->tol = 0;
+    I32("pos")[0] = (int32_t)c->pos;
+}
+
+void ops_make(op_data *d)
+{
+    const op_case *c = d->c;
+    size_t m = (size_t)c->m, n = (size_t)c->n, k = (size_t)c->k;
+    size_t qw = (size_t)c->heads * c->hd, kvw = (size_t)c->kv_heads * c->hd;
+    d->max_seq = c->pos + c->m + 3; /* not a multiple of any tile: the kernels take any length */
+    switch (c->op) {
+    case OP_MATMUL:
+        qmm_w4_alloc(c->n, c->k, &d->w);
+        test_random_w4(&d->w, 0.002, 0.02);
+        op_add(d, "a", T_BF16, T_IN, m * k, 1.0);
+        op_add(d, "c", T_BF16, T_OUT, m * n, 0);
+        break;
+    case OP_ROWS:
+        qmm_w4_alloc(c->n, c->k, &d->w);
+        test_random_w4(&d->w, 0.002, 0.02);
+        op_add(d, "ids", T_I32, T_IN, (size_t)c->pos + m, 0);
+        for (size_t i = 0; i < (size_t)c->pos + m; i++)
+            I32("ids")[i] = (int32_t)(test_rand_u64() % (uint64_t)c->n);
+        I32("ids")[c->pos] = (int32_t)c->n - 1; /* the last row */
+        op_add(d, "pos", T_I32, T_IN, 1, 0);
+        I32("pos")[0] = (int32_t)c->pos;
+        op_add(d, "out", T_F32, T_OUT, m * k, 0);
+        break;
+    case OP_ADD_RMSNORM:
+        op_add(d, "x", T_F32, T_INOUT, m * n, 1.0)->tol = 0; /* one fp32 add: exact */
+        op_add(d, "add", T_BF16, T_IN, m * n, 1.0);
+        near_one(op_add(d, "w", T_BF16, T_IN, n, 0));
+        op_add(d, "h", T_BF16, T_OUT, m * n, 0);
+        break;
+    case OP_QK_NORM_ROPE:
+        op_add(d, "q", T_BF16, T_INOUT, m * qw, 1.0);
+        op_add(d, "k", T_BF16, T_IN, m * kvw, 1.0);
+        op_add(d, "v", T_BF16, T_IN, m * kvw, 1.0);
+        near_one(op_add(d, "qw", T_BF16, T_IN, (size_t)c->hd, 0));
+        near_one(op_add(d, "kw", T_BF16, T_IN, (size_t)c->hd, 0));
+        op_add(d, "cos", T_F32, T_IN, (size_t)d->max_seq * c->hd / 2, 0);
+        op_add(d, "sin", T_F32, T_IN, (size_t)d->max_seq * c->hd / 2, 0);
+        llm_rope_table(1e6, c->hd, d->max_seq, F32("cos"), F32("sin"));
+        make_cache(d, c, T_INOUT);
+        T("vc")->tol = 0; /* v is copied */
+        break;
+    case OP_SWIGLU:
+        op_add(d, "gate", T_BF16, T_IN, m * n, 2.0);
+        op_add(d, "up", T_BF16, T_IN, m * n, 1.0);
+        op_add(d, "out", T_BF16, T_OUT, m * n, 0);
+        break;
+    case OP_ATTN_PREFILL:
+    case OP_ATTN_DECODE:
+        op_add(d, "q", T_BF16, T_IN, m * qw, 1.0);
+        make_cache(d, c, T_IN);
+        op_add(d, "out", T_BF16, T_OUT, m * qw, 0);
+        break;
+    case OP_ARGMAX: {
+        op_add(d, "logits", T_BF16, T_IN, n, 3.0);
+        qmm_bf16 *l = BF("logits");
+        if (c->m > 1) { /* ties keep the lowest index; NaN never wins */
+            l[n / 2] = l[n / 3] = qmm_f32_to_bf16(100.0f);
+            l[n / 4] = qmm_f32_to_bf16(NAN);
+        }
+        op_add(d, "tokens", T_I32, T_INOUT, (size_t)c->pos + m + 1, 0)->tol = 0;
+        for (size_t i = 0; i < (size_t)c->pos + m + 1; i++) I32("tokens")[i] = (int32_t)i;
+        op_add(d, "pos", T_I32, T_INOUT, 1, 0)->tol = 0;
+        I32("pos")[0] = (int32_t)c->pos;
+        op_add(d, "err", T_I32, T_INOUT, 1, 0)->tol = 0;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* causal GQA attention of row r at position pos + r over pos + r + 1 cached positions */
+static void attend(op_data *d, int64_t r)
+{
+    const op_case *c = d->c;
+    const int64_t hd = c->hd, group = c->heads / c->kv_heads, qw = (int64_t)c->heads * hd;
+    float *scores = malloc((size_t)d->max_seq * sizeof *scores);
+    for (int h = 0; h < c->heads; h++) {
+        size_t base = (size_t)(h / group) * (size_t)d->max_seq * (size_t)hd;
+        llm_attend_row(BF("q") + r * qw + h * hd, BF("kc") + base, BF("vc") + base, c->pos + r + 1,
+                       hd, scores, BF("out") + r * qw + h * hd);
+    }
+    free(scores);
+}
+
+void ops_reference(op_data *d)
+{
+    const op_case *c = d->c;
+    const int64_t m = c->m, n = c->n, k = c->k, hd = c->hd, half = hd / 2;
+    switch (c->op) {
+    case OP_MATMUL: /* fp64 of the dequantized weights: no rounding but the inputs' */
+        test_matmul_f64(BF("a"), m, &d->w, T("c")->ref);
+        return;
+    case OP_ROWS:
+        for (int64_t r = 0; r < m; r++)
+            qmm_dequantize_row_f32(&d->w, I32("ids")[c->pos + r], F32("out") + r * k);
+        break;
+    case OP_ADD_RMSNORM:
+        for (int64_t r = 0; r < m; r++) {
+            if (c->flag) llm_add_row(F32("x") + r * n, BF("add") + r * n, n);
+            llm_rmsnorm_row(F32("x") + r * n, BF("w"), n, OP_EPS, BF("h") + r * n);
+        }
+        break;
+    case OP_QK_NORM_ROPE:
+        for (int64_t r = 0; r < m; r++) {
+            int64_t p = c->pos + r;
+            const float *cr = F32("cos") + p * half, *sr = F32("sin") + p * half;
+            for (int h = 0; h < c->heads; h++) {
+                qmm_bf16 *qh = BF("q") + (r * c->heads + h) * hd;
+                llm_head_norm_rope(qh, BF("qw"), hd, OP_EPS, cr, sr, qh);
+            }
+            for (int h = 0; h < c->kv_heads; h++) {
+                size_t at = ((size_t)h * (size_t)d->max_seq + (size_t)p) * (size_t)hd;
+                llm_head_norm_rope(BF("k") + (r * c->kv_heads + h) * hd, BF("kw"), hd, OP_EPS, cr,
+                                   sr, BF("kc") + at);
+                memcpy(BF("vc") + at, BF("v") + (r * c->kv_heads + h) * hd, (size_t)hd * 2);
+            }
+        }
+        break;
+    case OP_SWIGLU:
+        llm_swiglu(BF("gate"), BF("up"), m * n, BF("out"));
+        break;
+    case OP_ATTN_PREFILL:
+    case OP_ATTN_DECODE:
+        for (int64_t r = 0; r < m; r++) attend(d, r);
+        break;
+    case OP_ARGMAX: {
+        float *f = malloc((size_t)n * sizeof *f);
+        for (int64_t i = 0; i < n; i++) f[i] = qmm_bf16_to_f32(BF("logits")[i]);
+        int32_t best = -1;
+        CHECK_OK(qmm_llm_argmax(f, n, &best));
+        free(f);
+        I32("tokens")[c->pos + m] = best;
+        I32("pos")[0] += (int32_t)m;
+        break;
+    }
+    default:
+        break;
+    }
+    op_ref_from_host(d);
+}

@@ -1,0 +1,225 @@
+/*
+ * The op x backend x shape table. Adding a kernel means adding a backend row (ops_gpu.c) and,
+ * for a new op, case rows here. CPU backends run everywhere (CI); the GPU half runs on a GPU and
+ * says why it skipped elsewhere. --filter matmul (or rope, attn, ...) picks an op.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+/* ---- the table ---- */
+
+static const op_case cases[] = {
+    /* matmul: Qwen3-4B projections at decode and prefill sizes, ragged and edge shapes */
+    {"q m1", OP_MATMUL, 1, 4096, 2560, 0, 0, 0, 0, 0, 1e-2},
+    {"kv m8", OP_MATMUL, 8, 1024, 2560, 0, 0, 0, 0, 0, 1e-2},
+    {"kv m16", OP_MATMUL, 16, 1024, 2560, 0, 0, 0, 0, 0, 1e-2},
+    {"o m17", OP_MATMUL, 17, 2560, 4096, 0, 0, 0, 0, 0, 1e-2},
+    {"down m9", OP_MATMUL, 9, 2560, 9728, 0, 0, 0, 0, 0, 1e-2},
+    {"m65 (second tile)", OP_MATMUL, 65, 512, 1024, 0, 0, 0, 0, 0, 1e-2},
+    {"m130 (third tile)", OP_MATMUL, 130, 300, 512, 0, 0, 0, 0, 0, 1e-2},
+    {"ragged m37", OP_MATMUL, 37, 1000, 384, 0, 0, 0, 0, 0, 1e-2},
+    {"n1 k128", OP_MATMUL, 3, 1, 128, 0, 0, 0, 0, 0, 1e-2},
+    /* embedding rows: bitwise with qmm_dequantize_row_f32 */
+    {"rows m1", OP_ROWS, 1, 1000, 2560, 0, 0, 0, 3, 0, 0},
+    {"rows m7 ragged vocab", OP_ROWS, 7, 333, 256, 0, 0, 0, 0, 0, 0},
+    /* engine operators at Qwen3-4B widths and small ones */
+    {"norm h2560 m1", OP_ADD_RMSNORM, 1, 2560, 0, 0, 0, 0, 0, 0, 1e-2},
+    {"add+norm h2560 m5", OP_ADD_RMSNORM, 5, 2560, 0, 0, 0, 0, 0, 1, 1e-2},
+    {"add+norm h1024 m3", OP_ADD_RMSNORM, 3, 1024, 0, 0, 0, 0, 0, 1, 1e-2},
+    {"rope 32/8 m1 pos7", OP_QK_NORM_ROPE, 1, 0, 0, 32, 8, 128, 7, 0, 1e-2},
+    {"rope 16/8 hd64 m6", OP_QK_NORM_ROPE, 6, 0, 0, 16, 8, 64, 0, 0, 1e-2},
+    {"swiglu 9728 m1", OP_SWIGLU, 1, 9728, 0, 0, 0, 0, 0, 0, 1e-2},
+    {"swiglu 100 m3", OP_SWIGLU, 3, 100, 0, 0, 0, 0, 0, 0, 1e-2},
+    {"prefill 32/8 m16", OP_ATTN_PREFILL, 16, 0, 0, 32, 8, 128, 0, 0, 2e-2},
+    {"prefill 32/8 m70 pos5", OP_ATTN_PREFILL, 70, 0, 0, 32, 8, 128, 5, 0, 2e-2},
+    {"prefill 8/8 hd64 m9", OP_ATTN_PREFILL, 9, 0, 0, 8, 8, 64, 3, 0, 2e-2},
+    {"decode 32/8 pos0", OP_ATTN_DECODE, 1, 0, 0, 32, 8, 128, 0, 0, 1e-2},
+    {"decode 32/8 pos300", OP_ATTN_DECODE, 1, 0, 0, 32, 8, 128, 300, 0, 1e-2},
+    {"decode 16/4 hd64 pos37", OP_ATTN_DECODE, 1, 0, 0, 16, 4, 64, 37, 0, 1e-2},
+    {"argmax vocab 151936", OP_ARGMAX, 1, 151936, 0, 0, 0, 0, 4, 0, 0},
+    {"argmax ties m3", OP_ARGMAX, 3, 1000, 0, 0, 0, 0, 0, 0, 0},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* ---- tensors ---- */
+
+static size_t t_size(t_type t) { return t == T_BF16 ? 2 : 4; }
+
+static double t_get(const tensor *t, size_t i)
+{
+    switch (t->type) {
+    case T_BF16: return qmm_bf16_to_f32(((const qmm_bf16 *)t->host)[i]);
+    case T_F32: return ((const float *)t->host)[i];
+    default: return ((const int32_t *)t->host)[i];
+    }
+}
+
+tensor *op_tensor(op_data *d, const char *name)
+{
+    for (int i = 0; i < d->nt; i++)
+        if (!strcmp(d->t[i].name, name)) return &d->t[i];
+    return NULL;
+}
+
+/* A new tensor, filled with normal(0, scale) for inputs (ints: 0) */
+tensor *op_add(op_data *d, const char *name, t_type type, t_role role, size_t count, double scale)
+{
+    tensor *t = &d->t[d->nt++];
+    memset(t, 0, sizeof *t);
+    t->name = name, t->type = type, t->role = role, t->count = count;
+    t->host = calloc(count ? count : 1, t_size(type));
+    t->tol = d->c->tol;
+    if (role != T_OUT) {
+        if (type == T_BF16) test_fill_bf16(t->host, count, scale);
+        if (type == T_F32)
+            for (size_t i = 0; i < count; i++) ((float *)t->host)[i] = (float)(scale * test_rand_normal());
+    }
+    if (role != T_IN) t->ref = calloc(count ? count : 1, sizeof(double));
+    return t;
+}
+
+/* After the inputs are final: keep a copy of every in/out tensor to restore per backend. */
+static void freeze(op_data *d)
+{
+    for (int i = 0; i < d->nt; i++) {
+        tensor *t = &d->t[i];
+        if (t->role != T_INOUT) continue;
+        t->init = malloc(t->count * t_size(t->type));
+        memcpy(t->init, t->host, t->count * t_size(t->type));
+    }
+}
+
+static void reset_outputs(op_data *d)
+{
+    for (int i = 0; i < d->nt; i++) {
+        tensor *t = &d->t[i];
+        if (t->role == T_INOUT) memcpy(t->host, t->init, t->count * t_size(t->type));
+        if (t->role != T_OUT) continue;
+        for (size_t j = 0; j < t->count; j++) {
+            if (t->type == T_BF16) ((qmm_bf16 *)t->host)[j] = TEST_POISON_BF16;
+            else if (t->type == T_F32) ((float *)t->host)[j] = NAN;
+            else ((int32_t *)t->host)[j] = -777;
+        }
+    }
+}
+
+/* The reference: run on the host tensors, then move the outputs into ref[]. */
+void op_ref_from_host(op_data *d)
+{
+    for (int i = 0; i < d->nt; i++) {
+        tensor *t = &d->t[i];
+        if (t->role == T_IN) continue;
+        for (size_t j = 0; j < t->count; j++) t->ref[j] = t_get(t, j);
+    }
+}
+
+static void data_free(op_data *d)
+{
+    for (int i = 0; i < d->nt; i++) free(d->t[i].host), free(d->t[i].init), free(d->t[i].ref);
+    qmm_w4_free(&d->w);
+}
+
+/* ||got - ref|| / ||ref||, +inf on any NaN/Inf; tol 0 -> 0 when equal, else +inf */
+static double compare(const tensor *t, size_t *first_bad)
+{
+    double num = 0, den = 0;
+    *first_bad = (size_t)-1;
+    for (size_t i = 0; i < t->count; i++) {
+        double g = t_get(t, i), r = t->ref[i];
+        if (!isfinite(g) && isfinite(r)) return *first_bad = i, INFINITY;
+        if (t->tol == 0 && !(g == r || (isnan(g) && isnan(r)))) return *first_bad = i, INFINITY;
+        if (isfinite(r)) num += (g - r) * (g - r), den += r * r;
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+
+/* ---- CPU backends: only the matmul has CPU implementations besides its fp64 definition ---- */
+
+static const char *cpu_matmul(op_data *d, int fast)
+{
+    qmm_status st = fast ? qmm_matmul_cpu(op_tensor(d, "a")->host, d->c->m, &d->w,
+                                          op_tensor(d, "c")->host, 0)
+                         : qmm_matmul_ref(op_tensor(d, "a")->host, d->c->m, &d->w,
+                                          op_tensor(d, "c")->host);
+    return st ? qmm_last_error() : NULL;
+}
+
+static const op_backend cpu_backends[] = {
+    {"cpu_ref", OP_MATMUL, cpu_matmul, 0, 0},
+    {"cpu_fast", OP_MATMUL, cpu_matmul, 1, 0},
+};
+
+/* ---- the driver ---- */
+
+static void run_op(op_kind op)
+{
+    char why[256] = "";
+    int gpu = ops_gpu_available(why, sizeof why), ngpu = 0;
+    const op_backend *gb = ops_gpu_backends(&ngpu);
+    int ran = 0;
+    for (int ci = 0; ci < NCASES; ci++) {
+        if (cases[ci].op != op) continue;
+        op_data d;
+        memset(&d, 0, sizeof d);
+        d.c = &cases[ci];
+        ops_make(&d);
+        freeze(&d);
+        ops_reference(&d);
+        const int ncpu = (int)(sizeof cpu_backends / sizeof cpu_backends[0]);
+        for (int bi = 0; bi < ncpu + ngpu; bi++) {
+            const op_backend *b = bi < ncpu ? &cpu_backends[bi] : &gb[bi - ncpu];
+            if (b->op != op) continue;
+            if (b->gpu && !gpu) continue;
+            reset_outputs(&d);
+            const char *err = b->run(&d, b->variant);
+            if (err && !strncmp(err, OP_SKIP_PREFIX, strlen(OP_SKIP_PREFIX))) {
+                printf("    %-24s %-16s %s\n", d.c->name, b->name, err);
+                continue;
+            }
+            ran++;
+            CHECKF(!err, "%s on %s: %s", d.c->name, b->name, err);
+            if (err) continue;
+            for (int i = 0; i < d.nt; i++) {
+                tensor *t = &d.t[i];
+                if (t->role == T_IN) continue;
+                size_t bad;
+                double e = compare(t, &bad);
+                printf("    %-24s %-16s %-6s err %.2e (tol %.0e)\n", d.c->name, b->name, t->name,
+                       e, t->tol);
+                CHECKF(e <= t->tol, "%s on %s: %s error %.3e > %.0e (first bad element %zu: got %g, want %g)",
+                       d.c->name, b->name, t->name, e, t->tol, bad,
+                       bad != (size_t)-1 ? t_get(t, bad) : 0.0, bad != (size_t)-1 ? t->ref[bad] : 0.0);
+            }
+        }
+        data_free(&d);
+    }
+    if (!gpu) printf("    GPU backends skipped: %s\n", why);
+    CHECKF(ran > 0 || !gpu || op != OP_MATMUL, "no backend ran");
+}
+
+#define OP_CASE(fn, kind) static void fn(void) { run_op(kind); }
+OP_CASE(op_matmul, OP_MATMUL)
+OP_CASE(op_rows, OP_ROWS)
+OP_CASE(op_add_rmsnorm, OP_ADD_RMSNORM)
+OP_CASE(op_qk_norm_rope, OP_QK_NORM_ROPE)
+OP_CASE(op_swiglu, OP_SWIGLU)
+OP_CASE(op_attn_prefill, OP_ATTN_PREFILL)
+OP_CASE(op_attn_decode, OP_ATTN_DECODE)
+OP_CASE(op_argmax, OP_ARGMAX)
+
+int main(int argc, char **argv)
+{
+    static const test_case tc[] = {
+        {"ops/matmul", op_matmul},         {"ops/rows", op_rows},
+        {"ops/add_rmsnorm", op_add_rmsnorm}, {"ops/qk_norm_rope", op_qk_norm_rope},
+        {"ops/swiglu", op_swiglu},         {"ops/attn_prefill", op_attn_prefill},
+        {"ops/attn_decode", op_attn_decode}, {"ops/argmax", op_argmax},
+    };
+    int rc = test_main(argc, argv, tc, (int)(sizeof tc / sizeof tc[0]));
+    ops_gpu_shutdown();
+    return rc;
+}
