@@ -18,6 +18,24 @@ qmm_status qmm_fail(qmm_status s, const char *fmt, ...)
 /* Clear the detail (called at the start of public entry points that succeed). */
 void qmm_clear_error(void);
 
+/* splitmix64: one small seeded stream for every generator in the tree (weights, jitter, test
+ * and benchmark data), so a seed means the same numbers everywhere. */
+static inline uint64_t qmm_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+/* Uniform in [0, 1) with 53 random bits. */
+static inline double qmm_unit_f64(uint64_t *state)
+{
+    return (double)(qmm_splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Milliseconds on the monotonic clock (status.c). */
+double qmm_now_ms(void);
+
 /* a*b into *out; 0 on overflow. */
 static inline int qmm_mul_size(size_t a, size_t b, size_t *out)
 {

@@ -1,4 +1,6 @@
 /* Status names and messages (from the one X-macro list in qmm.h), and the per-thread detail. */
+#include <time.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -39,4 +41,11 @@ qmm_status qmm_fail(qmm_status s, const char *fmt, ...)
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
     return s;
+}
+
+double qmm_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }

@@ -1,4 +1,5 @@
 #include "harness.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -12,19 +13,9 @@ static const char *g_case;
 
 uint64_t test_seed(void) { return g_seed; }
 
-uint64_t test_rand_u64(void)
-{
-    /* splitmix64: small, good enough for test data */
-    uint64_t z = (g_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+uint64_t test_rand_u64(void) { return qmm_splitmix64(&g_state); }
 
-double test_rand_uniform(double lo, double hi)
-{
-    return lo + (hi - lo) * ((double)(test_rand_u64() >> 11) * (1.0 / 9007199254740992.0));
-}
+double test_rand_uniform(double lo, double hi) { return lo + (hi - lo) * qmm_unit_f64(&g_state); }
 
 double test_rand_normal(void)
 {

@@ -21,22 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_e2e.h"
 #include "commands.h"
+#include "common/common.h"
 #include "qmm.h"
-
-#define MAX_LENS 16
-#define MAX_REPEATS 64
-
-typedef struct e2e_args {
-    const char *model, *out_md, *out_json;
-    int64_t in_len[MAX_LENS], out_len[MAX_LENS];
-    int nlen, nout;
-    int variants[2], nvar; /* split-K on (1) / off (0), in order */
-    int warmup, repeats, profile, verify;
-    int cpu; /* --device cpu: the CPU reference forward (no verify, no profile) */
-    int fuse; /* --fuse on: stacked q|k|v and gate|up weights in every variant */
-    long long seed;
-} e2e_args;
 
 static void usage(FILE *f)
 {
@@ -78,138 +66,6 @@ static int parse_variants(const char *s, e2e_args *a)
         else return 0;
     }
     return a->nvar > 0;
-}
-
-/* ---- the child: one model, one session, warm-ups, one timed generation ---- */
-
-static void prompt_ids(int32_t *ids, int64_t n, long long seed, int64_t vocab)
-{
-    uint64_t s = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 12345;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = (int32_t)((s >> 33) % (uint64_t)vocab);
-    }
-}
-
-static void print_profile(const char *tag, const qmm_llm_profile *p)
-{
-    printf("%s {\"total_ms\": %.6f, \"entries\": [", tag, p->total_ms);
-    for (int i = 0; i < p->count; i++)
-        printf("%s{\"name\": \"%s\", \"ms\": %.6f, \"launches\": %d}", i ? ", " : "", p->name[i],
-               p->ms[i], p->launches[i]);
-    printf("]}\n");
-}
-
-/* --verify: GPU vs CPU on an 8-token prompt. */
-static int child_verify(qmm_llm_model *m, long long seed)
-{
-    const qmm_llm_config *c = qmm_llm_model_config(m);
-    int32_t ids[8];
-    prompt_ids(ids, 8, seed, c->vocab_size);
-    float *a = malloc((size_t)c->vocab_size * 4), *b = malloc((size_t)c->vocab_size * 4);
-    qmm_llm_cpu_session *cs = NULL;
-    qmm_llm_cuda_session *gs = NULL;
-    qmm_status st = qmm_llm_cpu_session_create(m, 8, 0, &cs);
-    if (!st) st = qmm_llm_cuda_session_create(m, 8, NULL, &gs);
-    if (!st) st = qmm_llm_cpu_prefill(cs, ids, 8, a);
-    if (!st) st = qmm_llm_cuda_prefill(gs, ids, 8, b, NULL);
-    int rc = 1;
-    if (st) {
-        fprintf(stderr, "verify: %s (%s)\n", qmm_last_error(), qmm_status_name(st));
-    } else {
-        double num = 0, den = 0;
-        int finite = 1;
-        for (int64_t i = 0; i < c->vocab_size; i++) {
-            finite &= isfinite(b[i]);
-            num += ((double)b[i] - a[i]) * ((double)b[i] - a[i]);
-            den += (double)a[i] * a[i];
-        }
-        double rel = finite && den > 0 ? sqrt(num / den) : INFINITY;
-        printf("VERIFY {\"prompt\": 8, \"logits_rel_err\": %.6g, \"pass\": %s}\n", rel,
-               rel <= 2e-2 ? "true" : "false");
-        rc = rel <= 2e-2 ? 0 : 1;
-    }
-    qmm_llm_cpu_session_destroy(cs);
-    qmm_llm_cuda_session_destroy(gs);
-    free(a), free(b);
-    return rc;
-}
-
-static int child_main(const e2e_args *a, int split_k)
-{
-    qmm_llm_model *m = NULL;
-    qmm_status st = qmm_llm_model_open(a->model, (uint64_t)a->seed, &m);
-    if (st) {
-        fprintf(stderr, "qmm bench e2e: %s: %s\n", a->model, qmm_last_error());
-        return 1;
-    }
-    if (a->verify) {
-        int rc = child_verify(m, a->seed);
-        qmm_llm_model_destroy(m);
-        return rc;
-    }
-    const qmm_llm_config *c = qmm_llm_model_config(m);
-    int64_t n = a->in_len[0], out = a->out_len[0];
-    int32_t *ids = malloc((size_t)n * 4), *toks = malloc((size_t)out * 4);
-    prompt_ids(ids, n, a->seed, c->vocab_size);
-    qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
-    o.split_k = split_k;
-    o.fuse_projections = a->fuse;
-    qmm_llm_cuda_session *s = NULL;
-    qmm_llm_cpu_session *cs = NULL;
-    qmm_llm_timing t;
-    memset(&t, 0, sizeof t);
-    if (a->cpu) {
-        st = qmm_llm_cpu_session_create(m, n + out - 1, 0, &cs);
-        for (int w = 0; w <= a->warmup && !st; w++) {
-            st = qmm_llm_cpu_reset(cs);
-            if (!st) st = qmm_llm_cpu_generate(cs, ids, n, out, toks, &t);
-        }
-    } else {
-        st = qmm_llm_cuda_session_create(m, n + out - 1, &o, &s);
-        for (int w = 0; w <= a->warmup && !st; w++) {
-            st = qmm_llm_cuda_reset(s);
-            if (!st) st = qmm_llm_cuda_generate(s, ids, n, out, toks, &t);
-        }
-    }
-    int rc = 0;
-    if (st) {
-        fprintf(stderr, "qmm bench e2e: %s (%s)\n", qmm_last_error(), qmm_status_name(st));
-        rc = 1;
-    } else {
-        uint32_t sum = 0;
-        for (int64_t i = 0; i < out; i++) sum = sum * 31u + (uint32_t)toks[i];
-        qmm_gpu_info gi;
-        memset(&gi, 0, sizeof gi);
-        qmm_cuda_ctx *ctx = NULL;
-        if (a->cpu) {
-            long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-            snprintf(gi.name, sizeof gi.name, "CPU reference forward, %ld threads", cpus);
-        } else if (!qmm_cuda_create(0, NULL, &ctx)) {
-            qmm_cuda_info(ctx, &gi);
-        }
-        qmm_cuda_destroy(ctx);
-        printf("RESULT {\"input_len\": %lld, \"output_len\": %lld, \"split_k\": %d, "
-               "\"prefill_ms\": %.6f, \"decode_ms\": %.6f, \"tokens_hash\": %u, "
-               "\"weight_bytes\": %zu, \"gpu\": \"%s\", \"sm_count\": %d, \"cc\": \"%d.%d\", "
-               "\"driver\": %d, \"runtime\": %d}\n",
-               (long long)n, (long long)out, split_k, t.prefill_ms, t.decode_ms, sum,
-               qmm_llm_model_weight_bytes(m), gi.name, gi.sm_count, gi.cc_major, gi.cc_minor,
-               gi.driver_version, gi.runtime_version);
-        if (a->profile && !a->cpu && n <= 4096) {
-            qmm_llm_profile pp, pd;
-            st = qmm_llm_cuda_profile(s, ids, n, &pp, &pd);
-            if (!st) {
-                print_profile("PROFILE_PREFILL", &pp);
-                print_profile("PROFILE_DECODE", &pd);
-            }
-        }
-    }
-    qmm_llm_cuda_session_destroy(s);
-    qmm_llm_cpu_session_destroy(cs);
-    free(ids), free(toks);
-    qmm_llm_model_destroy(m);
-    return rc;
 }
 
 /* ---- the parent ---- */
@@ -337,32 +193,26 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
+/* median, min, max of v[n] (common.h) */
 static double median(const double *v, int n)
 {
-    double s[MAX_REPEATS];
-    memcpy(s, v, (size_t)n * sizeof *v);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    double med, mn, mx;
+    bench_summary(v, n, &med, &mn, &mx);
+    return med;
 }
 
 static double vmin(const double *v, int n)
 {
-    double m = v[0];
-    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
-    return m;
+    double med, mn, mx;
+    bench_summary(v, n, &med, &mn, &mx);
+    return mn;
 }
 
 static double vmax(const double *v, int n)
 {
-    double m = v[0];
-    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
-    return m;
+    double med, mn, mx;
+    bench_summary(v, n, &med, &mn, &mx);
+    return mx;
 }
 
 typedef struct cell {
@@ -440,18 +290,9 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
         }
     }
 
-    char commit[64] = "unknown";
-    const char *env_commit = getenv("QMM_COMMIT"); /* as bench ops: set where there is no .git */
-    FILE *g = env_commit && *env_commit ? NULL : popen("git rev-parse --short HEAD 2>/dev/null", "r");
-    if (env_commit && *env_commit) snprintf(commit, sizeof commit, "%s", env_commit);
-    if (g) {
-        if (fgets(commit, sizeof commit, g)) commit[strcspn(commit, "\n")] = 0;
-        else snprintf(commit, sizeof commit, "unknown");
-        pclose(g);
-    }
-    char date[64];
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    char commit[80], date[32];
+    bench_commit(NULL, commit, sizeof commit);
+    bench_date_utc(date, sizeof date);
     char cmd[2048] = "qmm";
     for (int i = 0; i < argc; i++) {
         size_t l = strlen(cmd);
@@ -628,7 +469,7 @@ int bench_e2e_main(int argc, char **argv)
     }
     if (child) {
         a.verify = verify_child;
-        return child_main(&a, split_k);
+        return e2e_child_main(&a, split_k);
     }
     if (a.cpu) {
         a.verify = 0; /* the CPU forward is the reference */

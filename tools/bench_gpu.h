@@ -14,41 +14,13 @@
 
 #include "bench_ops.h"
 
-/* What the benchmark is doing now, printed with any fatal error ("k M=16 splitk s=4: check"). */
-void bench_set_activity(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-/* Print "file:line: call failed: detail (while: activity)" and exit(1). */
-void bench_die(const char *call, const char *detail, const char *file, int line);
-
-#define CK(x)                                                                                   \
-    do {                                                                                        \
-        cudaError_t ck_e_ = (x);                                                                \
-        if (ck_e_ != cudaSuccess) {                                                             \
-            char ck_d_[256];                                                                    \
-            snprintf(ck_d_, sizeof ck_d_, "%s (%s)", cudaGetErrorString(ck_e_),                 \
-                     cudaGetErrorName(ck_e_));                                                  \
-            bench_die(#x, ck_d_, __FILE__, __LINE__);                                           \
-        }                                                                                       \
-    } while (0)
+/* CK, CKQ, bench_die, bench_set_activity: tools/common/common.h */
 
 #define CKB(x)                                                                                  \
     do {                                                                                        \
         cublasStatus_t ck_s_ = (x);                                                             \
         if (ck_s_ != CUBLAS_STATUS_SUCCESS)                                                     \
             bench_die(#x, cublasGetStatusString(ck_s_), __FILE__, __LINE__);                    \
-    } while (0)
-
-#define CKQ(x)                                                                                  \
-    do {                                                                                        \
-        qmm_status ck_q_ = (x);                                                                 \
-        if (ck_q_ != QMM_OK) {                                                                  \
-            char ck_d_[512];                                                                    \
-            snprintf(ck_d_, sizeof ck_d_, "%s: %s", qmm_status_name(ck_q_), qmm_last_error());  \
-            bench_die(#x, ck_d_, __FILE__, __LINE__);                                           \
-        }                                                                                       \
     } while (0)
 
 /* ---- timing (bench_timing.c) --------------------------------------------------------------- */

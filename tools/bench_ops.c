@@ -81,15 +81,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static uint64_t fresh_seed(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    bench_rng r = {(uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^
-                   ((uint64_t)getpid() << 32)};
-    return bench_rng_next(&r) >> 1; /* 63 bits: prints and parses the same everywhere */
-}
-
 static void *host_alloc(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);
@@ -203,7 +194,7 @@ static int run(int argc, char **argv)
         free(st);
         return 2;
     }
-    if (!o->seed_given) o->seed = fresh_seed();
+    if (!o->seed_given) o->seed = bench_seed_from_clock();
 
     bench_set_activity("setting up device %d", o->device);
     CK(cudaSetDevice(o->device));

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/common.h"
 #include "qmm.h"
 
 #define BENCH_MAX_SHAPES 32
@@ -58,30 +59,10 @@ void bench_usage(FILE *f);
 
 /* ---- statistics and data (bench_stats.c) -------------------------------------------------- */
 
-/* Median, min and max of x[n] (n >= 1); x is not modified. */
-void bench_summary(const double *x, int n, double *med, double *min, double *max);
-
-typedef struct bench_rng {
-    uint64_t s;
-} bench_rng;
-uint64_t bench_rng_next(bench_rng *r);
-double bench_rng_uniform(bench_rng *r, double lo, double hi);
-
-/* Random quantized weight (buffers already allocated by qmm_w4_alloc): random codes, scales of
- * both signs with |s| in [0.004, 0.03], bias ≈ -7.5·s (zero-centred weights, as MLX writes). */
-void bench_random_w4(bench_rng *r, qmm_w4 *w);
-/* x[count] uniform in [-1, 1) as bf16. */
-void bench_random_bf16(bench_rng *r, qmm_bf16 *x, size_t count);
-
 /* Rows of C checked against the CPU: all when m <= BENCH_FULL_CHECK_ROWS, else BENCH_SAMPLE_ROWS
  * rows spread evenly over [0, m) (first and last included). rows needs BENCH_FULL_CHECK_ROWS
  * entries. Returns the count. */
 int bench_check_rows(int64_t m, int64_t *rows);
-
-/* ||got - ref||_F / ||ref||_F over count elements, in double. Any non-finite element of got
- * gives +INFINITY and sets *nonfinite (may be NULL) to how many there were. When ref is all
- * zero the absolute norm of got - ref is returned. */
-double bench_rel_frob(const qmm_bf16 *got, const qmm_bf16 *ref, size_t count, size_t *nonfinite);
 
 /* ---- results ------------------------------------------------------------------------------ */
 

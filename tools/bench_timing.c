@@ -1,5 +1,4 @@
-/* `qmm bench ops`: CUDA-event timing of a batch of calls, eager and as a CUDA graph replay,
- * plus the fatal-error reporter every checked call uses. */
+/* `qmm bench ops`: CUDA-event timing of a batch of calls, eager and as a CUDA graph replay. */
 #ifdef QMM_HAVE_CUDA
 
 #include <math.h>
@@ -9,24 +8,6 @@
 #include "bench_gpu.h"
 
 #define BENCH_MAX_CALLS 20000 /* a graph larger than this is not needed to reach any target */
-
-static char activity[256] = "starting";
-
-void bench_set_activity(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(activity, sizeof activity, fmt, ap);
-    va_end(ap);
-}
-
-void bench_die(const char *call, const char *detail, const char *file, int line)
-{
-    fflush(stdout);
-    fprintf(stderr, "qmm bench ops: %s:%d: %s failed: %s\n  while: %s\n", file, line, call, detail,
-            activity);
-    exit(1);
-}
 
 static int run_batch(cudaStream_t s, bench_enqueue_fn fn, void *user, int calls, char *why,
                      size_t why_len)

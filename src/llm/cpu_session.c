@@ -28,13 +28,6 @@ struct qmm_llm_cpu_session {
     float *scores;            /* [max_seq] */
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 void qmm_llm_cpu_session_destroy(qmm_llm_cpu_session *s)
 {
     if (!s) return;
@@ -244,16 +237,16 @@ qmm_status qmm_llm_cpu_generate(qmm_llm_cpu_session *s, const int32_t *ids, int6
                         "%lld prompt + %lld new tokens at position %lld do not fit the context "
                         "of %lld positions", (long long)n, (long long)max_new, (long long)s->pos,
                         (long long)s->max_seq);
-    double t0 = now_ms();
+    double t0 = qmm_now_ms();
     qmm_status st = qmm_llm_cpu_prefill(s, ids, n, s->logits_f);
     if (!st) st = qmm_llm_argmax(s->logits_f, s->m->cfg.vocab_size, &out[0]);
     if (st) return st;
-    double t1 = now_ms();
+    double t1 = qmm_now_ms();
     for (int64_t i = 1; i < max_new; i++) {
         if ((st = qmm_llm_cpu_decode(s, out[i - 1], s->logits_f))) return st;
         if ((st = qmm_llm_argmax(s->logits_f, s->m->cfg.vocab_size, &out[i]))) return st;
     }
-    double t2 = now_ms();
+    double t2 = qmm_now_ms();
     if (timing) {
         timing->prompt_tokens = n;
         timing->new_tokens = max_new;

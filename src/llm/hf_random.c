@@ -38,11 +38,8 @@ typedef struct rng {
 
 static double rng_unit(rng *r)
 {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return ((double)(z >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    /* + half a step: never 0, for log() */
+    return ((double)(qmm_splitmix64(&r->s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
 static double rng_normal(rng *r)

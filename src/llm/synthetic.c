@@ -33,6 +33,7 @@ typedef struct syn_pool {
     pthread_mutex_t lock;
 } syn_pool;
 
+/* splitmix64's finalizer: hashes a seed and a tensor index into a job's seed */
 static uint64_t mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -40,34 +41,27 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-static inline uint64_t next64(uint64_t *s)
-{
-    return mix64(*s += 0x9E3779B97F4A7C15ull);
-}
-
-/* uniform in [0, 1) */
-static inline double unit(uint64_t *s) { return (double)(next64(s) >> 11) * (1.0 / 9007199254740992.0); }
 
 static void run_job(const syn_job *j)
 {
     uint64_t s = j->seed;
     if (!j->w) {
         for (int64_t i = 0; i < j->norm_len; i++)
-            j->norm[i] = qmm_f32_to_bf16((float)(1.0 + 0.1 * (2.0 * unit(&s) - 1.0)));
+            j->norm[i] = qmm_f32_to_bf16((float)(1.0 + 0.1 * (2.0 * qmm_unit_f64(&s) - 1.0)));
         return;
     }
     int64_t words = j->w->k / 8, groups = j->w->k / QMM_GROUP;
     uint32_t *p = j->w->packed + j->row0 * words;
     size_t nw = (size_t)(j->rows * words);
     for (size_t i = 0; i + 1 < nw; i += 2) {
-        uint64_t r = next64(&s);
+        uint64_t r = qmm_splitmix64(&s);
         p[i] = (uint32_t)r;
         p[i + 1] = (uint32_t)(r >> 32);
     }
-    if (nw % 2) p[nw - 1] = (uint32_t)next64(&s);
+    if (nw % 2) p[nw - 1] = (uint32_t)qmm_splitmix64(&s);
     qmm_bf16 *sc = j->w->scales + j->row0 * groups, *bi = j->w->biases + j->row0 * groups;
     for (int64_t g = 0; g < j->rows * groups; g++) {
-        uint64_t r = next64(&s);
+        uint64_t r = qmm_splitmix64(&s);
         double u = (double)(r >> 40) * (1.0 / 16777216.0);          /* 24 bits */
         double jitter = (double)((r >> 8) & 0xFFFF) / 32768.0 - 1.0; /* 16 bits, [-1, 1) */
         double sc_v = j->amp * (0.5 + u);

@@ -110,14 +110,6 @@ qmm_status qmm_model_schedule_run(const qmm_model_pipeline *p, qmm_model_segment
     return QMM_OK;
 }
 
-/* splitmix64: a small seeded stream, so a jitter case is reproducible from its seed alone. */
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 qmm_status qmm_model_jitter_times(const double base[QMM_MODEL_ENGINES], int tiles, double jitter,
                                   uint64_t seed, double *times, size_t count)
@@ -136,7 +128,7 @@ qmm_status qmm_model_jitter_times(const double base[QMM_MODEL_ENGINES], int tile
     uint64_t state = seed;
     for (int i = 0; i < tiles; i++)
         for (int e = 0; e < QMM_MODEL_ENGINES; e++) {
-            double u = (double)(splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0);
+            double u = (double)(qmm_splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0);
             times[(size_t)e * tiles + i] = base[e] * (1 + jitter * (2 * u - 1));
         }
     qmm_clear_error();

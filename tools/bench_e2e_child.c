@@ -1,0 +1,140 @@
+/* `qmm bench e2e`, the child process: one model, one session, warm-ups, one timed generation;
+ * prints its results as tagged JSON lines for the parent. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_e2e.h"
+#include "qmm.h"
+
+static void prompt_ids(int32_t *ids, int64_t n, long long seed, int64_t vocab)
+{
+    uint64_t s = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 12345;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int32_t)((s >> 33) % (uint64_t)vocab);
+    }
+}
+
+static void print_profile(const char *tag, const qmm_llm_profile *p)
+{
+    printf("%s {\"total_ms\": %.6f, \"entries\": [", tag, p->total_ms);
+    for (int i = 0; i < p->count; i++)
+        printf("%s{\"name\": \"%s\", \"ms\": %.6f, \"launches\": %d}", i ? ", " : "", p->name[i],
+               p->ms[i], p->launches[i]);
+    printf("]}\n");
+}
+
+/* --verify: GPU vs CPU on an 8-token prompt. */
+static int child_verify(qmm_llm_model *m, long long seed)
+{
+    const qmm_llm_config *c = qmm_llm_model_config(m);
+    int32_t ids[8];
+    prompt_ids(ids, 8, seed, c->vocab_size);
+    float *a = malloc((size_t)c->vocab_size * 4), *b = malloc((size_t)c->vocab_size * 4);
+    qmm_llm_cpu_session *cs = NULL;
+    qmm_llm_cuda_session *gs = NULL;
+    qmm_status st = qmm_llm_cpu_session_create(m, 8, 0, &cs);
+    if (!st) st = qmm_llm_cuda_session_create(m, 8, NULL, &gs);
+    if (!st) st = qmm_llm_cpu_prefill(cs, ids, 8, a);
+    if (!st) st = qmm_llm_cuda_prefill(gs, ids, 8, b, NULL);
+    int rc = 1;
+    if (st) {
+        fprintf(stderr, "verify: %s (%s)\n", qmm_last_error(), qmm_status_name(st));
+    } else {
+        double num = 0, den = 0;
+        int finite = 1;
+        for (int64_t i = 0; i < c->vocab_size; i++) {
+            finite &= isfinite(b[i]);
+            num += ((double)b[i] - a[i]) * ((double)b[i] - a[i]);
+            den += (double)a[i] * a[i];
+        }
+        double rel = finite && den > 0 ? sqrt(num / den) : INFINITY;
+        printf("VERIFY {\"prompt\": 8, \"logits_rel_err\": %.6g, \"pass\": %s}\n", rel,
+               rel <= 2e-2 ? "true" : "false");
+        rc = rel <= 2e-2 ? 0 : 1;
+    }
+    qmm_llm_cpu_session_destroy(cs);
+    qmm_llm_cuda_session_destroy(gs);
+    free(a), free(b);
+    return rc;
+}
+
+int e2e_child_main(const e2e_args *a, int split_k)
+{
+    qmm_llm_model *m = NULL;
+    qmm_status st = qmm_llm_model_open(a->model, (uint64_t)a->seed, &m);
+    if (st) {
+        fprintf(stderr, "qmm bench e2e: %s: %s\n", a->model, qmm_last_error());
+        return 1;
+    }
+    if (a->verify) {
+        int rc = child_verify(m, a->seed);
+        qmm_llm_model_destroy(m);
+        return rc;
+    }
+    const qmm_llm_config *c = qmm_llm_model_config(m);
+    int64_t n = a->in_len[0], out = a->out_len[0];
+    int32_t *ids = malloc((size_t)n * 4), *toks = malloc((size_t)out * 4);
+    prompt_ids(ids, n, a->seed, c->vocab_size);
+    qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
+    o.split_k = split_k;
+    o.fuse_projections = a->fuse;
+    qmm_llm_cuda_session *s = NULL;
+    qmm_llm_cpu_session *cs = NULL;
+    qmm_llm_timing t;
+    memset(&t, 0, sizeof t);
+    if (a->cpu) {
+        st = qmm_llm_cpu_session_create(m, n + out - 1, 0, &cs);
+        for (int w = 0; w <= a->warmup && !st; w++) {
+            st = qmm_llm_cpu_reset(cs);
+            if (!st) st = qmm_llm_cpu_generate(cs, ids, n, out, toks, &t);
+        }
+    } else {
+        st = qmm_llm_cuda_session_create(m, n + out - 1, &o, &s);
+        for (int w = 0; w <= a->warmup && !st; w++) {
+            st = qmm_llm_cuda_reset(s);
+            if (!st) st = qmm_llm_cuda_generate(s, ids, n, out, toks, &t);
+        }
+    }
+    int rc = 0;
+    if (st) {
+        fprintf(stderr, "qmm bench e2e: %s (%s)\n", qmm_last_error(), qmm_status_name(st));
+        rc = 1;
+    } else {
+        uint32_t sum = 0;
+        for (int64_t i = 0; i < out; i++) sum = sum * 31u + (uint32_t)toks[i];
+        qmm_gpu_info gi;
+        memset(&gi, 0, sizeof gi);
+        qmm_cuda_ctx *ctx = NULL;
+        if (a->cpu) {
+            long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+            snprintf(gi.name, sizeof gi.name, "CPU reference forward, %ld threads", cpus);
+        } else if (!qmm_cuda_create(0, NULL, &ctx)) {
+            qmm_cuda_info(ctx, &gi);
+        }
+        qmm_cuda_destroy(ctx);
+        printf("RESULT {\"input_len\": %lld, \"output_len\": %lld, \"split_k\": %d, "
+               "\"prefill_ms\": %.6f, \"decode_ms\": %.6f, \"tokens_hash\": %u, "
+               "\"weight_bytes\": %zu, \"gpu\": \"%s\", \"sm_count\": %d, \"cc\": \"%d.%d\", "
+               "\"driver\": %d, \"runtime\": %d}\n",
+               (long long)n, (long long)out, split_k, t.prefill_ms, t.decode_ms, sum,
+               qmm_llm_model_weight_bytes(m), gi.name, gi.sm_count, gi.cc_major, gi.cc_minor,
+               gi.driver_version, gi.runtime_version);
+        if (a->profile && !a->cpu && n <= 4096) {
+            qmm_llm_profile pp, pd;
+            st = qmm_llm_cuda_profile(s, ids, n, &pp, &pd);
+            if (!st) {
+                print_profile("PROFILE_PREFILL", &pp);
+                print_profile("PROFILE_DECODE", &pd);
+            }
+        }
+    }
+    qmm_llm_cuda_session_destroy(s);
+    qmm_llm_cpu_session_destroy(cs);
+    free(ids), free(toks);
+    qmm_llm_model_destroy(m);
+    return rc;
+}
