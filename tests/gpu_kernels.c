@@ -18,15 +18,6 @@ int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not fou
 
 static qmm_cuda_ctx *ctx;
 
-#define CUDA_OK(call)                                                                          \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess) {                                                               \
-            test_fail(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_));            \
-            return;                                                                            \
-        }                                                                                      \
-    } while (0)
-
 /* One problem: host data, device copies, fp64 reference of sampled rows. */
 typedef struct prob {
     int64_t m, n, k;
@@ -134,10 +125,20 @@ static qmm_cuda_options opts(qmm_path path, int split, int stages, qmm_dtype par
 
 /* ---- cases ---- */
 
-static const struct { const char *name; int64_t k, n; } projections[] = {
-    {"q", 2560, 4096}, {"k", 2560, 1024}, {"v", 2560, 1024}, {"o", 4096, 2560},
-    {"gate", 2560, 9728}, {"up", 2560, 9728}, {"down", 9728, 2560},
-};
+/* the Qwen3-4B projections, from the engine's shapes (filled by main) */
+static struct { const char *name; int64_t k, n; } projections[QMM_LLM_LINEAR_COUNT];
+
+static int load_projections(void)
+{
+    qmm_llm_config c;
+    if (qmm_llm_config_preset("qwen3-4b", &c) != QMM_OK) return 0;
+    for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) {
+        projections[i].name = qmm_llm_linear_name((qmm_llm_linear)i);
+        if (qmm_llm_linear_shape(&c, (qmm_llm_linear)i, &projections[i].n, &projections[i].k))
+            return 0;
+    }
+    return 1;
+}
 
 static void qwen3_projections(void)
 {
@@ -584,6 +585,10 @@ int main(int argc, char **argv)
     char why[256] = "";
     qmm_cuda_device_count(&count, why, sizeof why);
     if (count == 0) test_skip_all(why);
+    if (!load_projections()) {
+        printf("no qwen3-4b shapes: %s\n", qmm_last_error());
+        return 1;
+    }
     if (qmm_cuda_create(0, NULL, &ctx) != QMM_OK) {
         printf("cannot create a CUDA context: %s\n", qmm_last_error());
         return 1;

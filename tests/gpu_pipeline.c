@@ -19,15 +19,6 @@ int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not fou
 
 static qmm_cuda_ctx *ctx;
 
-#define CUDA_OK(call)                                                                          \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess) {                                                               \
-            test_fail(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_));            \
-            return;                                                                            \
-        }                                                                                      \
-    } while (0)
-
 #define MAX_ROWS 333
 
 /* One weight, pinned host A [MAX_ROWS, K] and C [MAX_ROWS, N], device copies for the reference. */

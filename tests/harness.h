@@ -41,6 +41,16 @@ int test_failed_now(void);
                       qmm_status_name(got_), qmm_status_name(want), qmm_last_error()); \
     } while (0)
 #define CHECK_OK(expr) CHECK_STATUS(expr, QMM_OK)
+/* The tests' one CUDA check (GPU tests include cuda_runtime.h): fail the case and return. */
+#define CUDA_OK(call)                                                                          \
+    do {                                                                                       \
+        int e_ = (int)(call);                                                                  \
+        if (e_ != 0) {                                                                         \
+            test_fail(__FILE__, __LINE__, "%s: %s", #call,                                     \
+                      cudaGetErrorString((cudaError_t)e_));                                    \
+            return;                                                                            \
+        }                                                                                      \
+    } while (0)
 
 /* ---- random data (seeded from --seed; fresh each run unless given) ---- */
 uint64_t test_seed(void);

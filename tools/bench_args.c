@@ -5,12 +5,19 @@
 
 #include "bench_ops.h"
 
+#define QWEN3_COUNT QMM_LLM_LINEAR_COUNT
+
 /* The seven projections of a Qwen3-4B layer (K in_features → N out_features). */
-static const bench_shape qwen3_4b[] = {
-    {"q", 2560, 4096},  {"k", 2560, 1024},  {"v", 2560, 1024},   {"o", 4096, 2560},
-    {"gate", 2560, 9728}, {"up", 2560, 9728}, {"down", 9728, 2560},
-};
-#define QWEN3_COUNT ((int)(sizeof qwen3_4b / sizeof qwen3_4b[0]))
+static int qwen3_4b(bench_shape out[QWEN3_COUNT])
+{
+    bench_proj p[QWEN3_COUNT];
+    if (bench_projections("qwen3-4b", p) != QWEN3_COUNT) return 0;
+    for (int i = 0; i < QWEN3_COUNT; i++) {
+        snprintf(out[i].name, sizeof out[i].name, "%.15s", p[i].name);
+        out[i].k = p[i].k, out[i].n = p[i].n;
+    }
+    return QWEN3_COUNT;
+}
 
 static const int64_t default_ms[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
 
@@ -82,13 +89,15 @@ static int parse_m_list(const char *s, bench_opts *o)
 static int parse_proj_list(const char *s, int *want)
 {
     if (!strcmp(s, "none")) return 0;
+    bench_shape qwen[QWEN3_COUNT];
+    if (!qwen3_4b(qwen)) return -1;
     char buf[256];
     if (strlen(s) >= sizeof buf) return -1;
     strcpy(buf, s);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int found = 0;
         for (int i = 0; i < QWEN3_COUNT; i++)
-            if (!strcmp(t, qwen3_4b[i].name)) want[i] = found = 1;
+            if (!strcmp(t, qwen[i].name)) want[i] = found = 1;
         if (!found) {
             fprintf(stderr, "qmm bench ops: unknown projection '%s' (q,k,v,o,gate,up,down)\n", t);
             return -1;
@@ -216,8 +225,10 @@ int bench_parse_args(int argc, char **argv, bench_opts *o)
 
     /* Projections: all by default; with --shape and no --proj, only the given shapes. */
     o->shape_count = 0;
+    bench_shape qwen[QWEN3_COUNT];
+    if (!qwen3_4b(qwen)) return -1;
     for (int i = 0; i < QWEN3_COUNT; i++)
-        if (proj_given ? want[i] : extra_count == 0) o->shapes[o->shape_count++] = qwen3_4b[i];
+        if (proj_given ? want[i] : extra_count == 0) o->shapes[o->shape_count++] = qwen[i];
     for (int i = 0; i < extra_count; i++) o->shapes[o->shape_count++] = extra[i];
     if (o->shape_count == 0) {
         fprintf(stderr, "qmm bench ops: no shapes selected\n");

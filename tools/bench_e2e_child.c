@@ -7,15 +7,12 @@
 #include <unistd.h>
 
 #include "bench_e2e.h"
+#include "common/common.h"
 #include "qmm.h"
 
 static void prompt_ids(int32_t *ids, int64_t n, long long seed, int64_t vocab)
 {
-    uint64_t s = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 12345;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = (int32_t)((s >> 33) % (uint64_t)vocab);
-    }
+    bench_prompt_ids(ids, n, (uint64_t)seed * 0x9E3779B97F4A7C15ull + 12345, vocab);
 }
 
 static void print_profile(const char *tag, const qmm_llm_profile *p)

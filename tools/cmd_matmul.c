@@ -7,6 +7,8 @@
 #include <time.h>
 
 #include "commands.h"
+#include "common/common.h"
+#include "internal.h"
 #include "matmul_gpu.h"
 #include "cpu/cpu.h"
 #include "qmm.h"
@@ -26,28 +28,6 @@ static void usage(FILE *f)
             "  defaults: --m 128 --n 4096 --k 2560 --threads 0 (all CPUs) --seed time\n"
             "            --device auto (the GPU too when one is present; cuda: require it)\n",
             MAX_REL_ERR);
-}
-
-/* splitmix64: the tool's own small seeded generator */
-static uint64_t rng_state;
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_normal(void)
-{
-    double u1 = ((rng_next() >> 11) + 1.0) * 0x1p-53, u2 = (rng_next() >> 11) * 0x1p-53;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 // ref[M, N] = a[M, K] · wd[N, K]ᵀ in fp64 (wd is the dequantized weight, exact in f32)
@@ -70,19 +50,6 @@ static void matmul_f64(const qmm_bf16 *a, const float *wd, int64_t m, int64_t n,
         }
     }
     free(arow);
-}
-
-/* ||got - ref||_F / ||ref||_F; +Inf when got holds a NaN or Inf */
-static double rel_frob(const qmm_bf16 *got, const double *ref, size_t count)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < count; i++) {
-        double g = qmm_bf16_to_f32(got[i]);
-        if (!isfinite(g)) return INFINITY;
-        num += (g - ref[i]) * (g - ref[i]);
-        den += ref[i] * ref[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 static int parse_i64(const char *s, int64_t *out)
@@ -145,7 +112,7 @@ int cmd_matmul(int argc, char **argv)
         return 2;
     }
     if (seed < 0) seed = (int64_t)(time(NULL) & 0x7FFFFFFF);
-    rng_state = (uint64_t)seed;
+    bench_rng rng = {(uint64_t)seed};
 
     qmm_w4 w;
     qmm_status st = qmm_w4_alloc(n, k, &w);
@@ -170,8 +137,8 @@ int cmd_matmul(int argc, char **argv)
            (long long)seed);
 
     /* weights ~ N(0, 0.02²) like a trained linear layer; activations ~ N(0, 1) */
-    for (size_t i = 0; i < nk; i++) wf[i] = (float)(0.02 * rng_normal());
-    for (size_t i = 0; i < mk; i++) a[i] = qmm_f32_to_bf16((float)rng_normal());
+    for (size_t i = 0; i < nk; i++) wf[i] = (float)(0.02 * bench_rng_normal(&rng));
+    for (size_t i = 0; i < mk; i++) a[i] = qmm_f32_to_bf16((float)bench_rng_normal(&rng));
     qmm_quant_error qe;
     if ((st = qmm_quantize(wf, QMM_F32, &w, &qe))) goto fail;
     printf("quantize   max |w - dq| %.3e   rms %.3e   rel. Frobenius %.3e\n", qe.max_abs, qe.rms,
@@ -179,25 +146,25 @@ int cmd_matmul(int argc, char **argv)
 
     /* the fp64 check uses the dequantized weight, so it measures the matmul, not quantization */
     if ((st = qmm_dequantize(&w, wf, QMM_F32, nk))) goto fail;
-    double t0 = now_ms();
+    double t0 = qmm_now_ms();
     matmul_f64(a, wf, m, n, k, ref);
-    double t_f64 = now_ms() - t0;
+    double t_f64 = qmm_now_ms() - t0;
 
     double flop = 2.0 * (double)m * (double)n * (double)k;
-    t0 = now_ms();
+    t0 = qmm_now_ms();
     if ((st = qmm_matmul_ref(a, m, &w, c_ref))) goto fail;
-    double t_ref = now_ms() - t0;
+    double t_ref = qmm_now_ms() - t0;
     /* the fast path is cheap to repeat: warm it up (page faults, thread start) and keep the
      * best of three, so a busy machine disturbs the figure less */
     if ((st = qmm_matmul_cpu(a, m, &w, c_cpu, (int)threads))) goto fail;
     double t_cpu = INFINITY;
     for (int rep = 0; rep < 3; rep++) {
-        t0 = now_ms();
+        t0 = qmm_now_ms();
         if ((st = qmm_matmul_cpu(a, m, &w, c_cpu, (int)threads))) goto fail;
-        t_cpu = fmin(t_cpu, now_ms() - t0);
+        t_cpu = fmin(t_cpu, qmm_now_ms() - t0);
     }
 
-    double e_ref = rel_frob(c_ref, ref, mn), e_cpu = rel_frob(c_cpu, ref, mn);
+    double e_ref = bench_rel_frob_f64(c_ref, ref, mn), e_cpu = bench_rel_frob_f64(c_cpu, ref, mn);
     printf("fp64 check %10.1f ms\n", t_f64);
     printf("reference  %10.2f ms  %8.2f GFLOP/s   rel. Frobenius vs fp64 %.3e\n", t_ref,
            flop / t_ref * 1e-6, e_ref);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "common/common.h"
 #include "qmm.h"
 
 #define MAX_LIST 64
@@ -366,14 +367,6 @@ static int splitk_shape(const qmm_model_gpu *g, const qmm_model_kernel *kn, int6
     return 0;
 }
 
-static const struct {
-    const char *name;
-    int64_t k, n;
-} qwen3_4b[] = {
-    {"q", 2560, 4096},    {"k", 2560, 1024},  {"v", 2560, 1024},    {"o", 4096, 2560},
-    {"gate", 2560, 9728}, {"up", 2560, 9728}, {"down", 9728, 2560},
-};
-
 static int splitk_model(const qmm_model_gpu *g, const qmm_model_kernel *kn, int64_t m,
                         int max_split, int align)
 {
@@ -384,7 +377,9 @@ static int splitk_model(const qmm_model_gpu *g, const qmm_model_kernel *kn, int6
            "tiles", "s=1 us", "best", "blocks", "waves", "best us", "memory", "bound", "doc s",
            "stream-k");
     double sum1 = 0, sumb = 0, sumk = 0;
-    for (size_t i = 0; i < sizeof qwen3_4b / sizeof qwen3_4b[0]; i++) {
+    bench_proj qwen3_4b[QMM_LLM_LINEAR_COUNT];
+    int np = bench_projections("qwen3-4b", qwen3_4b);
+    for (int i = 0; i < np; i++) {
         int64_t k = qwen3_4b[i].k, n = qwen3_4b[i].n;
         qmm_model_estimate one, best, doc, sk;
         if (qmm_model_splitk_refined(g, kn, m, n, k, 1, &one) != QMM_OK ||

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "common/common.h"
 #include "qmm.h"
 
 #define MAX_TOKENS 16
@@ -24,23 +25,6 @@ static void usage(FILE *f)
 
 /* ---- models: the linear layers of one decoder layer (K = in_features, N = out_features) ---- */
 
-typedef struct proj {
-    char name[16]; /* "q", "k", ... */
-    int64_t k, n;
-} proj;
-
-/* The projections of a preset, from the engine's own shapes (qmm_llm_linear_shape). */
-static int model_projs(const qmm_llm_config *c, proj out[QMM_LLM_LINEAR_COUNT])
-{
-    for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) {
-        const char *nm = qmm_llm_linear_name((qmm_llm_linear)i);
-        size_t len = strcspn(nm, "_");
-        snprintf(out[i].name, sizeof out[i].name, "%.*s", (int)len, nm);
-        if (qmm_llm_linear_shape(c, (qmm_llm_linear)i, &out[i].n, &out[i].k) != QMM_OK) return 0;
-    }
-    return QMM_LLM_LINEAR_COUNT;
-}
-
 /* Prints s left-aligned in `width` terminal columns (s may hold the 3-byte UTF-8 '→'). */
 static void cell(const char *s, int width)
 {
@@ -51,11 +35,11 @@ static void cell(const char *s, int width)
 
 /* ---- seed policy ---- */
 
-static int seed_model(const char *model, const qmm_llm_config *ms, const int64_t *tokens, int nt)
+static int seed_model(const char *model, const int64_t *tokens, int nt)
 {
     qmm_plan_params pp = qmm_plan_seed_params();
-    proj ps[QMM_LLM_LINEAR_COUNT];
-    int np = model_projs(ms, ps);
+    bench_proj ps[QMM_LLM_LINEAR_COUNT];
+    int np = bench_projections(model, ps);
     printf("%s, seed policy: tile %dx%d, target %d blocks, cap %d, matvec for M <= %d\n",
            model, pp.tile_m, pp.tile_n, pp.target_blocks, pp.max_split, pp.matvec_max_m);
     printf("cells: base blocks→split (matvec: the decode kernel, K not split)\n\n");
@@ -158,7 +142,7 @@ static qmm_status device_desc(const char *table, qmm_device_desc *d, char *what,
 }
 
 /* One shape (model == NULL) or a model's table; returns the exit code. */
-static int device_plans(const char *table, const char *model, const qmm_llm_config *ms,
+static int device_plans(const char *table, const char *model,
                         const int64_t *tokens, int nt, int64_t m, int64_t n, int64_t k)
 {
     qmm_device_desc d;
@@ -174,8 +158,8 @@ static int device_plans(const char *table, const char *model, const qmm_llm_conf
         print_plan(&pl);
         return 0;
     }
-    proj ps[QMM_LLM_LINEAR_COUNT];
-    int np = model_projs(ms, ps);
+    bench_proj ps[QMM_LLM_LINEAR_COUNT];
+    int np = bench_projections(model, ps);
     printf("%s: cells path/split/predicted µs\n\n", model);
     cell("proj", 6);
     cell("K→N", 13);
@@ -267,13 +251,13 @@ int cmd_plan(int argc, char **argv)
         return 2;
     }
     if (have_shape)
-        return device ? device_plans(table, NULL, NULL, NULL, 0, m, n, k) : seed_shape(m, n, k);
+        return device ? device_plans(table, NULL, NULL, 0, m, n, k) : seed_shape(m, n, k);
     qmm_llm_config cfg;
     if (qmm_llm_config_preset(model, &cfg) != QMM_OK) {
         fprintf(stderr, "qmm plan: unknown model '%s' (qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b)\n",
                 model);
         return 2;
     }
-    return device ? device_plans(table, model, &cfg, tokens, nt, 0, 0, 0)
-                  : seed_model(model, &cfg, tokens, nt);
+    return device ? device_plans(table, model, tokens, nt, 0, 0, 0)
+                  : seed_model(model, tokens, nt);
 }

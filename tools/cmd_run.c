@@ -7,6 +7,8 @@
 #include <time.h>
 
 #include "commands.h"
+#include "common/common.h"
+#include "internal.h"
 #include "qmm.h"
 
 static void usage(FILE *f)
@@ -25,13 +27,6 @@ static void usage(FILE *f)
             "      device slots (default 2) while earlier layers compute (CUDA)\n"
             "  --resident on (default with offload): first run the resident session: its tokens\n"
             "      must match, its profile gives the per-layer compute time of the prediction\n");
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* "1,2,3" -> ids (malloc'd); -1 on a malformed list. */
@@ -83,11 +78,11 @@ static qmm_status cuda_generate(const qmm_llm_model *m, long long max_seq,
                                 qmm_llm_profile *pd, int warm)
 {
     qmm_llm_cuda_session *s = NULL;
-    double t1 = now_ms();
+    double t1 = qmm_now_ms();
     qmm_status st = qmm_llm_cuda_session_create(m, max_seq, o, &s);
     if (!st) {
         printf("device cuda: session of %lld positions ready in %.0f ms (split-K %s, graph %s, "
-               "fused projections %s, weights %s)\n", max_seq, now_ms() - t1,
+               "fused projections %s, weights %s)\n", max_seq, qmm_now_ms() - t1,
                o->split_k ? "on" : "off", o->use_graph ? "on" : "off",
                o->fuse_projections ? "on" : "off", o->offload_weights ? "streamed" : "resident");
         if (warm) st = qmm_llm_cuda_generate(s, ids, n, max_new, out, t);
@@ -225,7 +220,7 @@ int cmd_run(int argc, char **argv)
         if (!ids) return 1;
     }
 
-    double t0 = now_ms();
+    double t0 = qmm_now_ms();
     qmm_llm_model *m = NULL;
     qmm_status st = qmm_llm_model_open(model, (uint64_t)seed, &m);
     if (st) {
@@ -235,11 +230,7 @@ int cmd_run(int argc, char **argv)
     }
     const qmm_llm_config *c = qmm_llm_model_config(m);
     if (!ids_arg) {
-        uint64_t s = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
-        for (int64_t i = 0; i < n; i++) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            ids[i] = (int32_t)((s >> 33) % (uint64_t)c->vocab_size);
-        }
+        bench_prompt_ids(ids, n, (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1, c->vocab_size);
     }
     /* with offload the resident reference also profiles a step after the prompt: one more */
     if (max_seq <= 0) max_seq = n + max_new - 1 + offload;
@@ -250,7 +241,7 @@ int cmd_run(int argc, char **argv)
            c->tie_word_embeddings ? "tied head" : "separate head", wb >= 1e9 ? wb / 1e9 : wb / 1e6,
            wb >= 1e9 ? "GB" : "MB",
            strchr(model, '/') || !strncmp(model, ".", 1) ? "checkpoint" : "synthetic",
-           now_ms() - t0);
+           qmm_now_ms() - t0);
 
     int32_t *out = malloc((size_t)max_new * sizeof *out);
     qmm_llm_timing t;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/common.h"
 #include "matmul_gpu.h"
 
 #ifndef QMM_HAVE_CUDA
@@ -58,13 +59,7 @@ int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref,
         goto done;
     }
     cudaMemcpy(c, c_dev, mn * 2, cudaMemcpyDeviceToHost);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < mn; i++) {
-        double g = qmm_bf16_to_f32(c[i]);
-        num += isfinite(g) ? (g - ref[i]) * (g - ref[i]) : INFINITY;
-        den += ref[i] * ref[i];
-    }
-    double err = den > 0 ? sqrt(num / den) : sqrt(num);
+    double err = bench_rel_frob_f64(c, ref, mn);
     /* eager launches, hot weights: a quick figure; `qmm bench ops` is the measurement */
     const int reps = 50;
     cudaEventRecord(e0, 0);

@@ -31,8 +31,6 @@ struct qmm_cuda_weight {
     int owns; /* 0 for qmm_cuda_weight_wrap: the caller's buffers */
 };
 
-#define CUDA_TRY QMM_CUDA_TRY
-
 extern "C" int qmm_cuda_built(void) { return 1; }
 
 extern "C" qmm_status qmm_cuda_device_count(int *count, char *msg, size_t msg_len)
@@ -62,13 +60,13 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
     }
     if (device < 0 || device >= count)
         return qmm_fail(QMM_ERR_ARG, "device %d out of range (%d devices)", device, count);
-    CUDA_TRY(cudaSetDevice(device));
+    QMM_CUDA_TRY(cudaSetDevice(device));
     cudaDeviceProp prop;
-    CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+    QMM_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
     if (prop.major != 9) /* sm_90a code does not run on other architectures */
         return qmm_fail(QMM_ERR_UNSUPPORTED, "%s is sm_%d%d; this build targets sm_90", prop.name,
                         prop.major, prop.minor);
-    CUDA_TRY(tiled_init());
+    QMM_CUDA_TRY(tiled_init());
 
     qmm_cuda_ctx *ctx = (qmm_cuda_ctx *)calloc(1, sizeof *ctx);
     if (!ctx) return qmm_fail(QMM_ERR_NOMEM, "out of host memory");
@@ -243,8 +241,8 @@ extern "C" qmm_status qmm_cuda_dequantize_rows(qmm_cuda_ctx *ctx, const qmm_cuda
     if (w->device != ctx->device)
         return qmm_fail(QMM_ERR_ARG, "weight lives on device %d, context on %d", w->device,
                         ctx->device);
-    CUDA_TRY(cudaSetDevice(ctx->device));
-    CUDA_TRY(launch_dequant_rows(w->dev, rows_dev, NULL, (int)count, out_dev, err_dev, ctx->stream));
+    QMM_CUDA_TRY(cudaSetDevice(ctx->device));
+    QMM_CUDA_TRY(launch_dequant_rows(w->dev, rows_dev, NULL, (int)count, out_dev, err_dev, ctx->stream));
     return QMM_OK;
 }
 

@@ -1,5 +1,7 @@
-/* Check a CUDA runtime call inside a function returning qmm_status: on failure record the call,
- * file, line and CUDA's message for qmm_last_error() and return QMM_ERR_CUDA. */
+/* The one CUDA check of the library and the engine: inside a function returning qmm_status, on
+ * failure record the call, file, line and CUDA's message for qmm_last_error() and return
+ * QMM_ERR_NOMEM for an allocation failure, else QMM_ERR_CUDA. (The tools exit instead:
+ * tools/common/common.h; the tests fail the case: tests/harness.h.) */
 #ifndef QMM_CUDA_TRY_H
 #define QMM_CUDA_TRY_H
 
@@ -11,7 +13,8 @@
     do {                                                                                       \
         cudaError_t err_ = (call);                                                             \
         if (err_ != cudaSuccess)                                                               \
-            return qmm_fail(QMM_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, \
+            return qmm_fail(err_ == cudaErrorMemoryAllocation ? QMM_ERR_NOMEM : QMM_ERR_CUDA,   \
+                            "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,               \
                             cudaGetErrorString(err_));                                         \
     } while (0)
 

@@ -22,16 +22,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/cuda_try.h"
 #include "internal.h"
-
-#define PIPE_TRY(call)                                                                          \
-    do {                                                                                        \
-        cudaError_t e_ = (call);                                                                \
-        if (e_ != cudaSuccess)                                                                  \
-            return qmm_fail(e_ == cudaErrorMemoryAllocation ? QMM_ERR_NOMEM : QMM_ERR_CUDA,     \
-                            "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,                \
-                            cudaGetErrorString(e_));                                            \
-    } while (0)
 
 #define PIPE_MAX_BUFFERS 64
 #define PIPE_MAX_ROWS ((int64_t)1 << 30)
@@ -76,14 +68,14 @@ static void pipeline_free(qmm_pipeline *p)
 /* Streams, events, our context, workspace and slots of a zeroed p with its sizes set. */
 static qmm_status pipeline_build(qmm_pipeline *p)
 {
-    PIPE_TRY(cudaSetDevice(p->device));
+    QMM_CUDA_TRY(cudaSetDevice(p->device));
     /* non-blocking: the legacy default stream (weight uploads, cudaMemcpy) must not serialise
      * with the pipeline's streams */
     for (int e = 0; e < QMM_MODEL_ENGINES; e++)
-        PIPE_TRY(cudaStreamCreateWithFlags(&p->stream[e], cudaStreamNonBlocking));
+        QMM_CUDA_TRY(cudaStreamCreateWithFlags(&p->stream[e], cudaStreamNonBlocking));
     for (int s = 0; s < p->buffers; s++)
         for (int e = 0; e < QMM_MODEL_ENGINES; e++)
-            PIPE_TRY(cudaEventCreateWithFlags(&p->done[e][s], cudaEventDisableTiming));
+            QMM_CUDA_TRY(cudaEventCreateWithFlags(&p->done[e][s], cudaEventDisableTiming));
     qmm_status st = qmm_cuda_create(p->device, p->stream[QMM_ENGINE_COMPUTE], &p->ctx);
     if (st != QMM_OK) return st;
 
@@ -98,8 +90,8 @@ static qmm_status pipeline_build(qmm_pipeline *p)
                                           "N = %lld)",
                         (long long)p->chunk_rows, (long long)p->k, (long long)p->n);
     for (int s = 0; s < p->buffers; s++) {
-        PIPE_TRY(cudaMalloc((void **)&p->a_slot[s], a_bytes));
-        PIPE_TRY(cudaMalloc((void **)&p->c_slot[s], c_bytes));
+        QMM_CUDA_TRY(cudaMalloc((void **)&p->a_slot[s], a_bytes));
+        QMM_CUDA_TRY(cudaMalloc((void **)&p->c_slot[s], c_bytes));
     }
 
     /* the workspace of the largest need over every chunk size a run can use (1..chunk_rows):
@@ -114,7 +106,7 @@ static qmm_status pipeline_build(qmm_pipeline *p)
     }
     if (ws > SIZE_MAX / 2)
         return qmm_fail(QMM_ERR_OVERFLOW, "pipeline: workspace of %zu bytes", ws);
-    if (ws > 0) PIPE_TRY(cudaMalloc(&p->ws, ws));
+    if (ws > 0) QMM_CUDA_TRY(cudaMalloc(&p->ws, ws));
     p->ws_bytes = ws;
     p->device_bytes = ws + (size_t)p->buffers * (a_bytes + c_bytes);
     return QMM_OK;
@@ -205,11 +197,11 @@ static qmm_status enqueue(qmm_pipeline *p, const qmm_pipeline_step *steps, int c
         cudaStream_t st = p->stream[s->engine];
         for (int d = 0; d < s->dep_count; d++)
             if (s->dep[d].engine != s->engine)
-                PIPE_TRY(cudaStreamWaitEvent(st, p->done[s->dep[d].engine][s->dep[d].chunk % b], 0));
+                QMM_CUDA_TRY(cudaStreamWaitEvent(st, p->done[s->dep[d].engine][s->dep[d].chunk % b], 0));
         size_t at = ((size_t)s->engine * (size_t)chunks + (size_t)s->chunk) * 2;
-        if (events) PIPE_TRY(cudaEventRecord((cudaEvent_t)events[at], st));
+        if (events) QMM_CUDA_TRY(cudaEventRecord((cudaEvent_t)events[at], st));
         if (s->engine == QMM_ENGINE_LOAD) {
-            PIPE_TRY(cudaMemcpyAsync(p->a_slot[s->slot], a_host + s->row0 * p->k,
+            QMM_CUDA_TRY(cudaMemcpyAsync(p->a_slot[s->slot], a_host + s->row0 * p->k,
                                      (size_t)s->rows * (size_t)p->k * 2, cudaMemcpyHostToDevice, st));
         } else if (s->engine == QMM_ENGINE_COMPUTE) {
             /* our context's stream is the compute stream (set at creation, never changed) */
@@ -217,11 +209,11 @@ static qmm_status enqueue(qmm_pipeline *p, const qmm_pipeline_step *steps, int c
                                            p->c_slot[s->slot], p->ws, p->ws_bytes, &p->opt, NULL);
             if (q != QMM_OK) return q;
         } else {
-            PIPE_TRY(cudaMemcpyAsync(c_host + s->row0 * p->n, p->c_slot[s->slot],
+            QMM_CUDA_TRY(cudaMemcpyAsync(c_host + s->row0 * p->n, p->c_slot[s->slot],
                                      (size_t)s->rows * (size_t)p->n * 2, cudaMemcpyDeviceToHost, st));
         }
-        if (events) PIPE_TRY(cudaEventRecord((cudaEvent_t)events[at + 1], st));
-        PIPE_TRY(cudaEventRecord(p->done[s->engine][s->slot], st));
+        if (events) QMM_CUDA_TRY(cudaEventRecord((cudaEvent_t)events[at + 1], st));
+        QMM_CUDA_TRY(cudaEventRecord(p->done[s->engine][s->slot], st));
     }
     return QMM_OK;
 }
@@ -252,7 +244,7 @@ extern "C" qmm_status qmm_pipeline_run_rows(qmm_pipeline *p, const qmm_bf16 *a_h
         return qmm_fail(QMM_ERR_NULL, "pipeline run: events is NULL but event_count = %zu",
                         event_count);
     }
-    PIPE_TRY(cudaSetDevice(p->device));
+    QMM_CUDA_TRY(cudaSetDevice(p->device));
     qmm_status st = check_pinned(a_host, (size_t)m_total * (size_t)p->k * 2, "a_host");
     if (st == QMM_OK) st = check_pinned(c_host, (size_t)m_total * (size_t)p->n * 2, "c_host");
     if (st != QMM_OK) return st;
@@ -315,8 +307,8 @@ extern "C" qmm_status qmm_pipeline_timeline(void *const *events, int chunks,
     for (size_t e = 0; e < QMM_MODEL_ENGINES; e++)
         for (size_t i = 0; i < n; i++) {
             float ms0 = 0, ms1 = 0;
-            PIPE_TRY(cudaEventElapsedTime(&ms0, origin, (cudaEvent_t)events[(e * n + i) * 2]));
-            PIPE_TRY(cudaEventElapsedTime(&ms1, origin, (cudaEvent_t)events[(e * n + i) * 2 + 1]));
+            QMM_CUDA_TRY(cudaEventElapsedTime(&ms0, origin, (cudaEvent_t)events[(e * n + i) * 2]));
+            QMM_CUDA_TRY(cudaEventElapsedTime(&ms1, origin, (cudaEvent_t)events[(e * n + i) * 2 + 1]));
             seg[e * n + i].start = 1000.0 * ms0;
             seg[e * n + i].end = 1000.0 * ms1;
         }

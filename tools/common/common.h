@@ -30,6 +30,11 @@ double bench_rng_uniform(bench_rng *r, double lo, double hi);
 void bench_random_w4(bench_rng *r, qmm_w4 *w);
 /* x[count] uniform in [-1, 1) as bf16. */
 void bench_random_bf16(bench_rng *r, qmm_bf16 *x, size_t count);
+/* Normal(0, 1) (Box-Muller). */
+double bench_rng_normal(bench_rng *r);
+/* n token ids in [0, vocab) from the LCG stream that starts at state (qmm run and bench e2e
+ * prompts: the same state, the same prompt). */
+void bench_prompt_ids(int32_t *ids, int64_t n, uint64_t state, int64_t vocab);
 /* A seed from the clock (63 bits: prints and parses the same everywhere). */
 uint64_t bench_seed_from_clock(void);
 
@@ -60,6 +65,16 @@ int bench_parse_ll(const char *s, long long lo, long long hi, long long *out);
 void bench_commit(const char *given, char *out, size_t size);
 /* Now, UTC, ISO 8601 ("2026-11-29T14:58:00Z"). */
 void bench_date_utc(char *out, size_t size);
+
+/* ---- model shapes (data.c) ---- */
+
+typedef struct bench_proj {
+    char name[16]; /* "q", "k", ..., "down" */
+    int64_t k, n;  /* K in_features, N out_features */
+} bench_proj;
+/* The seven projections of one decoder layer of a preset ("qwen3-4b", ...), from the engine's
+ * own shapes (qmm_llm_linear_shape); returns the count, 0 for an unknown preset. */
+int bench_projections(const char *preset, bench_proj out[QMM_LLM_LINEAR_COUNT]);
 
 /* ---- fatal checks (check.c): print the call, where, the error, what was going on; exit 1
  * (a failed CUDA call may poison the context, so there is no going on) ---- */

@@ -1,4 +1,6 @@
 /* Seeded random data for the tools (splitmix64: the library's qmm_splitmix64). */
+#include <math.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,4 +39,30 @@ uint64_t bench_seed_from_clock(void)
     bench_rng r = {(uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^
                    ((uint64_t)getpid() << 32)};
     return bench_rng_next(&r) >> 1;
+}
+
+double bench_rng_normal(bench_rng *r)
+{
+    double u1 = ((bench_rng_next(r) >> 11) + 1.0) * 0x1p-53, u2 = (bench_rng_next(r) >> 11) * 0x1p-53;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void bench_prompt_ids(int32_t *ids, int64_t n, uint64_t state, int64_t vocab)
+{
+    for (int64_t i = 0; i < n; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int32_t)((state >> 33) % (uint64_t)vocab);
+    }
+}
+
+int bench_projections(const char *preset, bench_proj out[QMM_LLM_LINEAR_COUNT])
+{
+    qmm_llm_config c;
+    if (qmm_llm_config_preset(preset, &c) != QMM_OK) return 0;
+    for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) {
+        const char *nm = qmm_llm_linear_name((qmm_llm_linear)i);
+        snprintf(out[i].name, sizeof out[i].name, "%.*s", (int)strcspn(nm, "_"), nm);
+        if (qmm_llm_linear_shape(&c, (qmm_llm_linear)i, &out[i].n, &out[i].k) != QMM_OK) return 0;
+    }
+    return QMM_LLM_LINEAR_COUNT;
 }

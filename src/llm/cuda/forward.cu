@@ -33,12 +33,7 @@ static qmm_status mm(qmm_llm_cuda_session *s, const bf16 *a, int m, const qmm_cu
                            &o, NULL);
 }
 
-#define K_TRY(call)                                                                              \
-    do {                                                                                         \
-        cudaError_t e_ = (call);                                                                 \
-        if (e_ != cudaSuccess)                                                                   \
-            return qmm_fail(QMM_ERR_CUDA, "%s failed: %s", #call, cudaGetErrorString(e_));       \
-    } while (0)
+#define K_TRY QMM_CUDA_TRY /* the one CUDA check (cuda/cuda_try.h) */
 #define Q_TRY(call)                                                                              \
     do {                                                                                         \
         qmm_status st_ = (call);                                                                 \
@@ -138,7 +133,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
 qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraphExec_t *out)
 {
     *out = NULL;
-    LLM_CUDA_TRY(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeRelaxed));
+    QMM_CUDA_TRY(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeRelaxed));
     qmm_status st = llm_cuda_forward(s, m, final, NULL);
     cudaGraph_t g = NULL;
     cudaError_t e = cudaStreamEndCapture(s->stream, &g);
@@ -166,12 +161,12 @@ qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final)
 {
     if (!s->use_graph) return llm_cuda_forward(s, m, final, NULL);
     if (m == 1 && final && s->decode_graph) {
-        LLM_CUDA_TRY(cudaGraphLaunch(s->decode_graph, s->stream));
+        QMM_CUDA_TRY(cudaGraphLaunch(s->decode_graph, s->stream));
         return QMM_OK;
     }
     for (int i = 0; i < s->ngraphs; i++)
         if (s->graphs[i].m == m && s->graphs[i].final == final) {
-            LLM_CUDA_TRY(cudaGraphLaunch(s->graphs[i].exec, s->stream));
+            QMM_CUDA_TRY(cudaGraphLaunch(s->graphs[i].exec, s->stream));
             return QMM_OK;
         }
     cudaGraphExec_t g;
@@ -188,6 +183,6 @@ qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final)
     s->graphs[slot].m = m;
     s->graphs[slot].final = final;
     s->graphs[slot].exec = g;
-    LLM_CUDA_TRY(cudaGraphLaunch(g, s->stream));
+    QMM_CUDA_TRY(cudaGraphLaunch(g, s->stream));
     return QMM_OK;
 }

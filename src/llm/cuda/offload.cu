@@ -99,10 +99,10 @@ static qmm_status upload(qmm_llm_cuda_session *s, int j)
 {
     llm_offload *o = s->off;
     int slot = j % o->buffers;
-    LLM_CUDA_TRY(cudaMemcpyAsync(o->slots + (size_t)slot * o->layer_bytes,
+    QMM_CUDA_TRY(cudaMemcpyAsync(o->slots + (size_t)slot * o->layer_bytes,
                                  o->host + (size_t)j * o->layer_bytes, o->layer_bytes,
                                  cudaMemcpyHostToDevice, o->copy));
-    LLM_CUDA_TRY(cudaEventRecord(o->ready[slot], o->copy));
+    QMM_CUDA_TRY(cudaEventRecord(o->ready[slot], o->copy));
     return QMM_OK;
 }
 
@@ -159,13 +159,13 @@ qmm_status llm_offload_create(qmm_llm_cuda_session *s)
     o->free_ = (cudaEvent_t *)calloc((size_t)o->buffers, sizeof *o->free_);
     o->slot_w = (llm_cuda_layer *)calloc((size_t)o->buffers, sizeof *o->slot_w);
     if (!o->ready || !o->free_ || !o->slot_w) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
-    LLM_CUDA_TRY(cudaStreamCreateWithFlags(&o->copy, cudaStreamNonBlocking));
+    QMM_CUDA_TRY(cudaStreamCreateWithFlags(&o->copy, cudaStreamNonBlocking));
     for (int i = 0; i < o->buffers; i++) {
-        LLM_CUDA_TRY(cudaEventCreateWithFlags(&o->ready[i], cudaEventDisableTiming));
-        LLM_CUDA_TRY(cudaEventCreateWithFlags(&o->free_[i], cudaEventDisableTiming));
+        QMM_CUDA_TRY(cudaEventCreateWithFlags(&o->ready[i], cudaEventDisableTiming));
+        QMM_CUDA_TRY(cudaEventCreateWithFlags(&o->free_[i], cudaEventDisableTiming));
     }
-    LLM_CUDA_TRY(cudaEventCreateWithFlags(&o->fork, cudaEventDisableTiming));
-    LLM_CUDA_TRY(cudaEventCreateWithFlags(&o->join, cudaEventDisableTiming));
+    QMM_CUDA_TRY(cudaEventCreateWithFlags(&o->fork, cudaEventDisableTiming));
+    QMM_CUDA_TRY(cudaEventCreateWithFlags(&o->join, cudaEventDisableTiming));
     cudaError_t e = cudaMallocHost((void **)&o->host, host_bytes);
     if (e != cudaSuccess) {
         o->host = NULL;
@@ -231,8 +231,8 @@ qmm_status llm_offload_begin(qmm_llm_cuda_session *s)
     llm_offload *o = s->off;
     /* everything before this forward (its last use of every slot included) precedes the uploads;
      * under capture this also brings the copy stream into the graph */
-    LLM_CUDA_TRY(cudaEventRecord(o->fork, s->stream));
-    LLM_CUDA_TRY(cudaStreamWaitEvent(o->copy, o->fork, 0));
+    QMM_CUDA_TRY(cudaEventRecord(o->fork, s->stream));
+    QMM_CUDA_TRY(cudaStreamWaitEvent(o->copy, o->fork, 0));
     for (int j = 0; j < o->buffers; j++) {
         qmm_status st = upload(s, j);
         if (st) return st;
@@ -243,7 +243,7 @@ qmm_status llm_offload_begin(qmm_llm_cuda_session *s)
 qmm_status llm_offload_before_layer(qmm_llm_cuda_session *s, int l)
 {
     llm_offload *o = s->off;
-    LLM_CUDA_TRY(cudaStreamWaitEvent(s->stream, o->ready[l % o->buffers], 0));
+    QMM_CUDA_TRY(cudaStreamWaitEvent(s->stream, o->ready[l % o->buffers], 0));
     return QMM_OK;
 }
 
@@ -253,16 +253,16 @@ qmm_status llm_offload_after_layer(qmm_llm_cuda_session *s, int l)
     int next = l + o->buffers;
     if (next >= s->cfg.num_layers) return QMM_OK;
     int slot = l % o->buffers;
-    LLM_CUDA_TRY(cudaEventRecord(o->free_[slot], s->stream));
-    LLM_CUDA_TRY(cudaStreamWaitEvent(o->copy, o->free_[slot], 0));
+    QMM_CUDA_TRY(cudaEventRecord(o->free_[slot], s->stream));
+    QMM_CUDA_TRY(cudaStreamWaitEvent(o->copy, o->free_[slot], 0));
     return upload(s, next);
 }
 
 qmm_status llm_offload_end(qmm_llm_cuda_session *s)
 {
     llm_offload *o = s->off;
-    LLM_CUDA_TRY(cudaEventRecord(o->join, o->copy));
-    LLM_CUDA_TRY(cudaStreamWaitEvent(s->stream, o->join, 0));
+    QMM_CUDA_TRY(cudaEventRecord(o->join, o->copy));
+    QMM_CUDA_TRY(cudaStreamWaitEvent(s->stream, o->join, 0));
     return QMM_OK;
 }
 

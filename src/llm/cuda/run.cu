@@ -31,7 +31,7 @@ static qmm_status check_ids(const qmm_llm_cuda_session *s, const int32_t *ids, i
 static qmm_status put_ids(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n)
 {
     memcpy(s->h_tokens, ids, (size_t)n * 4);
-    LLM_CUDA_TRY(cudaMemcpyAsync(s->d_tokens + s->pos, s->h_tokens, (size_t)n * 4,
+    QMM_CUDA_TRY(cudaMemcpyAsync(s->d_tokens + s->pos, s->h_tokens, (size_t)n * 4,
                                  cudaMemcpyHostToDevice, s->stream));
     return QMM_OK;
 }
@@ -52,14 +52,14 @@ static qmm_status enqueue_prefill(qmm_llm_cuda_session *s, int64_t n)
 static qmm_status finish(qmm_llm_cuda_session *s, float *logits_out, int32_t *next_out)
 {
     int32_t err = 0;
-    LLM_CUDA_TRY(cudaMemcpyAsync(&s->h_tokens[0], s->d_err, 4, cudaMemcpyDeviceToHost, s->stream));
+    QMM_CUDA_TRY(cudaMemcpyAsync(&s->h_tokens[0], s->d_err, 4, cudaMemcpyDeviceToHost, s->stream));
     if (next_out)
-        LLM_CUDA_TRY(cudaMemcpyAsync(&s->h_tokens[1], s->d_tokens + s->pos, 4,
+        QMM_CUDA_TRY(cudaMemcpyAsync(&s->h_tokens[1], s->d_tokens + s->pos, 4,
                                      cudaMemcpyDeviceToHost, s->stream));
     if (logits_out)
-        LLM_CUDA_TRY(cudaMemcpyAsync(s->h_logits, s->logits, (size_t)s->cfg.vocab_size * 2,
+        QMM_CUDA_TRY(cudaMemcpyAsync(s->h_logits, s->logits, (size_t)s->cfg.vocab_size * 2,
                                      cudaMemcpyDeviceToHost, s->stream));
-    LLM_CUDA_TRY(cudaStreamSynchronize(s->stream));
+    QMM_CUDA_TRY(cudaStreamSynchronize(s->stream));
     err = s->h_tokens[0];
     if (err)
         return qmm_fail(QMM_ERR_RANGE, err == 2 ? "every logit was NaN (the argmax had no candidate)"
@@ -78,7 +78,7 @@ extern "C" qmm_status qmm_llm_cuda_prefill(qmm_llm_cuda_session *s, const int32_
     if (!s || !ids) return qmm_fail(QMM_ERR_NULL, "qmm_llm_cuda_prefill: NULL argument");
     qmm_status st = check_ids(s, ids, n, 0);
     if (st) return st;
-    LLM_CUDA_TRY(cudaSetDevice(s->device));
+    QMM_CUDA_TRY(cudaSetDevice(s->device));
     if ((st = put_ids(s, ids, n)) || (st = enqueue_prefill(s, n))) return st;
     s->pos += n;
     st = finish(s, logits_out, next_out);
@@ -92,7 +92,7 @@ extern "C" qmm_status qmm_llm_cuda_decode(qmm_llm_cuda_session *s, int32_t id, f
     if (!s) return qmm_fail(QMM_ERR_NULL, "qmm_llm_cuda_decode: NULL argument");
     qmm_status st = check_ids(s, &id, 1, 0);
     if (st) return st;
-    LLM_CUDA_TRY(cudaSetDevice(s->device));
+    QMM_CUDA_TRY(cudaSetDevice(s->device));
     if ((st = put_ids(s, &id, 1)) || (st = llm_cuda_run_forward(s, 1, 1))) return st;
     s->pos += 1;
     st = finish(s, logits_out, next_out);
@@ -107,26 +107,26 @@ extern "C" qmm_status qmm_llm_cuda_generate(qmm_llm_cuda_session *s, const int32
     if (max_new < 1) return qmm_fail(QMM_ERR_ARG, "max_new = %lld", (long long)max_new);
     qmm_status st = check_ids(s, ids, n, max_new - 1);
     if (st) return st;
-    LLM_CUDA_TRY(cudaSetDevice(s->device));
+    QMM_CUDA_TRY(cudaSetDevice(s->device));
     int64_t p0 = s->pos;
     if ((st = put_ids(s, ids, n))) return st;
-    LLM_CUDA_TRY(cudaEventRecord(s->ev[0], s->stream));
+    QMM_CUDA_TRY(cudaEventRecord(s->ev[0], s->stream));
     if ((st = enqueue_prefill(s, n))) return st;
-    LLM_CUDA_TRY(cudaEventRecord(s->ev[1], s->stream));
+    QMM_CUDA_TRY(cudaEventRecord(s->ev[1], s->stream));
     /* each step's argmax wrote the next input into the history: no host round trip */
     for (int64_t i = 1; i < max_new; i++)
         if ((st = llm_cuda_run_forward(s, 1, 1))) return st;
-    LLM_CUDA_TRY(cudaEventRecord(s->ev[2], s->stream));
+    QMM_CUDA_TRY(cudaEventRecord(s->ev[2], s->stream));
     s->pos = p0 + n + max_new - 1;
-    LLM_CUDA_TRY(cudaMemcpyAsync(s->h_tokens, s->d_tokens + p0 + n, (size_t)max_new * 4,
+    QMM_CUDA_TRY(cudaMemcpyAsync(s->h_tokens, s->d_tokens + p0 + n, (size_t)max_new * 4,
                                  cudaMemcpyDeviceToHost, s->stream));
-    LLM_CUDA_TRY(cudaStreamSynchronize(s->stream));
+    QMM_CUDA_TRY(cudaStreamSynchronize(s->stream));
     memcpy(out, s->h_tokens, (size_t)max_new * 4);
     if ((st = finish(s, NULL, NULL))) return st;
     if (timing) {
         float a = 0, b = 0;
-        LLM_CUDA_TRY(cudaEventElapsedTime(&a, s->ev[0], s->ev[1]));
-        LLM_CUDA_TRY(cudaEventElapsedTime(&b, s->ev[1], s->ev[2]));
+        QMM_CUDA_TRY(cudaEventElapsedTime(&a, s->ev[0], s->ev[1]));
+        QMM_CUDA_TRY(cudaEventElapsedTime(&b, s->ev[1], s->ev[2]));
         timing->prompt_tokens = n;
         timing->new_tokens = max_new;
         timing->prefill_ms = a;
@@ -142,7 +142,7 @@ static qmm_status collect(llm_prof *p, qmm_llm_profile *out)
     memset(out, 0, sizeof *out);
     for (int i = 1; i < p->count; i++) {
         float ms = 0;
-        LLM_CUDA_TRY(cudaEventElapsedTime(&ms, p->ev[i - 1], p->ev[i]));
+        QMM_CUDA_TRY(cudaEventElapsedTime(&ms, p->ev[i - 1], p->ev[i]));
         int at = 0;
         while (at < out->count && strcmp(out->name[at], p->name[i])) at++;
         if (at == out->count) {

@@ -30,7 +30,7 @@ static qmm_status dev_alloc(T **p, size_t count, const char *what)
 
 static qmm_status upload(void *dst, const void *src, size_t bytes)
 {
-    LLM_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    QMM_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
     return QMM_OK;
 }
 
@@ -192,14 +192,14 @@ static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
         s->gu_stride = (int64_t)I;
     }
     /* the cache starts as zeros, so nothing ever reads uninitialised bits */
-    LLM_CUDA_TRY(cudaMemset(s->kc, 0, cache * 2));
-    LLM_CUDA_TRY(cudaMemset(s->vc, 0, cache * 2));
-    LLM_CUDA_TRY(cudaMemset(s->d_pos, 0, 4));
-    LLM_CUDA_TRY(cudaMemset(s->d_err, 0, 4));
-    LLM_CUDA_TRY(cudaMemset(s->d_tokens, 0, ((size_t)s->max_seq + 1) * 4));
-    LLM_CUDA_TRY(cudaMallocHost((void **)&s->h_logits, (size_t)c->vocab_size * 2));
-    LLM_CUDA_TRY(cudaMallocHost((void **)&s->h_tokens, ((size_t)s->max_seq + 1) * 4));
-    for (int i = 0; i < 3; i++) LLM_CUDA_TRY(cudaEventCreate(&s->ev[i]));
+    QMM_CUDA_TRY(cudaMemset(s->kc, 0, cache * 2));
+    QMM_CUDA_TRY(cudaMemset(s->vc, 0, cache * 2));
+    QMM_CUDA_TRY(cudaMemset(s->d_pos, 0, 4));
+    QMM_CUDA_TRY(cudaMemset(s->d_err, 0, 4));
+    QMM_CUDA_TRY(cudaMemset(s->d_tokens, 0, ((size_t)s->max_seq + 1) * 4));
+    QMM_CUDA_TRY(cudaMallocHost((void **)&s->h_logits, (size_t)c->vocab_size * 2));
+    QMM_CUDA_TRY(cudaMallocHost((void **)&s->h_tokens, ((size_t)s->max_seq + 1) * 4));
+    for (int i = 0; i < 3; i++) QMM_CUDA_TRY(cudaEventCreate(&s->ev[i]));
     return QMM_OK;
 }
 
@@ -332,10 +332,10 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
 extern "C" qmm_status qmm_llm_cuda_reset(qmm_llm_cuda_session *s)
 {
     if (!s) return qmm_fail(QMM_ERR_NULL, "session is NULL");
-    LLM_CUDA_TRY(cudaSetDevice(s->device));
-    LLM_CUDA_TRY(cudaMemsetAsync(s->d_pos, 0, 4, s->stream));
-    LLM_CUDA_TRY(cudaMemsetAsync(s->d_err, 0, 4, s->stream));
-    LLM_CUDA_TRY(cudaStreamSynchronize(s->stream));
+    QMM_CUDA_TRY(cudaSetDevice(s->device));
+    QMM_CUDA_TRY(cudaMemsetAsync(s->d_pos, 0, 4, s->stream));
+    QMM_CUDA_TRY(cudaMemsetAsync(s->d_err, 0, 4, s->stream));
+    QMM_CUDA_TRY(cudaStreamSynchronize(s->stream));
     s->pos = 0;
     return QMM_OK;
 }

@@ -10,7 +10,6 @@
 #include "llm/cuda/llm_kernels.cuh"
 #include "llm/model.h"
 
-#define LLM_CUDA_TRY QMM_CUDA_TRY
 
 /* Event marks of an eagerly profiled forward: the time between mark i-1 and mark i is charged to
  * name[i]. */
