@@ -3,27 +3,13 @@
 
 #include "internal.h"
 
-static uint32_t f32_bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float f32_from_bits(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 /* ---- bf16: the top half of an f32 ---- */
 
-float qmm_bf16_to_f32(qmm_bf16 x) { return f32_from_bits((uint32_t)x << 16); }
+float qmm_bf16_to_f32(qmm_bf16 x) { return qmm_f32_from_bits((uint32_t)x << 16); }
 
 qmm_bf16 qmm_f32_to_bf16(float x)
 {
-    uint32_t u = f32_bits(x);
+    uint32_t u = qmm_f32_bits(x);
     /* NaN: keep sign and top payload bits, force the quiet bit so it cannot turn into Inf. */
     if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (qmm_bf16)((u >> 16) | 0x0040u);
     /* Round to nearest even on the 16 dropped bits; a carry into the exponent is the right
@@ -42,11 +28,11 @@ float qmm_f16_to_f32(qmm_f16 x)
     if (exp == 0) {
         /* zero or subnormal: man * 2^-24 is exact in f32 */
         float v = (float)man * 0x1p-24f;
-        return f32_from_bits(f32_bits(v) | sign);
+        return qmm_f32_from_bits(qmm_f32_bits(v) | sign);
     }
     if (exp == 31) /* Inf, or NaN kept quiet with its payload */
-        return f32_from_bits(sign | 0x7F800000u | (man << 13) | (man ? 0x00400000u : 0));
-    return f32_from_bits(sign | ((exp - 15 + 127) << 23) | (man << 13));
+        return qmm_f32_from_bits(sign | 0x7F800000u | (man << 13) | (man ? 0x00400000u : 0));
+    return qmm_f32_from_bits(sign | ((exp - 15 + 127) << 23) | (man << 13));
 }
 
 /* q + 1 if the dropped part rem (of `bits` bits) is above half, or exactly half and q is odd. */
@@ -58,7 +44,7 @@ static uint32_t round_even(uint32_t q, uint32_t rem, int bits)
 
 qmm_f16 qmm_f32_to_f16(float x)
 {
-    uint32_t u = f32_bits(x);
+    uint32_t u = qmm_f32_bits(x);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t abs = u & 0x7FFFFFFFu;
     if (abs > 0x7F800000u) /* NaN: quiet, top payload bits kept */

@@ -2,6 +2,8 @@
 #ifndef QMM_INTERNAL_H
 #define QMM_INTERNAL_H
 
+#include <string.h>
+
 #include "qmm.h"
 
 #ifdef __cplusplus
@@ -17,6 +19,20 @@ qmm_status qmm_fail(qmm_status s, const char *fmt, ...)
     ;
 /* Clear the detail (called at the start of public entry points that succeed). */
 void qmm_clear_error(void);
+
+/* The bits of a float and back (no aliasing). */
+static inline uint32_t qmm_f32_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static inline float qmm_f32_from_bits(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 
 /* splitmix64: one small seeded stream for every generator in the tree (weights, jitter, test
  * and benchmark data), so a seed means the same numbers everywhere. */
@@ -35,6 +51,19 @@ static inline double qmm_unit_f64(uint64_t *state)
 
 /* Milliseconds on the monotonic clock (status.c). */
 double qmm_now_ms(void);
+
+/* w over caller-owned buffers: packed [n, k/8] words, scales and biases [n, k/128]. */
+static inline void qmm_w4_view(qmm_w4 *w, int64_t n, int64_t k, void *packed, void *scales,
+                               void *biases)
+{
+    w->n = n;
+    w->k = k;
+    w->packed = (uint32_t *)packed;
+    w->scales = (qmm_bf16 *)scales;
+    w->biases = (qmm_bf16 *)biases;
+    w->packed_count = (size_t)n * (size_t)(k / 8);
+    w->scales_count = w->biases_count = (size_t)n * (size_t)(k / QMM_GROUP);
+}
 
 /* a*b into *out; 0 on overflow. */
 static inline int qmm_mul_size(size_t a, size_t b, size_t *out)

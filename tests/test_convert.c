@@ -5,23 +5,11 @@
 #include <string.h>
 
 #include "harness.h"
-
-static uint32_t bits_of(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-static float float_of(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
+#include "internal.h"
 
 #define CHECK_BF16(f32bits, want)                                                            \
     do {                                                                                     \
-        qmm_bf16 got_ = qmm_f32_to_bf16(float_of(f32bits));                                  \
+        qmm_bf16 got_ = qmm_f32_to_bf16(qmm_f32_from_bits(f32bits));                                  \
         CHECKF(got_ == (want), "f32 0x%08x -> bf16 0x%04x, want 0x%04x", (unsigned)(f32bits), \
                got_, (unsigned)(want));                                                      \
     } while (0)
@@ -37,8 +25,8 @@ static void bf16_known_values(void)
 {
     CHECK(qmm_bf16_to_f32(0x3F80) == 1.0f);
     CHECK(qmm_bf16_to_f32(0xC000) == -2.0f);
-    CHECK(qmm_bf16_to_f32(0x0001) == float_of(0x00010000)); /* subnormal, exact */
-    CHECK(qmm_bf16_to_f32(0x7F7F) == float_of(0x7F7F0000)); /* largest finite */
+    CHECK(qmm_bf16_to_f32(0x0001) == qmm_f32_from_bits(0x00010000)); /* subnormal, exact */
+    CHECK(qmm_bf16_to_f32(0x7F7F) == qmm_f32_from_bits(0x7F7F0000)); /* largest finite */
     CHECK_BF16(0x3F800000u, 0x3F80);
     CHECK_BF16(0x40490FDBu, 0x4049); /* pi rounds down */
 }
@@ -71,7 +59,7 @@ static void bf16_special(void)
     /* NaNs stay NaN (never Inf), become quiet, keep the sign */
     uint32_t nans[] = {0x7FC00000u, 0x7F800001u, 0x7F800100u, 0xFF800001u, 0x7FFFFFFFu};
     for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
-        qmm_bf16 h = qmm_f32_to_bf16(float_of(nans[i]));
+        qmm_bf16 h = qmm_f32_to_bf16(qmm_f32_from_bits(nans[i]));
         CHECKF((h & 0x7F80) == 0x7F80 && (h & 0x0040), "NaN 0x%08x -> 0x%04x is not a quiet NaN",
                nans[i], h);
         CHECKF((h >> 15) == (nans[i] >> 31), "NaN 0x%08x lost its sign", nans[i]);
@@ -85,7 +73,7 @@ static void bf16_exhaustive_round_trip(void)
     int bad = 0;
     for (uint32_t h = 0; h <= 0xFFFF; h++) {
         float f = qmm_bf16_to_f32((qmm_bf16)h);
-        CHECK(bits_of(f) == h << 16);
+        CHECK(qmm_f32_bits(f) == h << 16);
         qmm_bf16 back = qmm_f32_to_bf16(f);
         int is_nan = (h & 0x7F80) == 0x7F80 && (h & 0x7F);
         int ok = is_nan ? back == (h | 0x40) : back == h;
@@ -114,7 +102,7 @@ static void bf16_random_vs_double(void)
 {
     int bad = 0;
     for (int i = 0; i < 1 << 20; i++) {
-        float x = float_of((uint32_t)test_rand_u64());
+        float x = qmm_f32_from_bits((uint32_t)test_rand_u64());
         if (isnan(x)) continue;
         double want = round_format(x, 7, -126, 0x1p128);
         float got = qmm_bf16_to_f32(qmm_f32_to_bf16(x));
@@ -163,8 +151,8 @@ static void f16_ties_overflow_subnormals(void)
     CHECK_F16(-0x1p-30f, 0x8000);
     CHECK_F16(1023.5f * 0x1p-24f, 0x0400); /* largest subnormal + half: up into the normals */
     CHECK_F16(0x1p-14f, 0x0400);
-    CHECK_F16(float_of(0x00000001u), 0x0000); /* f32 subnormal */
-    qmm_f16 n1 = qmm_f32_to_f16(NAN), n2 = qmm_f32_to_f16(float_of(0xFF800001u));
+    CHECK_F16(qmm_f32_from_bits(0x00000001u), 0x0000); /* f32 subnormal */
+    qmm_f16 n1 = qmm_f32_to_f16(NAN), n2 = qmm_f32_to_f16(qmm_f32_from_bits(0xFF800001u));
     CHECKF((n1 & 0x7C00) == 0x7C00 && (n1 & 0x0200), "NaN -> 0x%04x", n1);
     CHECKF((n2 & 0xFC00) == 0xFC00 && (n2 & 0x0200), "-sNaN -> 0x%04x", n2);
 }
@@ -186,7 +174,7 @@ static void f16_random_vs_double(void)
     int bad = 0;
     for (int i = 0; i < 1 << 20; i++) {
         /* half the draws in f16's range, half anywhere */
-        float x = (i & 1) ? float_of((uint32_t)test_rand_u64())
+        float x = (i & 1) ? qmm_f32_from_bits((uint32_t)test_rand_u64())
                           : (float)(test_rand_normal() * ldexp(1.0, (int)(test_rand_u64() % 44) - 28));
         if (isnan(x)) continue;
         double want = round_format(x, 10, -14, 65520.0);

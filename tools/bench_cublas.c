@@ -8,6 +8,11 @@
 /* cuBLAS asks for 32 MiB on Hopper; twice that leaves no reason for it to want more. */
 #define CUBLAS_WS_BYTES ((size_t)64 << 20)
 
+void bench_cublas_check(cublasStatus_t s, const char *call, const char *file, int line)
+{
+    if (s != CUBLAS_STATUS_SUCCESS) bench_die(call, cublasGetStatusString(s), file, line);
+}
+
 void bench_cublas_init(bench_cublas *b, cudaStream_t s)
 {
     CKB(cublasCreate(&b->h));

@@ -16,12 +16,9 @@
 
 /* CK, CKQ, bench_die, bench_set_activity: tools/common/common.h */
 
-#define CKB(x)                                                                                  \
-    do {                                                                                        \
-        cublasStatus_t ck_s_ = (x);                                                             \
-        if (ck_s_ != CUBLAS_STATUS_SUCCESS)                                                     \
-            bench_die(#x, cublasGetStatusString(ck_s_), __FILE__, __LINE__);                    \
-    } while (0)
+/* A cuBLAS call: on failure bench_die with cuBLAS's message (bench_cublas.c). */
+#define CKB(x) bench_cublas_check((x), #x, __FILE__, __LINE__)
+void bench_cublas_check(cublasStatus_t s, const char *call, const char *file, int line);
 
 /* ---- timing (bench_timing.c) --------------------------------------------------------------- */
 

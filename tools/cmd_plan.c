@@ -33,44 +33,62 @@ static void cell(const char *s, int width)
     printf("%s%*s", s, width > cols ? width - cols : 0, "");
 }
 
-/* ---- seed policy ---- */
+/* ---- a model's table: one row a projection, one column a token count ---- */
 
-static int seed_model(const char *model, const int64_t *tokens, int nt)
+/* One cell: the plan of C[m, n] = A[m, k] · Wᵀ written into out. */
+typedef qmm_status (*cell_fn)(const void *ctx, int64_t m, int64_t n, int64_t k, char *out,
+                              size_t len);
+
+static int plan_table(const char *model, const int64_t *tokens, int nt, int width, cell_fn fn,
+                      const void *ctx)
 {
-    qmm_plan_params pp = qmm_plan_seed_params();
     bench_proj ps[QMM_LLM_LINEAR_COUNT];
     int np = bench_projections(model, ps);
-    printf("%s, seed policy: tile %dx%d, target %d blocks, cap %d, matvec for M <= %d\n",
-           model, pp.tile_m, pp.tile_n, pp.target_blocks, pp.max_split, pp.matvec_max_m);
-    printf("cells: base blocks→split (matvec: the decode kernel, K not split)\n\n");
     cell("proj", 6);
     cell("K→N", 13);
     for (int t = 0; t < nt; t++) {
         char h[32];
         snprintf(h, sizeof h, "M=%lld", (long long)tokens[t]);
-        cell(h, t + 1 < nt ? 10 : 0); /* no trailing blanks */
+        cell(h, t + 1 < nt ? width : 0); /* no trailing blanks */
     }
     printf("\n");
     for (int i = 0; i < np; i++) {
-        char kn[48];
+        char kn[48], c[64];
         snprintf(kn, sizeof kn, "%lld→%lld", (long long)ps[i].k, (long long)ps[i].n);
         cell(ps[i].name, 6);
         cell(kn, 13);
         for (int t = 0; t < nt; t++) {
-            qmm_plan pl;
-            qmm_status st = qmm_plan_seed(tokens[t], ps[i].n, ps[i].k, &pp, &pl);
+            qmm_status st = fn(ctx, tokens[t], ps[i].n, ps[i].k, c, sizeof c);
             if (st) {
                 fprintf(stderr, "\nqmm plan: %s: %s\n", qmm_status_name(st), qmm_last_error());
                 return 1;
             }
-            char c[48];
-            if (pl.path == QMM_PATH_MATVEC) snprintf(c, sizeof c, "matvec");
-            else snprintf(c, sizeof c, "%lld→%d", (long long)pl.base_blocks, pl.split);
-            cell(c, t + 1 < nt ? 10 : 0);
+            cell(c, t + 1 < nt ? width : 0);
         }
         printf("\n");
     }
     return 0;
+}
+
+/* ---- seed policy ---- */
+
+static qmm_status seed_cell(const void *ctx, int64_t m, int64_t n, int64_t k, char *out, size_t len)
+{
+    qmm_plan pl;
+    qmm_status st = qmm_plan_seed(m, n, k, (const qmm_plan_params *)ctx, &pl);
+    if (st) return st;
+    if (pl.path == QMM_PATH_MATVEC) snprintf(out, len, "matvec");
+    else snprintf(out, len, "%lld→%d", (long long)pl.base_blocks, pl.split);
+    return QMM_OK;
+}
+
+static int seed_model(const char *model, const int64_t *tokens, int nt)
+{
+    qmm_plan_params pp = qmm_plan_seed_params();
+    printf("%s, seed policy: tile %dx%d, target %d blocks, cap %d, matvec for M <= %d\n",
+           model, pp.tile_m, pp.tile_n, pp.target_blocks, pp.max_split, pp.matvec_max_m);
+    printf("cells: base blocks→split (matvec: the decode kernel, K not split)\n\n");
+    return plan_table(model, tokens, nt, 10, seed_cell, &pp);
 }
 
 static void print_plan(const qmm_plan *pl)
@@ -141,6 +159,16 @@ static qmm_status device_desc(const char *table, qmm_device_desc *d, char *what,
     return st;
 }
 
+static qmm_status device_cell(const void *ctx, int64_t m, int64_t n, int64_t k, char *out,
+                              size_t len)
+{
+    qmm_plan pl;
+    qmm_status st = qmm_plan_call((const qmm_device_desc *)ctx, m, n, k, NULL, &pl);
+    if (st == QMM_OK)
+        snprintf(out, len, "%s/%d/%.1f", qmm_path_name(pl.path), pl.split, pl.predicted_us);
+    return st;
+}
+
 /* One shape (model == NULL) or a model's table; returns the exit code. */
 static int device_plans(const char *table, const char *model,
                         const int64_t *tokens, int nt, int64_t m, int64_t n, int64_t k)
@@ -158,31 +186,8 @@ static int device_plans(const char *table, const char *model,
         print_plan(&pl);
         return 0;
     }
-    bench_proj ps[QMM_LLM_LINEAR_COUNT];
-    int np = bench_projections(model, ps);
     printf("%s: cells path/split/predicted µs\n\n", model);
-    cell("proj", 6);
-    cell("K→N", 13);
-    for (int t = 0; t < nt; t++) {
-        char h[32];
-        snprintf(h, sizeof h, "M=%lld", (long long)tokens[t]);
-        cell(h, t + 1 < nt ? 22 : 0);
-    }
-    printf("\n");
-    for (int i = 0; i < np; i++) {
-        char kn[48];
-        snprintf(kn, sizeof kn, "%lld→%lld", (long long)ps[i].k, (long long)ps[i].n);
-        cell(ps[i].name, 6);
-        cell(kn, 13);
-        for (int t = 0; t < nt; t++) {
-            if ((st = qmm_plan_call(&d, tokens[t], ps[i].n, ps[i].k, NULL, &pl))) goto fail;
-            char c[64];
-            snprintf(c, sizeof c, "%s/%d/%.1f", qmm_path_name(pl.path), pl.split, pl.predicted_us);
-            cell(c, t + 1 < nt ? 22 : 0);
-        }
-        printf("\n");
-    }
-    return 0;
+    return plan_table(model, tokens, nt, 22, device_cell, &d);
 fail:
     fprintf(stderr, "qmm plan: %s: %s\n", qmm_status_name(st), qmm_last_error());
     return 1;

@@ -67,6 +67,17 @@ __device__ __forceinline__ uint32_t dequant_pair(uint32_t word, int shift, uint3
 __device__ __forceinline__ float bf16_lo(uint32_t x) { return __uint_as_float(x << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t x) { return __uint_as_float(x & 0xFFFF0000u); }
 
+/* Zero an [A][B][4] accumulator of mma fragments (stays in registers). */
+template <int A, int B> __device__ __forceinline__ void zero_frags(float (&x)[A][B][4])
+{
+#pragma unroll
+    for (int i = 0; i < A; i++)
+#pragma unroll
+        for (int j = 0; j < B; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) x[i][j][e] = 0.f;
+}
+
 template <typename T> __device__ __forceinline__ T from_f32(float x);
 template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x)

@@ -68,12 +68,7 @@ __global__ __launch_bounds__(WM *WN * 32) void gemm_w4g128_bf16_kernel(
     };
 
     float acc[MT][NT][4];
-#pragma unroll
-    for (int i = 0; i < MT; i++)
-#pragma unroll
-        for (int j = 0; j < NT; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+    zero_frags(acc);
 
     auto compute_stage = [&](int s) {
         const __nv_bfloat16 *sa = stage_a(s);

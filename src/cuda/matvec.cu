@@ -74,12 +74,7 @@ __device__ __forceinline__ void mv_group(float (&acc)[ROWT][TOKT][4], const MvGr
         }
     }
     float p[ROWT][TOKT][4];
-#pragma unroll
-    for (int rt = 0; rt < ROWT; rt++)
-#pragma unroll
-        for (int tt = 0; tt < TOKT; tt++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) p[rt][tt][i] = 0.f;
+    zero_frags(p);
 #pragma unroll
     for (int ch = 0; ch < 8; ch++) {
         const int j = ch / 2, h = (ch % 2) * 8;
@@ -130,12 +125,7 @@ __global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
     const uint32_t *__restrict__ a32 = reinterpret_cast<const uint32_t *>(a);
 
     float acc[ROWT][TOKT][4];
-#pragma unroll
-    for (int rt = 0; rt < ROWT; rt++)
-#pragma unroll
-        for (int tt = 0; tt < TOKT; tt++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) acc[rt][tt][i] = 0.f;
+    zero_frags(acc);
 
     /* a ring of MV_DEPTH groups: warp w takes groups w, w + MV_WARPS, ... */
     MvGroup<ROWT> ring[MV_DEPTH];

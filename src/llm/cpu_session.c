@@ -31,21 +31,8 @@ struct qmm_llm_cpu_session {
 void qmm_llm_cpu_session_destroy(qmm_llm_cpu_session *s)
 {
     if (!s) return;
-    free(s->x);
-    free(s->h);
-    free(s->q);
-    free(s->k);
-    free(s->v);
-    free(s->proj);
-    free(s->gate);
-    free(s->up);
-    free(s->kc);
-    free(s->vc);
-    free(s->logits);
-    free(s->logits_f);
-    free(s->cos_t);
-    free(s->sin_t);
-    free(s->scores);
+    void *bufs[] = {s->x, s->h, s->q, s->k, s->v, s->proj, s->gate, s->up, s->kc, s->vc, s->logits, s->logits_f, s->cos_t, s->sin_t, s->scores};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s);
 }
 

@@ -127,6 +127,14 @@ qmm_status llm_dirname(const char *path, char *out, size_t size)
     return QMM_OK;
 }
 
+qmm_status llm_checkpoint_dir(const char *path, char *out, size_t size)
+{
+    if (!llm_is_dir(path)) return llm_dirname(path, out, size);
+    if (strlen(path) >= size) return qmm_fail(QMM_ERR_RANGE, "path too long");
+    strcpy(out, path);
+    return QMM_OK;
+}
+
 qmm_status llm_tmp_create(llm_tmpfile *f, const char *final_path)
 {
     memset(f, 0, sizeof *f);

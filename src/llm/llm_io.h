@@ -28,6 +28,8 @@ qmm_status llm_path_join(const char *dir, const char *name, char *out, size_t si
 int llm_is_dir(const char *path);
 /* The directory part of path ("." when there is none) into out[size]. */
 qmm_status llm_dirname(const char *path, char *out, size_t size);
+/* The directory of a checkpoint given as a directory or as one of its files. */
+qmm_status llm_checkpoint_dir(const char *path, char *out, size_t size);
 
 #define LLM_PATH_MAX 4096
 

@@ -61,13 +61,7 @@ static qmm_status bind_w4(qmm_llm_model *m, const char *prefix, int64_t n, int64
         (st = aligned_data(m, tb, 2, &b)))
         return st;
     memset(w, 0, sizeof *w);
-    w->n = n;
-    w->k = k;
-    w->packed = p;
-    w->scales = s;
-    w->biases = b;
-    w->packed_count = (size_t)(n * (k / 8));
-    w->scales_count = w->biases_count = (size_t)(n * (k / QMM_GROUP));
+    qmm_w4_view(w, n, k, p, s, b);
     m->weight_bytes += (size_t)(tw->nbytes + ts->nbytes + tb->nbytes);
     return QMM_OK;
 }
@@ -91,17 +85,7 @@ static qmm_status bind_norm(qmm_llm_model *m, const char *name, int64_t len, con
     } else {
         if ((st = llm_model_alloc(m, (size_t)len * sizeof(qmm_bf16), &p))) return st;
         qmm_bf16 *o = p;
-        for (int64_t i = 0; i < len; i++) {
-            float v;
-            if (t->dtype == ST_F32) {
-                memcpy(&v, t->data + 4 * i, 4);
-            } else {
-                qmm_f16 h;
-                memcpy(&h, t->data + 2 * i, 2);
-                v = qmm_f16_to_f32(h);
-            }
-            o[i] = qmm_f32_to_bf16(v);
-        }
+        for (int64_t i = 0; i < len; i++) o[i] = qmm_f32_to_bf16(st_float_at(t, i));
     }
     *out = p;
     m->weight_bytes += (size_t)t->nbytes;
@@ -141,13 +125,8 @@ qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out)
     if (!path || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_model_load: NULL argument");
     *out = NULL;
     char dir[LLM_PATH_MAX], cfg_path[LLM_PATH_MAX];
-    qmm_status st;
-    if (llm_is_dir(path)) {
-        if (strlen(path) >= sizeof dir) return qmm_fail(QMM_ERR_RANGE, "path too long");
-        strcpy(dir, path);
-    } else if ((st = llm_dirname(path, dir, sizeof dir))) {
-        return st;
-    }
+    qmm_status st = llm_checkpoint_dir(path, dir, sizeof dir);
+    if (st) return st;
     if ((st = llm_path_join(dir, "config.json", cfg_path, sizeof cfg_path))) return st;
     qmm_llm_config c;
     if ((st = qmm_llm_config_load(cfg_path, &c))) return st;

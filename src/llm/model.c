@@ -55,26 +55,31 @@ const qmm_llm_config *qmm_llm_model_config(const qmm_llm_model *m) { return m ? 
 
 size_t qmm_llm_model_weight_bytes(const qmm_llm_model *m) { return m ? m->weight_bytes : 0; }
 
+/* layer and index in range (count: linears or norms of a layer) */
+static qmm_status check_part(const qmm_llm_model *m, const void *out, int64_t layer, int which,
+                             int count, const char *what)
+{
+    if (!m || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_model_%s: NULL argument", what);
+    if (layer < 0 || layer >= m->cfg.num_layers || which < 0 || which >= count)
+        return qmm_fail(QMM_ERR_RANGE, "layer %lld / %s %d out of range", (long long)layer, what,
+                        which);
+    return QMM_OK;
+}
+
 qmm_status qmm_llm_model_linear(const qmm_llm_model *m, int64_t layer, qmm_llm_linear which,
                                 const qmm_w4 **out)
 {
-    if (!m || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_model_linear: NULL argument");
-    if (layer < 0 || layer >= m->cfg.num_layers || (unsigned)which >= QMM_LLM_LINEAR_COUNT)
-        return qmm_fail(QMM_ERR_RANGE, "layer %lld / linear %d out of range", (long long)layer,
-                        (int)which);
-    *out = &m->layers[layer].lin[which];
-    return QMM_OK;
+    qmm_status st = check_part(m, out, layer, (int)which, QMM_LLM_LINEAR_COUNT, "linear");
+    if (st == QMM_OK) *out = &m->layers[layer].lin[which];
+    return st;
 }
 
 qmm_status qmm_llm_model_norm(const qmm_llm_model *m, int64_t layer, qmm_llm_norm which,
                               const qmm_bf16 **out)
 {
-    if (!m || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_model_norm: NULL argument");
-    if (layer < 0 || layer >= m->cfg.num_layers || (unsigned)which >= QMM_LLM_NORM_COUNT)
-        return qmm_fail(QMM_ERR_RANGE, "layer %lld / norm %d out of range", (long long)layer,
-                        (int)which);
-    *out = m->layers[layer].norm[which];
-    return QMM_OK;
+    qmm_status st = check_part(m, out, layer, (int)which, QMM_LLM_NORM_COUNT, "norm");
+    if (st == QMM_OK) *out = m->layers[layer].norm[which];
+    return st;
 }
 
 qmm_status qmm_llm_model_embedding(const qmm_llm_model *m, const qmm_w4 **out)

@@ -196,17 +196,7 @@ static qmm_status write_all(qjob *j, st_writer *w, qmm_llm_quantize_report *rep)
             st = qmm_fail(QMM_ERR_NOMEM, "out of memory");
             break;
         }
-        for (int64_t e = 0; e < j->norm_len[i]; e++) {
-            float v;
-            if (t->dtype == ST_F32) {
-                memcpy(&v, t->data + 4 * e, 4);
-            } else {
-                uint16_t h;
-                memcpy(&h, t->data + 2 * e, 2);
-                v = t->dtype == ST_BF16 ? qmm_bf16_to_f32(h) : qmm_f16_to_f32(h);
-            }
-            nb[e] = qmm_f32_to_bf16(v);
-        }
+        for (int64_t e = 0; e < j->norm_len[i]; e++) nb[e] = qmm_f32_to_bf16(st_float_at(t, e));
         if (!(st = st_writer_put(w, nb, (uint64_t)j->norm_len[i] * 2))) rep->copied++;
     }
     free(nb);
@@ -259,13 +249,8 @@ qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
     qmm_llm_quantize_report rep;
     memset(&rep, 0, sizeof rep);
     char in_dir[LLM_PATH_MAX], path[LLM_PATH_MAX];
-    qmm_status st;
-    if (llm_is_dir(in_path)) {
-        if (strlen(in_path) >= sizeof in_dir) return qmm_fail(QMM_ERR_RANGE, "path too long");
-        strcpy(in_dir, in_path);
-    } else if ((st = llm_dirname(in_path, in_dir, sizeof in_dir))) {
-        return st;
-    }
+    qmm_status st = llm_checkpoint_dir(in_path, in_dir, sizeof in_dir);
+    if (st) return st;
 
     /* the config: parsed (and refused if it already describes a quantized model) */
     char *cfg_text = NULL, *cfg_out = NULL;

@@ -385,3 +385,15 @@ qmm_status st_open(const char *path, st_set *set)
     if (st) st_close(set);
     return st;
 }
+
+float st_float_at(const st_tensor *t, int64_t i)
+{
+    if (t->dtype == ST_F32) {
+        float v;
+        memcpy(&v, t->data + 4 * i, 4);
+        return v;
+    }
+    uint16_t h;
+    memcpy(&h, t->data + 2 * i, 2);
+    return t->dtype == ST_BF16 ? qmm_bf16_to_f32(h) : qmm_f16_to_f32(h);
+}

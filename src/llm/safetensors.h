@@ -83,6 +83,8 @@ const st_tensor *st_find(const st_set *set, const char *name);
 void st_close(st_set *set);
 
 /* "[2, 3]" into out[size] for messages. */
+/* Element i of a float tensor (F32, F16 or BF16) as a float; the caller checked dtype and size. */
+float st_float_at(const st_tensor *t, int64_t i);
 void st_shape_string(int ndim, const int64_t *shape, char *out, size_t size);
 
 #ifdef __cplusplus

@@ -111,13 +111,7 @@ static qmm_status add_w4(qmm_llm_model *m, syn_job **jobs, size_t *count, size_t
         (st = llm_model_alloc(m, groups * 2, &b)))
         return st;
     memset(w, 0, sizeof *w);
-    w->n = n;
-    w->k = k;
-    w->packed = p;
-    w->scales = s;
-    w->biases = b;
-    w->packed_count = words;
-    w->scales_count = w->biases_count = groups;
+    qmm_w4_view(w, n, k, p, s, b);
     m->weight_bytes += words * 4 + groups * 4;
     int64_t block = (4 << 20) / k;
     if (block < 1) block = 1;
