@@ -4,7 +4,7 @@
  * C[M_total, N] = A[M_total, K] · W[N, K]ᵀ where A and C live in pinned host memory and W on the
  * device. The rows are cut into chunks of at most m rows; b device slots (each an A buffer
  * [m, K] and a C buffer [m, N]) are reused round-robin, chunk i in slot i % b. Three engines on
- * three CUDA streams, the engines of the performance model (qmm_model.h):
+ * three CUDA streams, the engines of the performance model (qmm_perf.h):
  *   load    (copy stream, H2D)  upload chunk i into slot i % b
  *   compute (compute stream)    qmm_cuda_matmul of chunk i
  *   store   (copy stream, D2H)  download chunk i's result to the host

@@ -36,7 +36,7 @@ int qmm_choose_config(const qmm_device_desc *d, int64_t m)
     return d->config_count - 1;
 }
 
-/* The refined model (src/model) seen through the device description: the tile of the plan's
+/* The refined model (src/perf) seen through the device description: the tile of the plan's
  * configuration, its occupancy, W4 operands, bf16 partial planes. The matvec is a 16x8 mma tile
  * whose compute is negligible: its time is the operand floor plus a launch. */
 double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,

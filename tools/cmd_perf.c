@@ -1,6 +1,6 @@
-/* qmm model — the performance model's tables (DESIGN.md §6):
- *   qmm model schedule ...   pipeline schedules of three engines, with a text Gantt chart
- *   qmm model splitk ...     split-K waves: the document model beside the refined model */
+/* qmm perf — the performance model's tables (DESIGN.md §6):
+ *   qmm perf schedule ...   pipeline schedules of three engines, with a text Gantt chart
+ *   qmm perf splitk ...     split-K waves: the document model beside the refined model */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,16 +68,16 @@ static int parse_list(const char *s, int *out, int cap)
 
 static int bad_value(const char *opt, const char *val)
 {
-    fprintf(stderr, "qmm model: bad value '%s' for %s\n", val, opt);
+    fprintf(stderr, "qmm perf: bad value '%s' for %s\n", val, opt);
     return 2;
 }
 
-/* ---- qmm model schedule -------------------------------------------------------------------- */
+/* ---- qmm perf schedule -------------------------------------------------------------------- */
 
 static void schedule_usage(FILE *f)
 {
     fprintf(f,
-            "usage: qmm model schedule [--load T] [--compute T] [--store T] [--tiles N]\n"
+            "usage: qmm perf schedule [--load T] [--compute T] [--store T] [--tiles N]\n"
             "                          [--buffers LIST] [--jitter J --seed S] [--width COLS]\n"
             "                          [--segments] [--no-gantt]\n\n"
             "Simulates three in-order engines (copy in, compute, copy out) over N tiles with\n"
@@ -131,7 +131,7 @@ static int schedule_main(int argc, char **argv)
         if (!strcmp(o, "--segments")) { segments = 1; continue; }
         if (!strcmp(o, "--no-gantt")) { gantt = 0; continue; }
         if (i + 1 >= argc) {
-            fprintf(stderr, "qmm model schedule: unknown option or missing value: %s\n", o);
+            fprintf(stderr, "qmm perf schedule: unknown option or missing value: %s\n", o);
             schedule_usage(stderr);
             return 2;
         }
@@ -146,7 +146,7 @@ static int schedule_main(int argc, char **argv)
         else if (!strcmp(o, "--seed")) ok = parse_i64(v, &seed);
         else if (!strcmp(o, "--width")) ok = parse_int(v, &width) && width >= 10 && width <= 1000;
         else {
-            fprintf(stderr, "qmm model schedule: unknown option %s\n", o);
+            fprintf(stderr, "qmm perf schedule: unknown option %s\n", o);
             schedule_usage(stderr);
             return 2;
         }
@@ -159,13 +159,13 @@ static int schedule_main(int argc, char **argv)
     qmm_model_schedule *res = malloc((size_t)nbufs * sizeof *res);
     int rc = 1;
     if (!times || !seg || !res) {
-        fprintf(stderr, "qmm model schedule: out of memory\n");
+        fprintf(stderr, "qmm perf schedule: out of memory\n");
         goto done;
     }
     qmm_model_pipeline p = {tiles, 1, {base[0], base[1], base[2]}, {NULL, NULL, NULL}};
     if (jitter > 0) {
         if (qmm_model_jitter_times(base, tiles, jitter, (uint64_t)seed, times, count) != QMM_OK) {
-            fprintf(stderr, "qmm model schedule: %s\n", qmm_last_error());
+            fprintf(stderr, "qmm perf schedule: %s\n", qmm_last_error());
             rc = 2;
             goto done;
         }
@@ -175,7 +175,7 @@ static int schedule_main(int argc, char **argv)
     for (int j = 0; j < nbufs; j++) {
         p.buffers = bufs[j];
         if (qmm_model_schedule_run(&p, seg + (size_t)j * count, count, &res[j]) != QMM_OK) {
-            fprintf(stderr, "qmm model schedule: %s\n", qmm_last_error());
+            fprintf(stderr, "qmm perf schedule: %s\n", qmm_last_error());
             rc = 2;
             goto done;
         }
@@ -229,7 +229,7 @@ static int schedule_main(int argc, char **argv)
         size_t cap = (size_t)3 * ((size_t)width + 2) + 1;
         char *buf = malloc(cap);
         if (!buf) {
-            fprintf(stderr, "qmm model schedule: out of memory\n");
+            fprintf(stderr, "qmm perf schedule: out of memory\n");
             goto done;
         }
         for (int j = 0; j < nbufs; j++) {
@@ -237,7 +237,7 @@ static int schedule_main(int argc, char **argv)
             if (cols < 1) cols = 1;
             if (cols > width + 1) cols = width + 1;
             if (qmm_model_gantt(seg + (size_t)j * count, tiles, dt, cols, buf, cap) != QMM_OK) {
-                fprintf(stderr, "qmm model schedule: %s\n", qmm_last_error());
+                fprintf(stderr, "qmm perf schedule: %s\n", qmm_last_error());
                 free(buf);
                 goto done;
             }
@@ -261,12 +261,12 @@ done:
     return rc;
 }
 
-/* ---- qmm model splitk ---------------------------------------------------------------------- */
+/* ---- qmm perf splitk ---------------------------------------------------------------------- */
 
 static void splitk_usage(FILE *f)
 {
     fprintf(f,
-            "usage: qmm model splitk [--gpu NAME] [--m M --n N --k K] [--splits LIST]\n"
+            "usage: qmm perf splitk [--gpu NAME] [--m M --n N --k K] [--splits LIST]\n"
             "                        [--model qwen3-4b --tokens M] [kernel options]\n\n"
             "Split-K waves for C[M, N] = A[M, K] . W[N, K]^T. For one shape: a table per split\n"
             "with the document model (tiles = ceil(M/bm)*ceil(N/bn), waves = ceil(tiles*s/SMs),\n"
@@ -310,7 +310,7 @@ static void print_gpu_kernel(const qmm_model_gpu *g, const qmm_model_kernel *kn)
 
 static int fail_model(void)
 {
-    fprintf(stderr, "qmm model splitk: %s\n", qmm_last_error());
+    fprintf(stderr, "qmm perf splitk: %s\n", qmm_last_error());
     return 2;
 }
 
@@ -430,7 +430,7 @@ static int splitk_main(int argc, char **argv)
             return 0;
         }
         if (i + 1 >= argc) {
-            fprintf(stderr, "qmm model splitk: unknown option or missing value: %s\n", o);
+            fprintf(stderr, "qmm perf splitk: unknown option or missing value: %s\n", o);
             splitk_usage(stderr);
             return 2;
         }
@@ -458,7 +458,7 @@ static int splitk_main(int argc, char **argv)
         else if (!strcmp(o, "--launch-us")) ok = parse_f64(v, &launch);
         else if (!strcmp(o, "--fixup-us")) ok = parse_f64(v, &fixup);
         else {
-            fprintf(stderr, "qmm model splitk: unknown option %s\n", o);
+            fprintf(stderr, "qmm perf splitk: unknown option %s\n", o);
             splitk_usage(stderr);
             return 2;
         }
@@ -466,7 +466,7 @@ static int splitk_main(int argc, char **argv)
         if (!strcmp(o, "--partials")) partials = v;
     }
     if (model && strcmp(model, "qwen3-4b")) {
-        fprintf(stderr, "qmm model splitk: unknown model '%s' (qwen3-4b)\n", model);
+        fprintf(stderr, "qmm perf splitk: unknown model '%s' (qwen3-4b)\n", model);
         return 2;
     }
 
@@ -496,13 +496,13 @@ static int splitk_main(int argc, char **argv)
 
 static void model_usage(FILE *f)
 {
-    fprintf(f, "usage: qmm model <schedule|splitk> [options]   (--help on each)\n"
+    fprintf(f, "usage: qmm perf <schedule|splitk> [options]   (--help on each)\n"
                "  schedule   copy/compute/store pipeline: totals per buffer count, Gantt chart\n"
                "  splitk     split-K waves: document model and refined model, best split;\n"
                "             Qwen3-4B projections with --model qwen3-4b --tokens M\n");
 }
 
-int cmd_model(int argc, char **argv)
+int cmd_perf(int argc, char **argv)
 {
     if (argc < 2) {
         model_usage(stderr);
@@ -514,7 +514,7 @@ int cmd_model(int argc, char **argv)
     }
     if (!strcmp(argv[1], "schedule")) return schedule_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "splitk")) return splitk_main(argc - 1, argv + 1);
-    fprintf(stderr, "qmm model: unknown subcommand '%s'\n", argv[1]);
+    fprintf(stderr, "qmm perf: unknown subcommand '%s'\n", argv[1]);
     model_usage(stderr);
     return 2;
 }

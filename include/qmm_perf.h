@@ -11,8 +11,8 @@
  * Everything here is pure arithmetic on the host: no device, no printing, no global state.
  * Units: times in microseconds (µs) unless a name says otherwise, sizes in bytes.
  */
-#ifndef QMM_MODEL_H
-#define QMM_MODEL_H
+#ifndef QMM_PERF_H
+#define QMM_PERF_H
 
 #ifdef __cplusplus
 extern "C" {
@@ -201,4 +201,4 @@ qmm_status qmm_model_best_split(const qmm_model_gpu *gpu, const qmm_model_kernel
 }
 #endif
 
-#endif /* QMM_MODEL_H */
+#endif /* QMM_PERF_H */
