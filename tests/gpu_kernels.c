@@ -581,23 +581,12 @@ static const test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    int count = 0;
-    char why[256] = "";
-    qmm_cuda_device_count(&count, why, sizeof why);
-    if (count == 0) test_skip_all(why);
+    test_require_gpu("the CUDA kernels are not tested here");
     if (!load_projections()) {
         printf("no qwen3-4b shapes: %s\n", qmm_last_error());
         return 1;
     }
-    if (qmm_cuda_create(0, NULL, &ctx) != QMM_OK) {
-        printf("cannot create a CUDA context: %s\n", qmm_last_error());
-        return 1;
-    }
-    qmm_gpu_info info;
-    qmm_cuda_info(ctx, &info);
-    printf("GPU: %s, sm_%d%d, %d SMs, driver %d, runtime %d; tiled blocks/SM %d %d %d\n", info.name,
-           info.cc_major, info.cc_minor, info.sm_count, info.driver_version, info.runtime_version,
-           info.tiled_blocks_per_sm[0], info.tiled_blocks_per_sm[1], info.tiled_blocks_per_sm[2]);
+    ctx = test_gpu_context();
     int rc = test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
     qmm_cuda_destroy(ctx);
     return rc;

@@ -14,38 +14,6 @@
 
 static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 1024, 1e6, 1e-6, 1};
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static qmm_llm_model *checkpoint_model(const qmm_llm_config *c)
-{
-    char dir[512], hf[600], mlx[600];
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/qmm_gpu_llm_XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        test_fail(__FILE__, __LINE__, "mkdtemp failed");
-        return NULL;
-    }
-    snprintf(hf, sizeof hf, "%s/hf", dir);
-    snprintf(mlx, sizeof mlx, "%s/mlx", dir);
-    mkdir(hf, 0755);
-    qmm_llm_model *m = NULL;
-    qmm_status st = llm_write_random_hf(hf, c, test_rand_u64(), ST_BF16);
-    if (!st) st = qmm_llm_quantize_checkpoint(hf, mlx, NULL);
-    if (!st) st = qmm_llm_model_load(mlx, &m);
-    CHECKF(st == QMM_OK, "making the model: %s", qmm_last_error());
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    return m;
-}
-
-static void random_ids(int32_t *ids, int n, int64_t vocab)
-{
-    for (int i = 0; i < n; i++) ids[i] = (int32_t)(test_rand_u64() % (uint64_t)vocab);
-}
-
 static double rel_err(const float *got, const float *ref, int64_t n)
 {
     double num = 0, den = 0;
@@ -86,7 +54,7 @@ static void compare_prefill(const qmm_llm_model *m, int n, const char *what)
     const qmm_llm_config *c = qmm_llm_model_config(m);
     int64_t V = c->vocab_size;
     int32_t *ids = malloc((size_t)n * 4);
-    random_ids(ids, n, V);
+    test_random_ids(ids, n, V);
     float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
     qmm_llm_cpu_session *cs = NULL;
     qmm_llm_cuda_session *gs = gpu_session(m, n + 4, 1, 1, 0);
@@ -108,7 +76,7 @@ static void compare_prefill(const qmm_llm_model *m, int n, const char *what)
 
 static void tiny_prefill_matches_cpu(void)
 {
-    qmm_llm_model *m = checkpoint_model(&tiny);
+    qmm_llm_model *m = test_checkpoint_model(&tiny);
     if (!m) return;
     compare_prefill(m, 1, "tiny");
     compare_prefill(m, 13, "tiny");
@@ -122,7 +90,7 @@ static void untied_mha_hd128_matches_cpu(void)
     c.tie_word_embeddings = 0;
     c.num_kv_heads = 4;
     c.head_dim = 128;
-    qmm_llm_model *m = checkpoint_model(&c);
+    qmm_llm_model *m = test_checkpoint_model(&c);
     if (!m) return;
     compare_prefill(m, 9, "untied, 4 KV heads, hd 128");
     qmm_llm_model_destroy(m);
@@ -131,12 +99,12 @@ static void untied_mha_hd128_matches_cpu(void)
 /* 16 greedy steps: the GPU's chained generate against the CPU's, step by step. */
 static void greedy_tokens_match_cpu(void)
 {
-    qmm_llm_model *m = checkpoint_model(&tiny);
+    qmm_llm_model *m = test_checkpoint_model(&tiny);
     if (!m) return;
     enum { N = 7, STEPS = 16 };
     int64_t V = tiny.vocab_size;
     int32_t ids[N], gpu[STEPS], cpu[STEPS];
-    random_ids(ids, N, V);
+    test_random_ids(ids, N, V);
     qmm_llm_cuda_session *gs = gpu_session(m, N + STEPS, 1, 1, 0);
     qmm_llm_cpu_session *cs = NULL;
     CHECK_OK(qmm_llm_cpu_session_create(m, N + STEPS, 0, &cs));
@@ -171,12 +139,12 @@ static void greedy_tokens_match_cpu(void)
 /* prefill(n) + decode == prefill(n + 1) at the last position, on the GPU */
 static void decode_equals_longer_prefill(void)
 {
-    qmm_llm_model *m = checkpoint_model(&tiny);
+    qmm_llm_model *m = test_checkpoint_model(&tiny);
     if (!m) return;
     enum { N = 20 };
     int64_t V = tiny.vocab_size;
     int32_t ids[N + 1];
-    random_ids(ids, N + 1, V);
+    test_random_ids(ids, N + 1, V);
     float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
     qmm_llm_cuda_session *s = gpu_session(m, 64, 1, 1, 0);
     if (s) {
@@ -199,11 +167,11 @@ static void decode_equals_longer_prefill(void)
 /* The graph replays exactly the eager kernels: bitwise equal logits and tokens. */
 static void graph_decode_equals_eager(void)
 {
-    qmm_llm_model *m = checkpoint_model(&tiny);
+    qmm_llm_model *m = test_checkpoint_model(&tiny);
     if (!m) return;
     int64_t V = tiny.vocab_size;
     int32_t ids[5];
-    random_ids(ids, 5, V);
+    test_random_ids(ids, 5, V);
     float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
     qmm_llm_cuda_session *g = gpu_session(m, 64, 1, 1, 0), *e = gpu_session(m, 64, 1, 0, 0);
     if (g && e) {
@@ -235,12 +203,12 @@ static void graph_decode_equals_eager(void)
 
 static void split_k_off_and_chunking(void)
 {
-    qmm_llm_model *m = checkpoint_model(&tiny);
+    qmm_llm_model *m = test_checkpoint_model(&tiny);
     if (!m) return;
     enum { N = 40 };
     int64_t V = tiny.vocab_size;
     int32_t ids[N];
-    random_ids(ids, N, V);
+    test_random_ids(ids, N, V);
     float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4), *c = malloc((size_t)V * 4);
     qmm_llm_cuda_session *on = gpu_session(m, 64, 1, 1, 0), *off = gpu_session(m, 64, 0, 1, 0);
     qmm_llm_cuda_session *chunked = gpu_session(m, 64, 1, 1, 16); /* 16 + 16 + 8 rows */
@@ -262,12 +230,12 @@ static void split_k_off_and_chunking(void)
 /* A long context: the decode attention splits the sequence (max_seq 1000 -> 8 splits + combine). */
 static void long_context_decode_matches_cpu(void)
 {
-    qmm_llm_model *m = checkpoint_model(&tiny);
+    qmm_llm_model *m = test_checkpoint_model(&tiny);
     if (!m) return;
     enum { N = 700 };
     int64_t V = tiny.vocab_size;
     int32_t *ids = malloc(N * 4);
-    random_ids(ids, N, V);
+    test_random_ids(ids, N, V);
     float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
     qmm_llm_cuda_session *gs = gpu_session(m, 1000, 1, 1, 0);
     qmm_llm_cpu_session *cs = NULL;
@@ -309,7 +277,7 @@ static void tensor_core_attention_matches_fp32(void)
         for (int li = 0; li < 3; li++) {
             int n = lens[li];
             int32_t *ids = malloc((size_t)n * 4);
-            random_ids(ids, n, c.vocab_size);
+            test_random_ids(ids, n, c.vocab_size);
             float *a = malloc((size_t)c.vocab_size * 4), *b = malloc((size_t)c.vocab_size * 4);
             qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
             qmm_llm_cuda_session *tc = NULL, *ref = NULL;
@@ -340,12 +308,12 @@ static void tensor_core_attention_matches_fp32(void)
 /* Stacked q|k|v and gate|up weights compute the same projections as the separate ones. */
 static void fused_projections_match_separate(void)
 {
-    qmm_llm_model *m = checkpoint_model(&tiny);
+    qmm_llm_model *m = test_checkpoint_model(&tiny);
     if (!m) return;
     enum { N = 24 };
     int64_t V = tiny.vocab_size;
     int32_t ids[N];
-    random_ids(ids, N, V);
+    test_random_ids(ids, N, V);
     float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
     qmm_llm_cuda_session *sep = NULL, *fus = NULL;
@@ -421,15 +389,7 @@ static void synthetic_presets_match_cpu(void)
 
 int main(int argc, char **argv)
 {
-    int count = 0;
-    char why[256] = "";
-    qmm_cuda_device_count(&count, why, sizeof why);
-    if (count == 0) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "no CUDA device (%s): the Qwen3 CUDA forward is not tested here",
-                 why[0] ? why : "none found");
-        test_skip_all(msg);
-    }
+    test_require_gpu("the Qwen3 CUDA forward is not tested here");
     static const test_case cases[] = {
         {"tiny_prefill_matches_cpu", tiny_prefill_matches_cpu},
         {"untied_mha_hd128_matches_cpu", untied_mha_hd128_matches_cpu},

@@ -35,10 +35,6 @@ int main(void)
 }
 #else
 
-static void random_ids(int32_t *ids, int n, int64_t vocab)
-{
-    for (int i = 0; i < n; i++) ids[i] = (int32_t)(test_rand_u64() % (uint64_t)vocab);
-}
 
 static qmm_llm_cuda_session *session(const qmm_llm_model *m, int64_t max_seq, int buffers,
                                      int graph, int fuse, int64_t chunk)
@@ -64,7 +60,7 @@ static void compare(const qmm_llm_model *m, int n, int steps, int buffers, int g
     const int64_t V = qmm_llm_model_config(m)->vocab_size;
     int32_t *ids = malloc((size_t)n * 4);
     float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
-    random_ids(ids, n, V);
+    test_random_ids(ids, n, V);
     qmm_llm_cuda_session *rs = session(m, n + steps + 1, 0, graph, fuse, chunk);
     qmm_llm_cuda_session *os = session(m, n + steps + 1, buffers, graph, fuse, chunk);
     if (rs && os && a && b && ids) {
@@ -170,15 +166,7 @@ static void options_stats_and_profile(void)
 
 int main(int argc, char **argv)
 {
-    int count = 0;
-    char why[256] = "";
-    qmm_cuda_device_count(&count, why, sizeof why);
-    if (count == 0) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "no CUDA device (%s): weight streaming is not tested here",
-                 why[0] ? why : "none found");
-        test_skip_all(msg);
-    }
+    test_require_gpu("weight streaming is not tested here");
     static const test_case cases[] = {
         {"tiny_bitwise_equal", tiny_bitwise_equal},
         {"preset_bitwise_equal", preset_bitwise_equal},

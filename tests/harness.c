@@ -1,10 +1,13 @@
 #include "harness.h"
 #include "internal.h"
+#include "llm/hf_random.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static uint64_t g_seed, g_state;
@@ -156,4 +159,68 @@ int test_plan_equal(const qmm_plan *a, const qmm_plan *b)
            a->k_per_split == b->k_per_split && a->predicted_us == b->predicted_us &&
            a->config == b->config && a->stages == b->stages &&
            a->workspace_bytes == b->workspace_bytes;
+}
+
+int test_make_tmpdir(char *out, size_t size, const char *tag)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(out, size, "%s/qmm_%s_XXXXXX", base && *base ? base : "/tmp", tag);
+    if (mkdtemp(out)) return 1;
+    test_fail(__FILE__, __LINE__, "mkdtemp failed");
+    return 0;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+void test_rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+qmm_llm_model *test_checkpoint_model(const qmm_llm_config *c)
+{
+    char dir[512], hf[600], mlx[600];
+    if (!test_make_tmpdir(dir, sizeof dir, "model")) return NULL;
+    snprintf(hf, sizeof hf, "%s/hf", dir);
+    snprintf(mlx, sizeof mlx, "%s/mlx", dir);
+    mkdir(hf, 0755);
+    qmm_llm_model *m = NULL;
+    qmm_status st = llm_write_random_hf(hf, c, test_rand_u64(), ST_BF16);
+    if (!st) st = qmm_llm_quantize_checkpoint(hf, mlx, NULL);
+    if (!st) st = qmm_llm_model_load(mlx, &m);
+    CHECKF(st == QMM_OK, "making the model: %s", qmm_last_error());
+    test_rm_tree(dir);
+    return m;
+}
+
+void test_random_ids(int32_t *ids, int n, int64_t vocab)
+{
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)(test_rand_u64() % (uint64_t)vocab);
+}
+
+void test_require_gpu(const char *what)
+{
+    int count = 0;
+    char why[256] = "";
+    qmm_cuda_device_count(&count, why, sizeof why);
+    if (count > 0) return;
+    char msg[512];
+    snprintf(msg, sizeof msg, "no CUDA device (%s): %s", why[0] ? why : "none found", what);
+    test_skip_all(msg);
+}
+
+qmm_cuda_ctx *test_gpu_context(void)
+{
+    qmm_cuda_ctx *ctx = NULL;
+    qmm_gpu_info info;
+    if (qmm_cuda_create(0, NULL, &ctx) != QMM_OK || qmm_cuda_info(ctx, &info) != QMM_OK) {
+        printf("cannot create a CUDA context: %s\n", qmm_last_error());
+        exit(1);
+    }
+    printf("GPU: %s, sm_%d%d, %d SMs, driver %d, runtime %d; tiled blocks/SM %d %d %d\n",
+           info.name, info.cc_major, info.cc_minor, info.sm_count, info.driver_version,
+           info.runtime_version, info.tiled_blocks_per_sm[0], info.tiled_blocks_per_sm[1],
+           info.tiled_blocks_per_sm[2]);
+    return ctx;
 }

@@ -67,6 +67,22 @@ void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c);
 double test_rel_frob_bf16(const qmm_bf16 *got, const double *ref, size_t n);
 double test_rel_frob_f32(const float *got, const double *ref, size_t n);
 
+/* ---- files and models (harness.c) ---- */
+/* A fresh directory under $TMPDIR (or /tmp) named qmm_<tag>_XXXXXX into out; 0 (and a failed
+ * case) when it cannot be made. */
+int test_make_tmpdir(char *out, size_t size, const char *tag);
+/* Remove a directory tree. */
+void test_rm_tree(const char *dir);
+/* A model the way a user makes one: random HF checkpoint -> quantize -> load (NULL and a failed
+ * case on error). The model keeps its file mapped, so the directory is gone on return. */
+qmm_llm_model *test_checkpoint_model(const qmm_llm_config *c);
+/* n random token ids in [0, vocab). */
+void test_random_ids(int32_t *ids, int n, int64_t vocab);
+/* Skip the program (exit 77) unless a CUDA device is present; what: what goes untested. */
+void test_require_gpu(const char *what);
+/* A context on GPU 0 and its facts printed (exit 1 when it cannot be made). */
+qmm_cuda_ctx *test_gpu_context(void);
+
 /* Field by field (padding bytes of a copied struct are unspecified, so no memcmp). */
 int test_plan_equal(const qmm_plan *a, const qmm_plan *b);
 

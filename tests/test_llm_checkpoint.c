@@ -16,22 +16,7 @@
 
 static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 512, 1e6, 1e-6, 1};
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
 
-static void rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
-static int make_tmpdir(char *out, size_t size)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(out, size, "%s/qmm_ckpt_XXXXXX", base && *base ? base : "/tmp");
-    if (mkdtemp(out)) return 1;
-    test_fail(__FILE__, __LINE__, "mkdtemp failed");
-    return 0;
-}
 
 static void sub(char *out, size_t size, const char *dir, const char *name)
 {
@@ -108,10 +93,10 @@ static void check_linear(const st_set *in, const char *prefix, const qmm_w4 *got
 static void roundtrip(const qmm_llm_config *c, st_dtype dtype)
 {
     char dir[512], path[600];
-    if (!make_tmpdir(dir, sizeof dir)) return;
+    if (!test_make_tmpdir(dir, sizeof dir, "ckpt")) return;
     qmm_llm_quantize_report rep;
     if (!make_mlx(dir, c, dtype, &rep)) {
-        rm_tree(dir);
+        test_rm_tree(dir);
         return;
     }
     int64_t lin = 1 + (c->tie_word_embeddings ? 0 : 1) + c->num_layers * QMM_LLM_LINEAR_COUNT;
@@ -126,7 +111,7 @@ static void roundtrip(const qmm_llm_config *c, st_dtype dtype)
     qmm_llm_model *m = NULL;
     CHECK_OK(qmm_llm_model_load(path, &m));
     if (!m) {
-        rm_tree(dir);
+        test_rm_tree(dir);
         return;
     }
     const qmm_llm_config *mc = qmm_llm_model_config(m);
@@ -172,7 +157,7 @@ static void roundtrip(const qmm_llm_config *c, st_dtype dtype)
     CHECK_STATUS(qmm_llm_model_linear(m, c->num_layers, QMM_LLM_Q, &w), QMM_ERR_RANGE);
     st_close(&in);
     qmm_llm_model_destroy(m);
-    rm_tree(dir);
+    test_rm_tree(dir);
 }
 
 static void roundtrip_tied_bf16(void) { roundtrip(&tiny, ST_BF16); }
@@ -223,9 +208,9 @@ static void rewrite(const char *mlx_dir, const char *out_dir, const char *name, 
 static void load_rejects_bad_checkpoints(void)
 {
     char dir[512], mlx[600], bad[600], path[700];
-    if (!make_tmpdir(dir, sizeof dir)) return;
+    if (!test_make_tmpdir(dir, sizeof dir, "ckpt")) return;
     if (!make_mlx(dir, &tiny, ST_BF16, NULL)) {
-        rm_tree(dir);
+        test_rm_tree(dir);
         return;
     }
     sub(mlx, sizeof mlx, dir, "mlx");
@@ -311,15 +296,15 @@ static void load_rejects_bad_checkpoints(void)
     CHECK_STATUS(qmm_llm_model_load(bad, &m), QMM_ERR_FORMAT);
     free(all);
     CHECK_STATUS(qmm_llm_model_load("/nonexistent-dir/x.safetensors", &m), QMM_ERR_NOT_FOUND);
-    rm_tree(dir);
+    test_rm_tree(dir);
 }
 
 static void sharded_mlx_checkpoint(void)
 {
     char dir[512], mlx[600], shard[600], path[700];
-    if (!make_tmpdir(dir, sizeof dir)) return;
+    if (!test_make_tmpdir(dir, sizeof dir, "ckpt")) return;
     if (!make_mlx(dir, &tiny, ST_BF16, NULL)) {
-        rm_tree(dir);
+        test_rm_tree(dir);
         return;
     }
     sub(mlx, sizeof mlx, dir, "mlx");
@@ -381,13 +366,13 @@ static void sharded_mlx_checkpoint(void)
         free(d[w]);
     }
     st_close(&s);
-    rm_tree(dir);
+    test_rm_tree(dir);
 }
 
 static void writer_leaves_nothing_on_error(void)
 {
     char dir[512], hf[600], out[600], path[700];
-    if (!make_tmpdir(dir, sizeof dir)) return;
+    if (!test_make_tmpdir(dir, sizeof dir, "ckpt")) return;
     sub(hf, sizeof hf, dir, "hf");
     sub(out, sizeof out, dir, "out");
     mkdir(hf, 0755);
@@ -420,7 +405,7 @@ static void writer_leaves_nothing_on_error(void)
     sub(path, sizeof path, hf, "model.safetensors");
     CHECK_OK(qmm_llm_quantize_checkpoint(path, out2, NULL));
     CHECK(dir_entries(out2) == 2);
-    rm_tree(dir);
+    test_rm_tree(dir);
 }
 
 static void synthetic_weights(void)

@@ -13,40 +13,6 @@
 
 static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 512, 1e6, 1e-6, 1};
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-/* A tiny model the way a user makes one: random HF checkpoint -> writer -> loader. */
-static qmm_llm_model *tiny_model(const qmm_llm_config *c)
-{
-    char dir[512], hf[600], mlx[600];
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/qmm_fwd_XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        test_fail(__FILE__, __LINE__, "mkdtemp failed");
-        return NULL;
-    }
-    snprintf(hf, sizeof hf, "%s/hf", dir);
-    snprintf(mlx, sizeof mlx, "%s/mlx", dir);
-    mkdir(hf, 0755);
-    qmm_llm_model *m = NULL;
-    qmm_status st = llm_write_random_hf(hf, c, test_rand_u64(), ST_BF16);
-    if (!st) st = qmm_llm_quantize_checkpoint(hf, mlx, NULL);
-    if (!st) st = qmm_llm_model_load(mlx, &m);
-    CHECKF(st == QMM_OK, "making the tiny model: %s", qmm_last_error());
-    /* the model keeps its file mapped, so the directory can go now */
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    return m;
-}
-
-static void random_ids(int32_t *ids, int n, int64_t vocab)
-{
-    for (int i = 0; i < n; i++) ids[i] = (int32_t)(test_rand_u64() % (uint64_t)vocab);
-}
-
 /* ---- an independent fp64 forward: dequantized weights, no rounding anywhere ---- */
 
 typedef struct ref64 {
@@ -165,7 +131,7 @@ static void ref_step(ref64 *r, int32_t id, double *logits)
 
 static void check_against_fp64(const qmm_llm_config *c, int prompt, int steps)
 {
-    qmm_llm_model *m = tiny_model(c);
+    qmm_llm_model *m = test_checkpoint_model(c);
     if (!m) return;
     int64_t max = prompt + steps + 1;
     ref64 r = {m, qmm_llm_model_config(m), 0, NULL, NULL, max};
@@ -175,7 +141,7 @@ static void check_against_fp64(const qmm_llm_config *c, int prompt, int steps)
     double *want = malloc((size_t)c->vocab_size * 8);
     float *got = malloc((size_t)c->vocab_size * 4);
     int32_t ids[64];
-    random_ids(ids, prompt, c->vocab_size);
+    test_random_ids(ids, prompt, c->vocab_size);
     qmm_llm_cpu_session *s = NULL;
     CHECK_OK(qmm_llm_cpu_session_create(m, max, 0, &s));
     if (s) {
@@ -222,11 +188,11 @@ static void untied_gqa1_matches_fp64(void)
 /* prefill(n) + decode(id) gives the logits of prefill(n + 1) at its last position */
 static void prefill_then_decode_equals_longer_prefill(void)
 {
-    qmm_llm_model *m = tiny_model(&tiny);
+    qmm_llm_model *m = test_checkpoint_model(&tiny);
     if (!m) return;
     enum { N = 13 };
     int32_t ids[N + 1];
-    random_ids(ids, N + 1, tiny.vocab_size);
+    test_random_ids(ids, N + 1, tiny.vocab_size);
     float *a = malloc(4 * 1000), *b = malloc(4 * 1000);
     qmm_llm_cpu_session *s1, *s2;
     CHECK_OK(qmm_llm_cpu_session_create(m, 64, 0, &s1));
@@ -265,7 +231,7 @@ static void chunked_prefill(void)
     if (!m) return;
     enum { N = 300 };
     int32_t *ids = malloc(N * sizeof *ids);
-    random_ids(ids, N, c.vocab_size);
+    test_random_ids(ids, N, c.vocab_size);
     float *a = malloc(4 * 1000), *b = malloc(4 * 1000);
     qmm_llm_cpu_session *s;
     CHECK_OK(qmm_llm_cpu_session_create(m, N, 0, &s));
@@ -324,10 +290,10 @@ done:
 
 static void generate_is_greedy_and_timed(void)
 {
-    qmm_llm_model *m = tiny_model(&tiny);
+    qmm_llm_model *m = test_checkpoint_model(&tiny);
     if (!m) return;
     int32_t ids[6], out[10], again[10];
-    random_ids(ids, 6, tiny.vocab_size);
+    test_random_ids(ids, 6, tiny.vocab_size);
     qmm_llm_cpu_session *s;
     CHECK_OK(qmm_llm_cpu_session_create(m, 32, 0, &s));
     qmm_llm_timing t;

@@ -11,23 +11,7 @@
 
 /* ---- helpers ---- */
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
 
-static void rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
-static void make_tmpdir(char *out, size_t size)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(out, size, "%s/qmm_st_XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(out)) {
-        test_fail(__FILE__, __LINE__, "mkdtemp failed");
-        out[0] = 0;
-    }
-}
 
 /* A file image: u64 header length, header, data_len bytes of a byte pattern. */
 static unsigned char *image(const char *header, uint64_t claimed_len, size_t data_len, size_t *len)
@@ -205,7 +189,7 @@ static void parse_random_corruption_is_safe(void)
 static void write_and_open_file(void)
 {
     char dir[512], path[600];
-    make_tmpdir(dir, sizeof dir);
+    if (!test_make_tmpdir(dir, sizeof dir, "st")) return;
     if (!dir[0]) return;
     st_entry e[3] = {0};
     snprintf(e[0].name, sizeof e[0].name, "odd \"name\" \\ with\tescapes");
@@ -250,7 +234,7 @@ static void write_and_open_file(void)
     CHECK_STATUS(st_open(path, &s), QMM_ERR_NOT_FOUND);
     /* a directory without a checkpoint */
     CHECK_STATUS(st_open(dir, &s), QMM_ERR_NOT_FOUND);
-    rm_tree(dir);
+    test_rm_tree(dir);
 }
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -269,7 +253,7 @@ static void write_file(const char *dir, const char *name, const char *text)
 static void sharded_checkpoint(void)
 {
     char dir[512], path[700];
-    make_tmpdir(dir, sizeof dir);
+    if (!test_make_tmpdir(dir, sizeof dir, "st")) return;
     if (!dir[0]) return;
     st_entry e[2] = {0};
     float v1[2] = {1, 2}, v2[3] = {3, 4, 5};
@@ -324,7 +308,7 @@ static void sharded_checkpoint(void)
                "{\"weight_map\": {\"one\": \"model-00001-of-00002.safetensors\","
                "\"x\": \"model-00002-of-00002.safetensors\"}}");
     CHECK_STATUS(st_open(dir, &s), QMM_ERR_FORMAT);
-    rm_tree(dir);
+    test_rm_tree(dir);
 }
 
 int main(int argc, char **argv)
