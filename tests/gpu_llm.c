@@ -390,18 +390,10 @@ static void synthetic_presets_match_cpu(void)
 int main(int argc, char **argv)
 {
     test_require_gpu("the Qwen3 CUDA forward is not tested here");
-    static const test_case cases[] = {
-        {"tiny_prefill_matches_cpu", tiny_prefill_matches_cpu},
-        {"untied_mha_hd128_matches_cpu", untied_mha_hd128_matches_cpu},
-        {"greedy_tokens_match_cpu", greedy_tokens_match_cpu},
-        {"decode_equals_longer_prefill", decode_equals_longer_prefill},
-        {"graph_decode_equals_eager", graph_decode_equals_eager},
-        {"split_k_off_and_chunking", split_k_off_and_chunking},
-        {"long_context_decode_matches_cpu", long_context_decode_matches_cpu},
-        {"tensor_core_attention_matches_fp32", tensor_core_attention_matches_fp32},
-        {"fused_projections_match_separate", fused_projections_match_separate},
-        {"errors_and_profile", errors_and_profile},
-        {"synthetic_presets_match_cpu", synthetic_presets_match_cpu},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, tiny_prefill_matches_cpu, untied_mha_hd128_matches_cpu,
+               greedy_tokens_match_cpu, decode_equals_longer_prefill, graph_decode_equals_eager,
+               split_k_off_and_chunking, long_context_decode_matches_cpu,
+               tensor_core_attention_matches_fp32, fused_projections_match_separate,
+               errors_and_profile, synthetic_presets_match_cpu);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -167,11 +167,7 @@ static void options_stats_and_profile(void)
 int main(int argc, char **argv)
 {
     test_require_gpu("weight streaming is not tested here");
-    static const test_case cases[] = {
-        {"tiny_bitwise_equal", tiny_bitwise_equal},
-        {"preset_bitwise_equal", preset_bitwise_equal},
-        {"options_stats_and_profile", options_stats_and_profile},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, tiny_bitwise_equal, preset_bitwise_equal, options_stats_and_profile);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }
 #endif

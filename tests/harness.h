@@ -16,6 +16,33 @@ typedef struct test_case {
     void (*fn)(void);
 } test_case;
 
+/* A table of cases named after their functions: TEST_TABLE(cases, fn_a, fn_b, ...) declares
+ * static const test_case cases[] = {{"fn_a", fn_a}, ...} (up to 16 cases). */
+#define TEST_ENTRY_(fn) {#fn, fn},
+#define TEST_E1_(f, x) f(x)
+#define TEST_E2_(f, x, ...) f(x) TEST_E1_(f, __VA_ARGS__)
+#define TEST_E3_(f, x, ...) f(x) TEST_E2_(f, __VA_ARGS__)
+#define TEST_E4_(f, x, ...) f(x) TEST_E3_(f, __VA_ARGS__)
+#define TEST_E5_(f, x, ...) f(x) TEST_E4_(f, __VA_ARGS__)
+#define TEST_E6_(f, x, ...) f(x) TEST_E5_(f, __VA_ARGS__)
+#define TEST_E7_(f, x, ...) f(x) TEST_E6_(f, __VA_ARGS__)
+#define TEST_E8_(f, x, ...) f(x) TEST_E7_(f, __VA_ARGS__)
+#define TEST_E9_(f, x, ...) f(x) TEST_E8_(f, __VA_ARGS__)
+#define TEST_E10_(f, x, ...) f(x) TEST_E9_(f, __VA_ARGS__)
+#define TEST_E11_(f, x, ...) f(x) TEST_E10_(f, __VA_ARGS__)
+#define TEST_E12_(f, x, ...) f(x) TEST_E11_(f, __VA_ARGS__)
+#define TEST_E13_(f, x, ...) f(x) TEST_E12_(f, __VA_ARGS__)
+#define TEST_E14_(f, x, ...) f(x) TEST_E13_(f, __VA_ARGS__)
+#define TEST_E15_(f, x, ...) f(x) TEST_E14_(f, __VA_ARGS__)
+#define TEST_E16_(f, x, ...) f(x) TEST_E15_(f, __VA_ARGS__)
+#define TEST_NTH_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, N, ...) N
+#define TEST_EACH_(f, ...)                                                                   \
+    TEST_NTH_(__VA_ARGS__, TEST_E16_, TEST_E15_, TEST_E14_, TEST_E13_, TEST_E12_, TEST_E11_,   \
+              TEST_E10_, TEST_E9_, TEST_E8_, TEST_E7_, TEST_E6_, TEST_E5_, TEST_E4_, TEST_E3_, \
+              TEST_E2_, TEST_E1_, 0)(f, __VA_ARGS__)
+#define TEST_TABLE(name, ...) static const test_case name[] = {TEST_EACH_(TEST_ENTRY_, __VA_ARGS__)}
+#define TEST_COUNT(t) ((int)(sizeof(t) / sizeof((t)[0])))
+
 /* Runs the table; returns the process exit code. */
 int test_main(int argc, char **argv, const test_case *cases, int count);
 /* Skip the whole program (e.g. no GPU) with a visible reason: prints and exits 77. */

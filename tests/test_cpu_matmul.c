@@ -203,12 +203,7 @@ static void zero_rows_and_extremes(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"ref_vs_fp64", ref_vs_fp64},
-        {"fast_grid", fast_grid},
-        {"fast_thread_counts", fast_thread_counts},
-        {"schedule_rules", schedule_rules},
-        {"zero_rows_and_extremes", zero_rows_and_extremes},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, ref_vs_fp64, fast_grid, fast_thread_counts, schedule_rules,
+               zero_rows_and_extremes);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

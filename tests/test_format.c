@@ -336,18 +336,8 @@ static void quantize_rejects_without_writing(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"sizes", sizes},
-        {"layout_hand_computed", layout_hand_computed},
-        {"layout_dequantize_hand_words", layout_dequantize_hand_words},
-        {"round_trip_f32", round_trip_f32},
-        {"round_trip_stats", round_trip_stats},
-        {"signed_scales", signed_scales},
-        {"zero_range_groups", zero_range_groups},
-        {"source_dtypes_agree", source_dtypes_agree},
-        {"dequantize_dtypes", dequantize_dtypes},
-        {"requantize_dequantized", requantize_dequantized},
-        {"quantize_rejects_without_writing", quantize_rejects_without_writing},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, sizes, layout_hand_computed, layout_dequantize_hand_words, round_trip_f32,
+               round_trip_stats, signed_scales, zero_range_groups, source_dtypes_agree,
+               dequantize_dtypes, requantize_dequantized, quantize_rejects_without_writing);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

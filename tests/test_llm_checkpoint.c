@@ -457,13 +457,7 @@ done:
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"roundtrip_tied_bf16", roundtrip_tied_bf16},
-        {"roundtrip_untied_f32", roundtrip_untied_f32},
-        {"load_rejects_bad_checkpoints", load_rejects_bad_checkpoints},
-        {"sharded_mlx_checkpoint", sharded_mlx_checkpoint},
-        {"writer_leaves_nothing_on_error", writer_leaves_nothing_on_error},
-        {"synthetic_weights", synthetic_weights},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, roundtrip_tied_bf16, roundtrip_untied_f32, load_rejects_bad_checkpoints,
+               sharded_mlx_checkpoint, writer_leaves_nothing_on_error, synthetic_weights);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

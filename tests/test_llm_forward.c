@@ -369,16 +369,8 @@ static void synthetic_preset_stays_finite(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"one_layer_matches_fp64", one_layer_matches_fp64},
-        {"tiny_model_matches_fp64", tiny_model_matches_fp64},
-        {"untied_gqa1_matches_fp64", untied_gqa1_matches_fp64},
-        {"prefill_then_decode_equals_longer_prefill", prefill_then_decode_equals_longer_prefill},
-        {"chunked_prefill", chunked_prefill},
-        {"bad_inputs", bad_inputs},
-        {"generate_is_greedy_and_timed", generate_is_greedy_and_timed},
-        {"argmax_rules", argmax_rules},
-        {"synthetic_preset_stays_finite", synthetic_preset_stays_finite},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, one_layer_matches_fp64, tiny_model_matches_fp64, untied_gqa1_matches_fp64,
+               prefill_then_decode_equals_longer_prefill, chunked_prefill, bad_inputs,
+               generate_is_greedy_and_timed, argmax_rules, synthetic_preset_stays_finite);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -313,14 +313,8 @@ static void sharded_checkpoint(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"parse_valid_header", parse_valid_header},
-        {"parse_rejects_bad_headers", parse_rejects_bad_headers},
-        {"parse_rejects_lying_lengths", parse_rejects_lying_lengths},
-        {"parse_every_truncation_fails", parse_every_truncation_fails},
-        {"parse_random_corruption_is_safe", parse_random_corruption_is_safe},
-        {"write_and_open_file", write_and_open_file},
-        {"sharded_checkpoint", sharded_checkpoint},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, parse_valid_header, parse_rejects_bad_headers, parse_rejects_lying_lengths,
+               parse_every_truncation_fails, parse_random_corruption_is_safe, write_and_open_file,
+               sharded_checkpoint);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

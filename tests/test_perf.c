@@ -242,19 +242,11 @@ static void test_arguments(void)
     CHECK(!strcmp(qmm_model_engine_name(3), "?"));
 }
 
-static const test_case cases[] = {
-    {"document_totals", test_document_totals},
-    {"closed_form", test_closed_form},
-    {"segments_and_busy", test_segments_and_busy},
-    {"more_buffers_never_slower", test_more_buffers_never_slower},
-    {"constant_times_formula", test_constant_times_formula},
-    {"jitter_third_buffer", test_jitter_third_buffer},
-    {"jitter_times", test_jitter_times},
-    {"gantt", test_gantt},
-    {"arguments", test_arguments},
-};
+TEST_TABLE(cases, test_document_totals, test_closed_form, test_segments_and_busy,
+           test_more_buffers_never_slower, test_constant_times_formula, test_jitter_third_buffer,
+           test_jitter_times, test_gantt, test_arguments);
 
 int main(int argc, char **argv)
 {
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -421,20 +421,11 @@ static void test_arguments(void)
     CHECK(!strcmp(qmm_last_error(), ""));
 }
 
-static const test_case cases[] = {
-    {"presets", test_presets},
-    {"document_a100", test_document_a100},
-    {"document_h100_h200", test_document_h100_h200},
-    {"refined_floor_h100", test_refined_floor_h100},
-    {"refined_reduces_to_document", test_refined_reduces_to_document},
-    {"refined_parts", test_refined_parts},
-    {"best_split_rule", test_best_split_rule},
-    {"best_split_aligned", test_best_split_aligned},
-    {"streamk", test_streamk},
-    {"arguments", test_arguments},
-};
+TEST_TABLE(cases, test_presets, test_document_a100, test_document_h100_h200,
+           test_refined_floor_h100, test_refined_reduces_to_document, test_refined_parts,
+           test_best_split_rule, test_best_split_aligned, test_streamk, test_arguments);
 
 int main(int argc, char **argv)
 {
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -349,17 +349,10 @@ static void test_device_entry_points(void)
     qmm_pipeline_destroy(NULL);
 }
 
-static const test_case cases[] = {
-    {"chunking", test_chunking},
-    {"plan_table", test_plan_table},
-    {"plan_properties", test_plan_properties},
-    {"simulate_document", test_simulate_document},
-    {"simulate_vs_model", test_simulate_vs_model},
-    {"bad_arguments", test_bad_arguments},
-    {"device_entry_points", test_device_entry_points},
-};
+TEST_TABLE(cases, test_chunking, test_plan_table, test_plan_properties, test_simulate_document,
+           test_simulate_vs_model, test_bad_arguments, test_device_entry_points);
 
 int main(int argc, char **argv)
 {
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -179,12 +179,6 @@ static void bad_input(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"plan_call/qwen3_4b_table", qwen3_4b_table},
-        {"plan_call/plan_fields", plan_fields},
-        {"plan_call/forced", forced},
-        {"plan_call/generic_gpu", generic_gpu},
-        {"plan_call/bad_input", bad_input},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, qwen3_4b_table, plan_fields, forced, generic_gpu, bad_input);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -102,10 +102,6 @@ static void bad_input(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"plan_device/properties", properties},
-        {"plan_device/splits_underfilled_kv", splits_underfilled_kv},
-        {"plan_device/bad_input", bad_input},
-    };
-    return test_main(argc, argv, cases, 3);
+    TEST_TABLE(cases, properties, splits_underfilled_kv, bad_input);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

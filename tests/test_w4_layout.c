@@ -100,11 +100,7 @@ static void device_image(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"w4_layout/positions_are_a_permutation", positions_are_a_permutation},
-        {"w4_layout/extraction_matches_fragments", extraction_matches_fragments},
-        {"w4_layout/rejects_bad_input", rejects_bad_input},
-        {"w4_layout/device_image", device_image},
-    };
-    return test_main(argc, argv, cases, 4);
+    TEST_TABLE(cases, positions_are_a_permutation, extraction_matches_fragments, rejects_bad_input,
+               device_image);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }
