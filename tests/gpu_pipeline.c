@@ -359,19 +359,13 @@ static void bad_input(void)
     fixture_free(&f);
 }
 
-static const test_case cases[] = {
-    {"small/bitwise_grid", bitwise_grid},
-    {"small/uneven_chunks", uneven_chunks},
-    {"small/timeline_respects_plan", timeline_respects_plan},
-    {"small/auto_options", auto_options},
-    {"small/bad_input", bad_input},
-};
+TEST_TABLE(cases, bitwise_grid, uneven_chunks, timeline_respects_plan, auto_options, bad_input);
 
 int main(int argc, char **argv)
 {
     test_require_gpu("the chunked pipeline is not tested here");
     ctx = test_gpu_context();
-    int rc = test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    int rc = test_main(argc, argv, cases, TEST_COUNT(cases));
     qmm_cuda_destroy(ctx);
     return rc;
 }

@@ -288,15 +288,7 @@ static void unknown_enums(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"sizes_and_alloc", sizes_and_alloc},
-        {"validate", validate},
-        {"quantize", quantize},
-        {"dequantize", dequantize},
-        {"matmul_ref", matmul_ref},
-        {"matmul_cpu", matmul_cpu},
-        {"plan", plan},
-        {"unknown_enums", unknown_enums},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, sizes_and_alloc, validate, quantize, dequantize, matmul_ref, matmul_cpu, plan,
+               unknown_enums);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -200,17 +200,9 @@ static void dtype_and_path_names(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"bf16_known_values", bf16_known_values},
-        {"bf16_ties_to_even", bf16_ties_to_even},
-        {"bf16_special", bf16_special},
-        {"bf16_exhaustive_round_trip", bf16_exhaustive_round_trip},
-        {"bf16_random_vs_double", bf16_random_vs_double},
-        {"f16_known_values", f16_known_values},
-        {"f16_ties_overflow_subnormals", f16_ties_overflow_subnormals},
-        {"f16_exhaustive_round_trip", f16_exhaustive_round_trip},
-        {"f16_random_vs_double", f16_random_vs_double},
-        {"dtype_and_path_names", dtype_and_path_names},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, bf16_known_values, bf16_ties_to_even, bf16_special,
+               bf16_exhaustive_round_trip, bf16_random_vs_double, f16_known_values,
+               f16_ties_overflow_subnormals, f16_exhaustive_round_trip, f16_random_vs_double,
+               dtype_and_path_names);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

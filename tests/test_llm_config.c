@@ -239,14 +239,7 @@ static void config_errors(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"json_valid_documents", json_valid_documents},
-        {"json_invalid_documents", json_invalid_documents},
-        {"json_values_and_traversal", json_values_and_traversal},
-        {"config_qwen3_4b_matches_preset", config_qwen3_4b_matches_preset},
-        {"config_presets", config_presets},
-        {"config_shapes", config_shapes},
-        {"config_errors", config_errors},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, json_valid_documents, json_invalid_documents, json_values_and_traversal,
+               config_qwen3_4b_matches_preset, config_presets, config_shapes, config_errors);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

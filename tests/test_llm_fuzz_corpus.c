@@ -114,9 +114,6 @@ static void minimized_corpus(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"seed_corpus", seed_corpus},
-        {"minimized_corpus", minimized_corpus},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, seed_corpus, minimized_corpus);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -213,13 +213,9 @@ OP_CASE(op_argmax, OP_ARGMAX)
 
 int main(int argc, char **argv)
 {
-    static const test_case tc[] = {
-        {"ops/matmul", op_matmul},         {"ops/rows", op_rows},
-        {"ops/add_rmsnorm", op_add_rmsnorm}, {"ops/qk_norm_rope", op_qk_norm_rope},
-        {"ops/swiglu", op_swiglu},         {"ops/attn_prefill", op_attn_prefill},
-        {"ops/attn_decode", op_attn_decode}, {"ops/argmax", op_argmax},
-    };
-    int rc = test_main(argc, argv, tc, (int)(sizeof tc / sizeof tc[0]));
+    TEST_TABLE(tc, op_matmul, op_rows, op_add_rmsnorm, op_qk_norm_rope, op_swiglu, op_attn_prefill,
+               op_attn_decode, op_argmax);
+    int rc = test_main(argc, argv, tc, TEST_COUNT(tc));
     ops_gpu_shutdown();
     return rc;
 }

@@ -117,12 +117,6 @@ static void rule_limits(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"seed_params", seed_params},
-        {"qwen3_4b_table", qwen3_4b_table},
-        {"matvec_for_small_m", matvec_for_small_m},
-        {"split_align", split_align},
-        {"rule_limits", rule_limits},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, seed_params, qwen3_4b_table, matvec_for_small_m, split_align, rule_limits);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

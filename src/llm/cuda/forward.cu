@@ -33,6 +33,20 @@ static qmm_status mm(qmm_llm_cuda_session *s, const bf16 *a, int m, const qmm_cu
                            &o, NULL);
 }
 
+/* Projections that share their input: one stacked weight into out[0] when fused (the outputs
+ * are column ranges of it), else part i into out[i]. */
+static qmm_status mm_shared(qmm_llm_cuda_session *s, const bf16 *a, int m,
+                            const qmm_cuda_weight *stacked, qmm_cuda_weight *const *parts,
+                            bf16 *const *out, int n)
+{
+    if (s->fuse) return mm(s, a, m, stacked, out[0]);
+    for (int i = 0; i < n; i++) {
+        qmm_status st = mm(s, a, m, parts[i], out[i]);
+        if (st) return st;
+    }
+    return QMM_OK;
+}
+
 #define K_TRY QMM_CUDA_TRY /* the one CUDA check (cuda/cuda_try.h) */
 #define Q_TRY(call)                                                                              \
     do {                                                                                         \
@@ -65,13 +79,8 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
             wl = &s->off->slot_w[l % s->off->buffers];
             mark(prof, st, "weight upload wait");
         }
-        if (s->fuse) {
-            Q_TRY(mm(s, s->h, m, wl->qkv, s->q));
-        } else {
-            Q_TRY(mm(s, s->h, m, wl->lin[QMM_LLM_Q], s->q));
-            Q_TRY(mm(s, s->h, m, wl->lin[QMM_LLM_K], s->k));
-            Q_TRY(mm(s, s->h, m, wl->lin[QMM_LLM_V], s->v));
-        }
+        bf16 *qkv_out[3] = {s->q, s->k, s->v};
+        Q_TRY(mm_shared(s, s->h, m, wl->qkv, &wl->lin[QMM_LLM_Q], qkv_out, 3));
         mark(prof, st, "q/k/v matmuls");
         bf16 *kc = s->kc + (size_t)l * layer_cache, *vc = s->vc + (size_t)l * layer_cache;
         K_TRY(launch_qk_norm_rope(s->q, s->k, s->v, s->q_stride, s->kv_stride,
@@ -94,12 +103,8 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
         K_TRY(launch_add_rmsnorm(s->x, s->proj, ly->norm[QMM_LLM_POST_ATTN_NORM], H, eps, 0, m,
                                  s->h, st));
         mark(prof, st, "add+rmsnorm");
-        if (s->fuse) {
-            Q_TRY(mm(s, s->h, m, wl->gate_up, s->gate));
-        } else {
-            Q_TRY(mm(s, s->h, m, wl->lin[QMM_LLM_GATE], s->gate));
-            Q_TRY(mm(s, s->h, m, wl->lin[QMM_LLM_UP], s->up));
-        }
+        bf16 *gu_out[2] = {s->gate, s->up};
+        Q_TRY(mm_shared(s, s->h, m, wl->gate_up, &wl->lin[QMM_LLM_GATE], gu_out, 2));
         mark(prof, st, "gate/up matmuls");
         K_TRY(launch_swiglu(s->gate, s->up, m, c->intermediate_size, s->gu_stride, s->act, st));
         mark(prof, st, "swiglu");
