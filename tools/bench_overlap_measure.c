@@ -10,6 +10,19 @@
 
 /* ---- 1. copy engines ---- */
 
+/* µs of one copy alone on the benchmark's stream (CUDA events) */
+static double copy_alone_us(ov_env *env, void *dst, const void *src, size_t bytes,
+                            enum cudaMemcpyKind kind)
+{
+    float ms;
+    CK(cudaEventRecord(env->e0, env->s));
+    CK(cudaMemcpyAsync(dst, src, bytes, kind, env->s));
+    CK(cudaEventRecord(env->e1, env->s));
+    CK(cudaEventSynchronize(env->e1));
+    CK(cudaEventElapsedTime(&ms, env->e0, env->e1));
+    return 1000.0 * ms;
+}
+
 void ov_copy_engines(ov_env *env)
 {
     bench_set_activity("%s", "copy-engine bandwidth");
@@ -32,18 +45,9 @@ void ov_copy_engines(ov_env *env)
         both_down[OV_MAX_REPS];
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
         float ms;
-        CK(cudaEventRecord(env->e0, env->s));
-        CK(cudaMemcpyAsync(d_up, h_up, bytes, cudaMemcpyHostToDevice, env->s));
-        CK(cudaEventRecord(env->e1, env->s));
-        CK(cudaEventSynchronize(env->e1));
-        CK(cudaEventElapsedTime(&ms, env->e0, env->e1));
-        if (r >= 0) up[r] = 1000.0 * ms;
-        CK(cudaEventRecord(env->e0, env->s));
-        CK(cudaMemcpyAsync(h_down, d_down, bytes, cudaMemcpyDeviceToHost, env->s));
-        CK(cudaEventRecord(env->e1, env->s));
-        CK(cudaEventSynchronize(env->e1));
-        CK(cudaEventElapsedTime(&ms, env->e0, env->e1));
-        if (r >= 0) down[r] = 1000.0 * ms;
+        double t_up = copy_alone_us(env, d_up, h_up, bytes, cudaMemcpyHostToDevice);
+        double t_down = copy_alone_us(env, h_down, d_down, bytes, cudaMemcpyDeviceToHost);
+        if (r >= 0) up[r] = t_up, down[r] = t_down;
         /* both at once: one start event, the two copies on two streams, joined */
         CK(cudaEventRecord(env->e0, env->s));
         CK(cudaStreamWaitEvent(s2, env->e0, 0));
