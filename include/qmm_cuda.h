@@ -30,7 +30,7 @@ typedef struct qmm_gpu_info {
     int mem_bus_bits;
     int driver_version;     /* e.g. 13000 */
     int runtime_version;
-    int tiled_blocks_per_sm[4]; /* resident blocks per SM of the tiled kernel per tile config */
+    int tiled_blocks_per_sm[QMM_MAX_TILE_CONFIGS]; /* resident blocks per SM, per tiled config */
 } qmm_gpu_info;
 
 /* 1 if this library was built with CUDA support. */
