@@ -179,6 +179,18 @@ qmm_status qmm_plan_seed(int64_t m, int64_t n, int64_t k, const qmm_plan_params 
 /* Largest split <= want that divides K into equal whole groups (>= 1). */
 int qmm_split_align(int64_t k, int want);
 
+/* A GPU's capabilities as the models see them (one struct: the performance model's presets and
+ * the planner's device description both use it). qmm_gpu_info is what CUDA reports about a device
+ * (name, versions, clocks); this is what it can do. */
+typedef struct qmm_gpu_caps {
+    const char *name;      /* preset name ("h200") or the caller's label; may be NULL */
+    int sms;               /* streaming multiprocessors, >= 1 */
+    double peak_tflops;    /* dense bf16 tensor-core peak, TFLOP/s (1e12 flop/s), > 0 */
+    double bandwidth_tbs;  /* DRAM bandwidth, TB/s (1e12 B/s), > 0 */
+    double launch_us;      /* overhead of one kernel launch, µs, >= 0 (refined model only; an
+                              uncalibrated default in the presets, to fit from measurements) */
+} qmm_gpu_caps;
+
 /* What the planner knows of a GPU and of our kernels: one struct, filled from the shipped tuning
  * table of the GPU's family (src/tune/, qmm_tune_desc) and, on a GPU, corrected with its SM count
  * and the occupancy API's resident blocks. Tuning values: they change speed, never results. */
@@ -192,7 +204,7 @@ typedef struct qmm_tile_config {
 
 typedef struct qmm_device_desc {
     const char *family;   /* tuning table the values come from: "sm90", "generic" */
-    int sm_count;
+    qmm_gpu_caps gpu;     /* SMs, bandwidth (the measured copy ceiling), launch overhead, peak */
     /* matvec (decode) */
     int matvec_max_m;     /* the planner takes the matvec for M <= this */
     int matvec_limit_m;   /* the matvec kernel takes M <= this (forced path) */
@@ -203,10 +215,7 @@ typedef struct qmm_device_desc {
     int min_k_tiles;      /* each partition keeps at least this many groups of 128 */
     int config_count;
     qmm_tile_config config[QMM_MAX_TILE_CONFIGS];
-    /* performance model calibration */
-    double bandwidth_gbs; /* for the predicted time: measured copy bandwidth */
-    double peak_tflops;   /* achievable bf16 tensor rate of the tiled kernel */
-    double launch_us;     /* per-kernel launch overhead inside a graph */
+    double tiled_tflops;  /* the tiled kernel's achievable bf16 rate (the model's compute) */
     /* dense fallback (dequantize + cuBLAS) */
     double dense_tflops;  /* cuBLAS bf16 rate for the dense path; 0 = never use it */
     int dense_min_m;      /* the dense path is considered only for M >= this */

@@ -88,20 +88,12 @@ qmm_status qmm_model_gantt(const qmm_model_segment *seg, int tiles, double dt, i
 
 /* ---- GPUs and kernels --------------------------------------------------------------------- */
 
-/* What the wave models need to know about a GPU. */
-typedef struct qmm_model_gpu {
-    const char *name;      /* preset name ("h200") or the caller's label; may be NULL */
-    int sms;               /* streaming multiprocessors, >= 1 */
-    double peak_tflops;    /* dense bf16 tensor-core peak, TFLOP/s (1e12 flop/s), > 0 */
-    double bandwidth_tbs;  /* DRAM bandwidth, TB/s (1e12 B/s), > 0 */
-    double launch_us;      /* overhead of one kernel launch, µs, >= 0 (refined model only; an
-                              uncalibrated default in the presets, to fit from measurements) */
-} qmm_model_gpu;
+/* qmm_gpu_caps (a GPU's rates, one struct for the planner and the models): qmm.h */
 
 /* Presets: "a100" (A100 SXM4 40GB: 108 SMs, 312 TFLOP/s, 1.555 TB/s), "h100" (H100 SXM: 132,
  * 989.5, 3.35), "h200" (datasheet: 132, 989.5, 4.8), "h200-measured" (our measured ceilings:
  * 132, 720, 4.2). Unknown name -> QMM_ERR_NOT_FOUND. */
-qmm_status qmm_model_gpu_preset(const char *name, qmm_model_gpu *out);
+qmm_status qmm_model_gpu_preset(const char *name, qmm_gpu_caps *out);
 /* Name of preset i (0-based), NULL past the end: for listing. */
 const char *qmm_model_gpu_preset_name(int i);
 
@@ -159,10 +151,10 @@ typedef struct qmm_model_estimate {
  * t = waves * 2*bm*bn*(K/s) / (peak/SMs) + (s > 1 ? 8*M*N*s / bandwidth : 0)
  * (K/s is real-valued; 8 bytes = an fp32 partial written and read back). Requires m, n, k,
  * bm, bn, s >= 1; the GPU's launch_us is ignored. */
-qmm_status qmm_model_splitk_document(const qmm_model_gpu *gpu, int64_t m, int64_t n, int64_t k,
+qmm_status qmm_model_splitk_document(const qmm_gpu_caps *gpu, int64_t m, int64_t n, int64_t k,
                                      int bm, int bn, int s, qmm_model_estimate *out);
 /* The same, returning total_us directly, or -1 on invalid arguments (qmm_last_error says why). */
-double qmm_model_splitk_document_us(const qmm_model_gpu *gpu, int64_t m, int64_t n, int64_t k,
+double qmm_model_splitk_document_us(const qmm_gpu_caps *gpu, int64_t m, int64_t n, int64_t k,
                                     int bm, int bn, int s);
 
 /* The refined split-K model for C[M, N] = A[M, K] · W[N, K]ᵀ with s partitions of K:
@@ -172,7 +164,7 @@ double qmm_model_splitk_document_us(const qmm_model_gpu *gpu, int64_t m, int64_t
  *   reduction = s > 1 ? 2*s*M*N*partial_bytes / bandwidth + launch : 0,
  *   total = max(compute, memory) + launch + reduction.
  * 1 <= s <= K (K/s real-valued; alignment is the caller's choice, see best_split). */
-qmm_status qmm_model_splitk_refined(const qmm_model_gpu *gpu, const qmm_model_kernel *kern,
+qmm_status qmm_model_splitk_refined(const qmm_gpu_caps *gpu, const qmm_model_kernel *kern,
                                     int64_t m, int64_t n, int64_t k, int s,
                                     qmm_model_estimate *out);
 
@@ -182,18 +174,18 @@ qmm_status qmm_model_splitk_refined(const qmm_model_gpu *gpu, const qmm_model_ke
  * covered by p > 1 workers costs (p-1) partials of tile_m*tile_n*partial_bytes written and read
  * back (over the bandwidth, all tiles together) and the owner's serial fixup_us per partial
  * (the longest chain counts). total = max(compute, memory) + launch + fixup. */
-qmm_status qmm_model_streamk(const qmm_model_gpu *gpu, const qmm_model_kernel *kern, int64_t m,
+qmm_status qmm_model_streamk(const qmm_gpu_caps *gpu, const qmm_model_kernel *kern, int64_t m,
                              int64_t n, int64_t k, qmm_model_estimate *out);
 
 /* The document model's best split over s = 1..max_split (any s), smallest s on ties. */
-qmm_status qmm_model_best_split_document(const qmm_model_gpu *gpu, int64_t m, int64_t n,
+qmm_status qmm_model_best_split_document(const qmm_gpu_caps *gpu, int64_t m, int64_t n,
                                          int64_t k, int bm, int bn, int max_split,
                                          qmm_model_estimate *best);
 
 /* The refined model's best split over s = 1..max_split with K % (s*align) == 0 (align = 128,
  * QMM_GROUP, for the W4 kernels: equal whole groups per partition; align = 0: any s <= K).
  * s = 1 is always a candidate (with align > 0 it needs K % align == 0). Smallest s on ties. */
-qmm_status qmm_model_best_split(const qmm_model_gpu *gpu, const qmm_model_kernel *kern,
+qmm_status qmm_model_best_split(const qmm_gpu_caps *gpu, const qmm_model_kernel *kern,
                                 int64_t m, int64_t n, int64_t k, int max_split, int align,
                                 qmm_model_estimate *best);
 

@@ -111,7 +111,7 @@ static void device_policy(int64_t m, int64_t n, int64_t k, const qmm_device_desc
     p.tile_m = c->tile_m;
     p.tile_n = c->tile_n;
     p.base_blocks = ((m + c->tile_m - 1) / c->tile_m) * ((n + c->tile_n - 1) / c->tile_n);
-    int64_t slots = (int64_t)d->sm_count * c->blocks_per_sm, groups = k / QMM_GROUP;
+    int64_t slots = (int64_t)d->gpu.sms * c->blocks_per_sm, groups = k / QMM_GROUP;
     int64_t want = slots / p.base_blocks;
     if (want > d->max_split) want = d->max_split;
     if (want > groups / d->min_k_tiles) want = groups / d->min_k_tiles;

@@ -9,12 +9,12 @@ static int finite_pos(double x) { return isfinite(x) && x > 0; }
 qmm_status qmm_check_desc(const qmm_device_desc *d)
 {
     if (!d) return qmm_fail(QMM_ERR_NULL, "device description is NULL");
-    if (d->sm_count < 1 || d->max_split < 1 || d->min_k_tiles < 1 || d->config_count < 1 ||
+    if (d->gpu.sms < 1 || d->max_split < 1 || d->min_k_tiles < 1 || d->config_count < 1 ||
         d->config_count > QMM_MAX_TILE_CONFIGS || d->matvec_max_m < 0 ||
         d->matvec_limit_m < d->matvec_max_m || d->matvec_wide_tiles < 0)
         return qmm_fail(QMM_ERR_ARG, "device description: sm_count %d, max_split %d, "
                         "min_k_tiles %d, config_count %d, matvec M <= %d (kernel %d) out of range",
-                        d->sm_count, d->max_split, d->min_k_tiles, d->config_count,
+                        d->gpu.sms, d->max_split, d->min_k_tiles, d->config_count,
                         d->matvec_max_m, d->matvec_limit_m);
     for (int i = 0; i < d->config_count; i++) {
         const qmm_tile_config *c = &d->config[i];
@@ -22,10 +22,11 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
             c->stages < 1 || c->stages > QMM_MAX_STAGES)
             return qmm_fail(QMM_ERR_ARG, "device description: tile configuration %d is invalid", i);
     }
-    if (!finite_pos(d->bandwidth_gbs) || !finite_pos(d->peak_tflops) || !isfinite(d->launch_us) ||
-        d->launch_us < 0 || !isfinite(d->dense_tflops) || d->dense_tflops < 0)
-        return qmm_fail(QMM_ERR_ARG, "device description: bandwidth and peak must be finite and "
-                        "> 0, launch and dense rate finite and >= 0");
+    if (!finite_pos(d->gpu.bandwidth_tbs) || !finite_pos(d->gpu.peak_tflops) ||
+        !finite_pos(d->tiled_tflops) || !isfinite(d->gpu.launch_us) || d->gpu.launch_us < 0 ||
+        !isfinite(d->dense_tflops) || d->dense_tflops < 0)
+        return qmm_fail(QMM_ERR_ARG, "device description: bandwidth, peak and tiled rate must be "
+                        "finite and > 0, launch and dense rate finite and >= 0");
     return QMM_OK;
 }
 
@@ -46,16 +47,17 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
     if (p->path == QMM_PATH_DENSE) {
         if (!(d->dense_tflops > 0)) return -1;
         /* dequantize (read W4, write bf16), then a bf16 GEMM bound by cuBLAS's rate or its bytes */
-        double bw = d->bandwidth_gbs * 1e3, nk = (double)n * (double)k;
-        double dequant = nk * (0.53125 + 2.0) / bw + d->launch_us;
+        double bw = d->gpu.bandwidth_tbs * 1e6, nk = (double)n * (double)k; /* bytes per µs */
+        double dequant = nk * (0.53125 + 2.0) / bw + d->gpu.launch_us;
         double gemm_flops = 2.0 * (double)m * nk / (d->dense_tflops * 1e6);
         double gemm_bytes = (nk * 2.0 + (double)m * k * 2.0 + (double)m * n * 2.0) / bw;
-        return dequant + (gemm_flops > gemm_bytes ? gemm_flops : gemm_bytes) + d->launch_us;
+        return dequant + (gemm_flops > gemm_bytes ? gemm_flops : gemm_bytes) + d->gpu.launch_us;
     }
     if (p->path != QMM_PATH_MATVEC &&
         (p->config < 0 || p->config >= d->config_count || p->split < 1))
         return -1;
-    qmm_model_gpu gpu = {"device", d->sm_count, d->peak_tflops, d->bandwidth_gbs / 1e3, d->launch_us};
+    qmm_gpu_caps gpu = d->gpu;
+    gpu.peak_tflops = d->tiled_tflops; /* the model's compute rate is our kernel's, not cuBLAS's */
     qmm_model_kernel kern = {16, 8, QMM_GROUP, 8, 1.0, 2.0, 0.53125, 2.0, QMM_BF16, 0.0};
     int split = 1;
     if (p->path != QMM_PATH_MATVEC) {

@@ -430,8 +430,8 @@ static void plan_is_the_shipped_table(void)
         CHECKF(mine.config[c].blocks_per_sm == shipped.config[c].blocks_per_sm,
                "config %d: occupancy %d blocks/SM, the table says %d", c,
                mine.config[c].blocks_per_sm, shipped.config[c].blocks_per_sm);
-    CHECK(!strcmp(mine.family, shipped.family) && mine.sm_count == shipped.sm_count);
-    CHECK(mine.bandwidth_gbs == shipped.bandwidth_gbs && mine.peak_tflops == shipped.peak_tflops);
+    CHECK(!strcmp(mine.family, shipped.family) && mine.gpu.sms == shipped.gpu.sms);
+    CHECK(mine.gpu.bandwidth_tbs == shipped.gpu.bandwidth_tbs && mine.tiled_tflops == shipped.tiled_tflops);
     for (size_t pi = 0; pi < sizeof projections / sizeof projections[0]; pi++)
         for (int64_t m = 1; m <= 4096; m *= 2) {
             qmm_plan a, b;

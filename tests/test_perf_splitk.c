@@ -7,9 +7,9 @@
 
 #define NEAR(x, want, tol) (fabs((x) - (want)) <= (tol))
 
-static qmm_model_gpu gpu(const char *name)
+static qmm_gpu_caps gpu(const char *name)
 {
-    qmm_model_gpu g = {0};
+    qmm_gpu_caps g = {0};
     CHECK_OK(qmm_model_gpu_preset(name, &g));
     return g;
 }
@@ -37,14 +37,14 @@ static void test_presets(void)
     while (qmm_model_gpu_preset_name(count)) count++;
     CHECK(count == 4);
     for (int i = 0; i < 4; i++) {
-        qmm_model_gpu g = gpu(want[i].name);
+        qmm_gpu_caps g = gpu(want[i].name);
         CHECK(!strcmp(qmm_model_gpu_preset_name(i), want[i].name));
         CHECKF(g.sms == want[i].sms && g.peak_tflops == want[i].tflops &&
                    g.bandwidth_tbs == want[i].tbs && g.launch_us >= 0 &&
                    !strcmp(g.name, want[i].name),
                "%s", want[i].name);
     }
-    qmm_model_gpu g;
+    qmm_gpu_caps g;
     CHECK_STATUS(qmm_model_gpu_preset("v100", &g), QMM_ERR_NOT_FOUND);
     CHECK(strstr(qmm_last_error(), "v100") != NULL);
     CHECK_STATUS(qmm_model_gpu_preset(NULL, &g), QMM_ERR_NULL);
@@ -67,7 +67,7 @@ static void test_document_a100(void)
         {1, 16, 1, 185.8399, 185.8},   {4, 64, 1, 51.8546, 51.9}, {6, 96, 1, 39.0652, 39.1},
         {7, 112, 2, 62.5377, 62.5},    {12, 192, 2, 47.1571, 47.2},
     };
-    qmm_model_gpu a = gpu("a100");
+    qmm_gpu_caps a = gpu("a100");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         qmm_model_estimate e;
         CHECK_OK(qmm_model_splitk_document(&a, 512, 512, 16384, 128, 128, rows[i].s, &e));
@@ -91,13 +91,13 @@ static void test_document_a100(void)
 
 static void test_document_h100_h200(void)
 {
-    qmm_model_gpu h = gpu("h100");
+    qmm_gpu_caps h = gpu("h100");
     qmm_model_estimate best;
     CHECK_OK(qmm_model_best_split_document(&h, 512, 512, 16384, 128, 128, 64, &best));
     CHECKF(best.split == 8 && best.blocks == 128 && best.waves == 1, "best %d", best.split);
     CHECKF(NEAR(best.total_us, 13.96, 0.005), "%.4f", best.total_us);
     /* The H200 has the H100's SMs and peak with more bandwidth: same split, cheaper partials. */
-    qmm_model_gpu h2 = gpu("h200");
+    qmm_gpu_caps h2 = gpu("h200");
     qmm_model_estimate b2;
     CHECK_OK(qmm_model_best_split_document(&h2, 512, 512, 16384, 128, 128, 64, &b2));
     CHECK(b2.split == 8 && NEAR(b2.total_us, 12.4476, 5e-4));
@@ -109,7 +109,7 @@ static void test_refined_floor_h100(void)
 {
     /* The document's shape as a bf16 GEMM: A 512x16384, W 512x16384, C 512x512, 2 bytes each:
      * 34,078,720 bytes over 3.35 TB/s = 10.17 µs, which the document model leaves out. */
-    qmm_model_gpu h = gpu("h100");
+    qmm_gpu_caps h = gpu("h100");
     qmm_model_kernel doc = kernel("document");
     qmm_model_estimate e;
     CHECK_OK(qmm_model_splitk_refined(&h, &doc, 512, 512, 16384, 8, &e));
@@ -132,7 +132,7 @@ static void test_refined_reduces_to_document(void)
     const char *names[] = {"a100", "h100", "h200", "h200-measured"};
     int agreed = 0;
     for (int gi = 0; gi < 4; gi++) {
-        qmm_model_gpu g = gpu(names[gi]);
+        qmm_gpu_caps g = gpu(names[gi]);
         g.launch_us = 0;
         qmm_model_kernel doc = kernel("document");
         for (int s = 1; s <= 24; s++) {
@@ -155,7 +155,7 @@ static void test_refined_reduces_to_document(void)
 
 static void test_refined_parts(void)
 {
-    qmm_model_gpu g = gpu("h200");
+    qmm_gpu_caps g = gpu("h200");
     qmm_model_kernel k = kernel("w4");
     qmm_model_estimate base, e;
     /* Qwen3-4B q projection at M = 32: A 32x2560 bf16, W4 4096x2560, C 32x4096 bf16. */
@@ -191,7 +191,7 @@ static void test_refined_parts(void)
 }
 
 /* The document model's compute of one unsplit block (C) and its reduction per split (R). */
-static void doc_terms(const qmm_model_gpu *g, int64_t m, int64_t n, int64_t k, int bm, int bn,
+static void doc_terms(const qmm_gpu_caps *g, int64_t m, int64_t n, int64_t k, int bm, int bn,
                       double *c, double *r)
 {
     *c = 2.0 * bm * bn * (double)k / (g->peak_tflops * 1e6 / g->sms);
@@ -201,7 +201,7 @@ static void doc_terms(const qmm_model_gpu *g, int64_t m, int64_t n, int64_t k, i
 static void test_best_split_rule(void)
 {
     /* Kind 1, the document's regime: the largest split that keeps one wave. */
-    qmm_model_gpu a = gpu("a100"), h = gpu("h100");
+    qmm_gpu_caps a = gpu("a100"), h = gpu("h100");
     qmm_model_estimate b;
     CHECK_OK(qmm_model_best_split_document(&a, 512, 512, 16384, 128, 128, 16, &b));
     CHECK(b.split == 108 / 16);
@@ -221,7 +221,7 @@ static void test_best_split_rule(void)
      *   R > C/4                    (C/s + Rs > C for all s >= 2) ->  best = 1. */
     int kind1 = 0, kind2 = 0;
     for (int trial = 0; trial < 2000; trial++) {
-        qmm_model_gpu g = {"random", 16 + (int)(test_rand_u64() % 200),
+        qmm_gpu_caps g = {"random", 16 + (int)(test_rand_u64() % 200),
                            test_rand_uniform(50, 2000), test_rand_uniform(0.5, 8), 0};
         int bm = 64 << (test_rand_u64() % 2), bn = 64 << (test_rand_u64() % 2);
         int64_t tiles_m = 1 + (int64_t)(test_rand_u64() % 4);
@@ -257,7 +257,7 @@ static void test_best_split_rule(void)
 
 static void test_best_split_aligned(void)
 {
-    qmm_model_gpu g = gpu("h200");
+    qmm_gpu_caps g = gpu("h200");
     qmm_model_kernel k = kernel("w4");
     /* k/v at M = 32: K = 2560 is 20 groups, so s in {1, 2, 4, 5, 10} under 16. */
     qmm_model_estimate b, e;
@@ -280,7 +280,7 @@ static void test_best_split_aligned(void)
         CHECK(b.total_us <= e.total_us && b.split >= 1 && b.split <= 16);
     }
     /* align 0 takes any split: the document's shape on the refined document kernel. */
-    qmm_model_gpu a = gpu("a100");
+    qmm_gpu_caps a = gpu("a100");
     a.launch_us = 0;
     qmm_model_kernel doc = kernel("document");
     CHECK_OK(qmm_model_best_split(&a, &doc, 512, 512, 16384, 16, 0, &b));
@@ -292,7 +292,7 @@ static void test_best_split_aligned(void)
 
 static void test_streamk(void)
 {
-    qmm_model_gpu h = gpu("h200");
+    qmm_gpu_caps h = gpu("h200");
     qmm_model_kernel k = kernel("w4");
     qmm_model_estimate e, one;
     /* 132 tiles of 8 iterations on 132 workers: one whole tile each, nothing to fix up. */
@@ -305,7 +305,7 @@ static void test_streamk(void)
     /* The document's shape on the A100 with the document kernel (tile_k 64): 16 tiles x 256
      * iterations over 108 workers, shares of 37 or 38. Worker boundaries w*4096/108 meet tile
      * edges only at w = 27, 54, 81, so 107 - 3 = 104 partials, every tile split. */
-    qmm_model_gpu a = gpu("a100");
+    qmm_gpu_caps a = gpu("a100");
     qmm_model_kernel doc = kernel("document");
     CHECK_OK(qmm_model_streamk(&a, &doc, 512, 512, 16384, &e));
     CHECK(e.split_tiles == 16 && e.blocks == 108);
@@ -364,7 +364,7 @@ static void test_streamk(void)
 
 static void test_arguments(void)
 {
-    qmm_model_gpu g = gpu("h200");
+    qmm_gpu_caps g = gpu("h200");
     qmm_model_kernel k = kernel("w4");
     qmm_model_estimate e;
     CHECK_STATUS(qmm_model_splitk_document(NULL, 1, 1, 128, 128, 128, 1, &e), QMM_ERR_NULL);
@@ -375,7 +375,7 @@ static void test_arguments(void)
     CHECK_STATUS(qmm_model_splitk_document(&g, 1, 1, 128, 128, 128, 129, &e), QMM_ERR_ARG);
     CHECK(qmm_model_splitk_document_us(&g, 1, 1, 128, 128, 128, 0) < 0);
     CHECK(strstr(qmm_last_error(), "split") != NULL);
-    qmm_model_gpu bad = g;
+    qmm_gpu_caps bad = g;
     bad.sms = 0;
     CHECK_STATUS(qmm_model_splitk_document(&bad, 1, 1, 128, 128, 128, 1, &e), QMM_ERR_ARG);
     bad = g;

@@ -31,7 +31,7 @@ static const struct {
 static void qwen3_4b_table(void)
 {
     qmm_device_desc d = sm90();
-    CHECK(!strcmp(d.family, "sm90") && d.sm_count == 132);
+    CHECK(!strcmp(d.family, "sm90") && d.gpu.sms == 132);
     for (size_t i = 0; i < sizeof qwen3_4b / sizeof qwen3_4b[0]; i++)
         for (int t = 0; t < 5; t++) {
             qmm_plan p;
@@ -140,7 +140,7 @@ static void generic_gpu(void)
 {
     qmm_device_desc d;
     CHECK_OK(qmm_tune_desc(8, 9, 76, &d)); /* a GPU the table does not know: planned, not tuned */
-    CHECK(!strcmp(d.family, "generic") && d.sm_count == 76 && d.dense_tflops == 0);
+    CHECK(!strcmp(d.family, "generic") && d.gpu.sms == 76 && d.dense_tflops == 0);
     qmm_plan p;
     CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &p));
     CHECK(p.path == QMM_PATH_TILED);

@@ -38,9 +38,9 @@ static void properties(void)
             CHECK((p.split > 1) == (p.path == QMM_PATH_SPLITK));
             CHECK(p.blocks == p.base_blocks * p.split);
             if (p.split > 1)
-                CHECKF(p.blocks <= (int64_t)d.sm_count * c->blocks_per_sm, "K=%lld N=%lld M=%lld: %lld blocks",
+                CHECKF(p.blocks <= (int64_t)d.gpu.sms * c->blocks_per_sm, "K=%lld N=%lld M=%lld: %lld blocks",
                        (long long)k, (long long)n, (long long)m, (long long)p.blocks);
-            if (p.base_blocks >= (int64_t)d.sm_count * c->blocks_per_sm) CHECK(p.split == 1);
+            if (p.base_blocks >= (int64_t)d.gpu.sms * c->blocks_per_sm) CHECK(p.split == 1);
             /* the chosen split is the model's best among the aligned candidates */
             for (int sp = 1; sp <= p.split; sp++) {
                 if ((k / 128) % sp) continue;
@@ -77,19 +77,19 @@ static void bad_input(void)
     CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, NULL), QMM_ERR_NULL);
     CHECK_STATUS(qmm_plan_device(0, 1024, 2560, &d, &p), QMM_ERR_SHAPE);
     CHECK_STATUS(qmm_plan_device(32, 1024, 100, &d, &p), QMM_ERR_SHAPE);
-    d.sm_count = 0;
+    d.gpu.sms = 0;
     CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
     d = h200();
     d.config_count = 9;
     CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
     d = h200();
-    d.bandwidth_gbs = 0;
+    d.gpu.bandwidth_tbs = 0;
     CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
     d = h200();
-    d.peak_tflops = 1.0 / 0.0; /* non-finite rates would make every prediction equal */
+    d.tiled_tflops = 1.0 / 0.0; /* non-finite rates would make every prediction equal */
     CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
     d = h200();
-    d.launch_us = 0.0 / 0.0;
+    d.gpu.launch_us = 0.0 / 0.0;
     CHECK_STATUS(qmm_plan_device(32, 1024, 2560, &d, &p), QMM_ERR_ARG);
     d = h200();
     d.config[1].stages = 0;

@@ -33,7 +33,7 @@ void bench_model_setup_init(bench_model_setup *ms, int sms, const bench_ceilings
 double bench_model_predict(const bench_model_setup *ms, const bench_model_point *p,
                            double efficiency, double launch_us)
 {
-    qmm_model_gpu gpu = ms->gpu;
+    qmm_gpu_caps gpu = ms->gpu;
     qmm_model_kernel kern = ms->kern;
     gpu.launch_us = launch_us;
     kern.compute_efficiency = efficiency;

@@ -156,7 +156,7 @@ typedef struct bench_calibration {
     int ok;             /* 1 when a fit was made */
     int points;
     double efficiency;  /* fitted qmm_model_kernel.compute_efficiency */
-    double launch_us;   /* fitted qmm_model_gpu.launch_us */
+    double launch_us;   /* fitted qmm_gpu_caps.launch_us */
     double rms_before, rms_after;     /* RMS relative error, % */
     double worst_before, worst_after; /* largest |relative error|, % */
 } bench_calibration;
@@ -166,7 +166,7 @@ typedef struct bench_calibration {
 typedef struct bench_model_setup {
     int ok;              /* 0: the model could not be set up (why says) */
     char why[160];
-    qmm_model_gpu gpu;
+    qmm_gpu_caps gpu;
     qmm_model_kernel kern;
     int config_bps[QMM_MAX_TILE_CONFIGS]; /* resident blocks per SM of each tiled configuration
                                              (qmm_gpu_info), 0 when unknown */

@@ -236,8 +236,8 @@ static void write_model(FILE *f, const bench_report *r)
     if (cal->ok)
         fprintf(f, "Calibration over %d points (least squares on the relative error): compute "
                    "efficiency %.3f (was %.3f), launch overhead %.2f µs (was %.2f). RMS error "
-                   "%.0f%% → %.0f%%, worst %.0f%% → %.0f%%. For the planner's qmm_device_desc: "
-                   "peak_tflops ≈ %.0f (efficiency × %.0f), launch_us ≈ %.2f.\n\n",
+                   "%.0f%% → %.0f%%, worst %.0f%% → %.0f%%. For the tuning table (src/tune): "
+                   "tiled_tflops ≈ %.0f (efficiency × %.0f), gpu.launch_us ≈ %.2f.\n\n",
                 cal->points, cal->efficiency, ms->kern.compute_efficiency, cal->launch_us,
                 ms->gpu.launch_us, cal->rms_before, cal->rms_after, cal->worst_before,
                 cal->worst_after, cal->efficiency * ms->gpu.peak_tflops, ms->gpu.peak_tflops,

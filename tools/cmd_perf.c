@@ -296,7 +296,7 @@ static void splitk_usage(FILE *f)
             "  --fixup-us T        Stream-K fixup cost per partial\n");
 }
 
-static void print_gpu_kernel(const qmm_model_gpu *g, const qmm_model_kernel *kn)
+static void print_gpu_kernel(const qmm_gpu_caps *g, const qmm_model_kernel *kn)
 {
     printf("gpu %s: %d SMs, %g TFLOP/s, %g TB/s, launch %g us\n", g->name, g->sms,
            g->peak_tflops, g->bandwidth_tbs, g->launch_us);
@@ -324,7 +324,7 @@ static void print_streamk(const qmm_model_estimate *e)
 }
 
 // a is [M, K], w is [N, K]: one table row per split
-static int splitk_shape(const qmm_model_gpu *g, const qmm_model_kernel *kn, int64_t m, int64_t n,
+static int splitk_shape(const qmm_gpu_caps *g, const qmm_model_kernel *kn, int64_t m, int64_t n,
                         int64_t k, int bm, int bn, const int *splits, int count, int max_split)
 {
     qmm_model_estimate doc[MAX_LIST], ref[MAX_LIST];
@@ -367,7 +367,7 @@ static int splitk_shape(const qmm_model_gpu *g, const qmm_model_kernel *kn, int6
     return 0;
 }
 
-static int splitk_model(const qmm_model_gpu *g, const qmm_model_kernel *kn, int64_t m,
+static int splitk_model(const qmm_gpu_caps *g, const qmm_model_kernel *kn, int64_t m,
                         int max_split, int align)
 {
     print_gpu_kernel(g, kn);
@@ -470,7 +470,7 @@ static int splitk_main(int argc, char **argv)
         return 2;
     }
 
-    qmm_model_gpu g;
+    qmm_gpu_caps g;
     qmm_model_kernel kn;
     if (qmm_model_gpu_preset(gpu_name, &g) != QMM_OK ||
         qmm_model_kernel_preset(kernel_name ? kernel_name : model ? "w4" : "document", &kn) !=

@@ -155,7 +155,7 @@ static qmm_status device_desc(const char *table, qmm_device_desc *d, char *what,
     }
     qmm_status st = qmm_tune_desc(major, 0, 0, d);
     if (st == QMM_OK)
-        snprintf(what, len, "the shipped tuning table %s (%d SMs%s)", d->family, d->sm_count, note);
+        snprintf(what, len, "the shipped tuning table %s (%d SMs%s)", d->family, d->gpu.sms, note);
     return st;
 }
 

@@ -9,7 +9,7 @@
  * a placeholder until the benchmarks fit it. */
 #define LAUNCH_US_GUESS 2.0
 
-static const qmm_model_gpu gpu_presets[] = {
+static const qmm_gpu_caps gpu_presets[] = {
     {"a100", 108, 312.0, 1.555, LAUNCH_US_GUESS},          /* A100 SXM4 40GB (document) */
     {"h100", 132, 989.5, 3.35, LAUNCH_US_GUESS},           /* H100 SXM (document) */
     {"h200", 132, 989.5, 4.8, LAUNCH_US_GUESS},            /* H200 datasheet */
@@ -17,7 +17,7 @@ static const qmm_model_gpu gpu_presets[] = {
 };
 #define GPU_PRESETS ((int)(sizeof gpu_presets / sizeof gpu_presets[0]))
 
-qmm_status qmm_model_gpu_preset(const char *name, qmm_model_gpu *out)
+qmm_status qmm_model_gpu_preset(const char *name, qmm_gpu_caps *out)
 {
     if (!name || !out) return qmm_fail(QMM_ERR_NULL, "gpu_preset: name or out is NULL");
     for (int i = 0; i < GPU_PRESETS; i++)

@@ -5,7 +5,7 @@
 
 #include "internal.h"
 
-static qmm_status check_gpu(const qmm_model_gpu *g, const char *fn)
+static qmm_status check_gpu(const qmm_gpu_caps *g, const char *fn)
 {
     if (g->sms < 1) return qmm_fail(QMM_ERR_ARG, "%s: gpu sms = %d, need >= 1", fn, g->sms);
     if (!(g->peak_tflops > 0) || !isfinite(g->peak_tflops))
@@ -65,7 +65,7 @@ static qmm_status check_shape(int64_t m, int64_t n, int64_t k, int tm, int tn, i
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a - 1) / b + 1; }
 
-qmm_status qmm_model_splitk_document(const qmm_model_gpu *gpu, int64_t m, int64_t n, int64_t k,
+qmm_status qmm_model_splitk_document(const qmm_gpu_caps *gpu, int64_t m, int64_t n, int64_t k,
                                      int bm, int bn, int s, qmm_model_estimate *out)
 {
     static const char fn[] = "splitk_document";
@@ -92,7 +92,7 @@ qmm_status qmm_model_splitk_document(const qmm_model_gpu *gpu, int64_t m, int64_
     return QMM_OK;
 }
 
-double qmm_model_splitk_document_us(const qmm_model_gpu *gpu, int64_t m, int64_t n, int64_t k,
+double qmm_model_splitk_document_us(const qmm_gpu_caps *gpu, int64_t m, int64_t n, int64_t k,
                                     int bm, int bn, int s)
 {
     qmm_model_estimate e;
@@ -101,7 +101,7 @@ double qmm_model_splitk_document_us(const qmm_model_gpu *gpu, int64_t m, int64_t
 }
 
 // a is [M, K], w is [N, K], c is [M, N]; partial planes are [s, M, N]
-qmm_status qmm_model_splitk_refined(const qmm_model_gpu *gpu, const qmm_model_kernel *kern,
+qmm_status qmm_model_splitk_refined(const qmm_gpu_caps *gpu, const qmm_model_kernel *kern,
                                     int64_t m, int64_t n, int64_t k, int s,
                                     qmm_model_estimate *out)
 {
@@ -142,7 +142,7 @@ qmm_status qmm_model_splitk_refined(const qmm_model_gpu *gpu, const qmm_model_ke
     return QMM_OK;
 }
 
-qmm_status qmm_model_best_split_document(const qmm_model_gpu *gpu, int64_t m, int64_t n,
+qmm_status qmm_model_best_split_document(const qmm_gpu_caps *gpu, int64_t m, int64_t n,
                                          int64_t k, int bm, int bn, int max_split,
                                          qmm_model_estimate *best)
 {
@@ -161,7 +161,7 @@ qmm_status qmm_model_best_split_document(const qmm_model_gpu *gpu, int64_t m, in
     return QMM_OK;
 }
 
-qmm_status qmm_model_best_split(const qmm_model_gpu *gpu, const qmm_model_kernel *kern,
+qmm_status qmm_model_best_split(const qmm_gpu_caps *gpu, const qmm_model_kernel *kern,
                                 int64_t m, int64_t n, int64_t k, int max_split, int align,
                                 qmm_model_estimate *best)
 {

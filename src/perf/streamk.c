@@ -6,7 +6,7 @@
 #include "internal.h"
 
 // a is [M, K], w is [N, K], c is [M, N]; tiles of tile_m x tile_n, K in steps of tile_k
-qmm_status qmm_model_streamk(const qmm_model_gpu *gpu, const qmm_model_kernel *kern, int64_t m,
+qmm_status qmm_model_streamk(const qmm_gpu_caps *gpu, const qmm_model_kernel *kern, int64_t m,
                              int64_t n, int64_t k, qmm_model_estimate *out)
 {
     if (!out) return qmm_fail(QMM_ERR_NULL, "streamk: out is NULL");

@@ -11,7 +11,11 @@ static qmm_device_desc sm90(void)
     qmm_device_desc d;
     memset(&d, 0, sizeof d);
     d.family = "sm90";
-    d.sm_count = 132;            /* H200 */
+    d.gpu.name = "sm90";
+    d.gpu.sms = 132;             /* H200 */
+    d.gpu.peak_tflops = 720.0;   /* bf16 matmul ceiling measured by a cuBLAS 8192^3 GEMM */
+    d.gpu.bandwidth_tbs = 3.9;   /* bench ops copy ceiling */
+    d.gpu.launch_us = 1.0;       /* per kernel inside a graph */
     d.matvec_max_m = 8;          /* seed value; M = 9..16 runs faster tiled + split-K */
     d.matvec_limit_m = 16;       /* the matvec kernel has 1 and 2 token tiles of 8 */
     d.matvec_wide_tiles = 3 * 132; /* about one wave of 8-warp blocks (3 a SM) on the H200 */
@@ -21,9 +25,7 @@ static qmm_device_desc sm90(void)
     d.config[d.config_count++] = (qmm_tile_config){tm, tn, bps, max_m, stages};
     QMM_SM90_TILED(QMM_ROW)
 #undef QMM_ROW
-    d.peak_tflops = 250.0;      /* mma.sync + dequant kernel's effective rate */
-    d.bandwidth_gbs = 3900.0;   /* bench ops copy ceiling */
-    d.launch_us = 1.0;
+    d.tiled_tflops = 250.0;     /* mma.sync + dequant kernel's effective rate */
     d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
     d.dense_min_m = 128;
     return d;
@@ -35,10 +37,11 @@ static qmm_device_desc sm90(void)
 static qmm_device_desc generic(void)
 {
     qmm_device_desc d = sm90();
-    d.family = "generic";
-    d.peak_tflops = 100.0;
-    d.bandwidth_gbs = 1500.0;
-    d.launch_us = 2.0;
+    d.family = d.gpu.name = "generic";
+    d.gpu.peak_tflops = 200.0;
+    d.gpu.bandwidth_tbs = 1.5;
+    d.gpu.launch_us = 2.0;
+    d.tiled_tflops = 100.0;
     d.dense_tflops = 0.0;
     return d;
 }
@@ -49,7 +52,7 @@ qmm_status qmm_tune_desc(int cc_major, int cc_minor, int sm_count, qmm_device_de
     if (!out) return qmm_fail(QMM_ERR_NULL, "qmm_tune_desc: out is NULL");
     if (sm_count < 0) return qmm_fail(QMM_ERR_ARG, "qmm_tune_desc: sm_count = %d", sm_count);
     qmm_device_desc d = cc_major == 9 ? sm90() : generic();
-    if (sm_count > 0) d.sm_count = sm_count;
+    if (sm_count > 0) d.gpu.sms = sm_count;
     *out = d;
     qmm_clear_error();
     return QMM_OK;
