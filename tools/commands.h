@@ -15,5 +15,15 @@ int bench_ops_main(int argc, char **argv); /* bench_ops.c: per-projection operat
 int bench_e2e_main(int argc, char **argv); /* bench_e2e.c: whole-model prefill/decode benchmark */
 int bench_overlap_main(int argc, char **argv); /* bench_overlap.c: copy/compute pipeline */
 
+/* A table of subcommands and its dispatcher (commands.c): runs the one named by argv[1] with
+ * argv + 1, or prints the table (--help: to stdout, exit 0; none or unknown: stderr, exit 2). */
+typedef struct command {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} command;
+int dispatch(const char *tool, const char *what, const command *table, int count, int argc,
+             char **argv);
+
 #endif
 
