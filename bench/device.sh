@@ -36,6 +36,10 @@ if has tests; then
     step tests
     "$bin/gpu_kernels" > "$out/gpu_kernels.log" 2>&1 || status=1
     tail -25 "$out/gpu_kernels.log"
+    # the op table: every CUDA matmul path and engine kernel against the CPU definitions
+    "$bin/test_ops" > "$out/test_ops.log" 2>&1 || status=1
+    tail -12 "$out/test_ops.log"
+    "$bin/qmm" plan --model qwen3-4b --policy device > "$out/plan-device.txt" 2>&1 || status=1
     for t in "$bin"/gpu_*; do
         [ "$(basename "$t")" = gpu_kernels ] && continue
         [ -x "$t" ] || continue
