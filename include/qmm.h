@@ -230,7 +230,9 @@ qmm_status qmm_tune_desc(int cc_major, int cc_minor, int sm_count, qmm_device_de
 /* The device policy: the seed rule's shape with our tile and one full wave of resident blocks as
  * the target, split = min(cap, floor(SMs*blocks_per_sm / base), K/128), aligned down to whole
  * groups and to at least min_k_tiles groups a partition; among the aligned splits up to that one,
- * the one with the smallest predicted time (qmm_plan_predict_us) wins. */
+ * the one with the smallest predicted time (qmm_plan_predict_us) wins; for M >= dense_min_m the
+ * dense path when its prediction is smaller. It is qmm_plan_call (qmm_cuda.h) with the default
+ * options: the plan is complete (stages, workspace bytes). */
 qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
                            qmm_plan *out);
 /* Predicted µs of running a plan (refined model: waves, operand bytes, partial planes, launches). */
