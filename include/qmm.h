@@ -139,8 +139,9 @@ typedef enum qmm_path {
     QMM_PATH_MATVEC = 1,
     QMM_PATH_TILED = 2, /* unsplit tiled kernel */
     QMM_PATH_SPLITK = 3,
-    QMM_PATH_STREAMK = 4, /* reserved */
-    QMM_PATH_DENSE = 5    /* dequantize W to bf16 in the workspace, then cuBLAS (large M) */
+    QMM_PATH_STREAMK = 4, /* the Hopper wgmma kernel, stream-K schedule (one launch) */
+    QMM_PATH_DENSE = 5,   /* dequantize W to bf16 in the workspace, then cuBLAS (large M) */
+    QMM_PATH_WGMMA = 6    /* the Hopper wgmma kernel, unsplit or split-K in one launch */
 } qmm_path;
 
 const char *qmm_path_name(qmm_path p);

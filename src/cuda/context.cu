@@ -11,6 +11,7 @@
 
 #include "cuda_try.h"
 #include "kernels.h"
+#include "plan_sm90.h"
 #include "w4_layout.h"
 
 using namespace qmm;
@@ -21,6 +22,7 @@ struct qmm_cuda_ctx {
     qmm_gpu_info info;
     qmm_device_desc desc; /* what the device policy knows */
     cublasHandle_t cublas; /* the dense path's */
+    uint32_t *counters;    /* per-tile CTA counts of the wgmma kernel's split schedules, kept zero */
 };
 
 struct qmm_cuda_weight {
@@ -46,6 +48,10 @@ static const double tuned_launch_us = 1.0;
 static const int matvec_limit_m = 16;
 static const double tuned_dense_tflops = 400.0; /* cuBLAS bf16 at these shapes (not 8192^3) */
 static const int tuned_dense_min_m = 128;
+static const int tuned_sm90_min_m = 1; /* the wgmma kernel from this M up */
+
+/* The Hopper wgmma kernel for this call? */
+static bool should_use_sm90(int64_t m) { return m >= tuned_sm90_min_m; }
 
 extern "C" int qmm_cuda_built(void) { return 1; }
 
@@ -118,10 +124,24 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
         free(ctx);
         return qmm_fail(QMM_ERR_CUDA, "cublasCreate failed");
     }
+    cudaError_t ce = sm90_init();
+    size_t counter_bytes = (size_t)QMM_SM90_MAX_COUNTED_TILES * sizeof(uint32_t);
+    if (ce == cudaSuccess) ce = cudaMalloc((void **)&ctx->counters, counter_bytes);
+    if (ce == cudaSuccess) ce = cudaMemset(ctx->counters, 0, counter_bytes);
+    if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
+    if (ce != cudaSuccess) {
+        cudaFree(ctx->counters);
+        cublasDestroy(ctx->cublas);
+        free(ctx);
+        cudaGetLastError();
+        return qmm_fail(ce == cudaErrorMemoryAllocation ? QMM_ERR_NOMEM : QMM_ERR_CUDA,
+                        "wgmma kernel setup failed: %s", cudaGetErrorString(ce));
+    }
     for (int c = 0; c < TILE_CONFIGS; c++) {
         int bps = 0;
         cudaError_t e = tiled_occupancy(c, default_stages[c], &bps);
         if (e != cudaSuccess || bps < 1) {
+            cudaFree(ctx->counters);
             cublasDestroy(ctx->cublas);
             free(ctx);
             return qmm_fail(QMM_ERR_CUDA, "occupancy query for tile configuration %d failed: %s", c,
@@ -140,6 +160,7 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
 extern "C" void qmm_cuda_destroy(qmm_cuda_ctx *ctx)
 {
     if (!ctx) return;
+    cudaFree(ctx->counters);
     cublasDestroy(ctx->cublas);
     free(ctx);
 }
@@ -280,9 +301,7 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
     if (m > (1 << 30) || n > (1 << 30) || k > (1 << 30))
         return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: the CUDA kernels take up to 2^30",
                         (long long)m, (long long)n, (long long)k);
-    if (o->path == QMM_PATH_STREAMK)
-        return qmm_fail(QMM_ERR_UNSUPPORTED, "Stream-K lives in the performance model only (qmm_model_streamk); no kernel runs it");
-    if (o->path < QMM_PATH_AUTO || o->path > QMM_PATH_DENSE)
+    if (o->path < QMM_PATH_AUTO || o->path > QMM_PATH_WGMMA)
         return qmm_fail(QMM_ERR_ARG, "unknown path %d", (int)o->path);
     if (o->stages < 0 || o->stages > MAX_STAGES)
         return qmm_fail(QMM_ERR_ARG, "stages = %d: use 0 (default) or 1..%d", o->stages, MAX_STAGES);
@@ -292,8 +311,20 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
         return qmm_fail(QMM_ERR_ARG, "unknown policy %d", (int)o->policy);
     if (o->split < 0 || o->split > 64)
         return qmm_fail(QMM_ERR_ARG, "split = %d out of range 0..64", o->split);
-    if (o->split > 1 && o->path != QMM_PATH_SPLITK)
-        return qmm_fail(QMM_ERR_ARG, "split = %d needs path SPLITK (AUTO takes 0 or 1)", o->split);
+    if (o->split > 1 && o->path != QMM_PATH_SPLITK && o->path != QMM_PATH_WGMMA)
+        return qmm_fail(QMM_ERR_ARG, "split = %d needs path SPLITK or WGMMA (AUTO takes 0 or 1)", o->split);
+
+    /* the Hopper wgmma kernel: forced, or AUTO under the device policy */
+    if (o->path == QMM_PATH_WGMMA)
+        return qmm_plan_sm90(m, n, k, ctx->info.sm_count, o->split > 0 ? QMM_SM90_SPLIT : QMM_SM90_AUTO,
+                             o->split, p);
+    if (o->path == QMM_PATH_STREAMK) {
+        if (o->split > 0) return qmm_fail(QMM_ERR_ARG, "stream-K takes split 0");
+        return qmm_plan_sm90(m, n, k, ctx->info.sm_count, QMM_SM90_STREAMK, 0, p);
+    }
+    if (o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && should_use_sm90(m))
+        return qmm_plan_sm90(m, n, k, ctx->info.sm_count, o->split == 1 ? QMM_SM90_SPLIT : QMM_SM90_AUTO,
+                             1, p);
 
     const qmm_device_desc *d = &ctx->desc;
     qmm_status st;
@@ -349,6 +380,7 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
 static size_t workspace_for(const qmm_plan *p, int64_t m, int64_t n, int64_t k, qmm_dtype t)
 {
     if (p->path == QMM_PATH_DENSE) return dense_workspace_bytes(n, k);
+    if (p->path == QMM_PATH_WGMMA || p->path == QMM_PATH_STREAMK) return qmm_sm90_workspace_bytes(p);
     if (p->path != QMM_PATH_SPLITK) return 0;
     return (size_t)p->split * (size_t)m * (size_t)n * (t == QMM_F32 ? 4 : 2);
 }
@@ -412,6 +444,10 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
         const char *why = run_dense(ctx->cublas, w->dev, a, (int)m, c, workspace, ctx->stream);
         if (why) return qmm_fail(QMM_ERR_CUDA, "dense path: %s", why);
         e = cudaGetLastError();
+    } else if (p.path == QMM_PATH_WGMMA || p.path == QMM_PATH_STREAMK) {
+        Sm90Schedule sched = {p.path == QMM_PATH_STREAMK ? 0 : p.split, (int)p.blocks};
+        e = launch_sm90(p.config, sched, w->dev, a, (int)m, c, workspace, ctx->counters, true,
+                        ctx->stream);
     } else if (p.path == QMM_PATH_MATVEC) {
         e = launch_matvec(w->dev, a, (int)m, c, ctx->info.sm_count, ctx->stream);
     } else {
