@@ -197,8 +197,9 @@ static void index_of_many_entries_over_many_shards(void)
            SHARDS, (double)at / 1e6, dt);
     CHECK(set.count == (size_t)SHARDS * PER && set.nfiles == SHARDS);
     CHECK(st_find(&set, "t4095.39") && st_find(&set, "t4095.39")->file == 4095);
-    /* before: ~80 s on a CPU build with sanitizers, ~7 s without; now well under a second */
-    CHECKF(dt < 4.0, "opening took %.1f s", dt);
+    /* before: 49 s with sanitizers (12 s without: entries x shards path compares); now about
+     * 1.5 s with them, 0.5 s without */
+    CHECKF(dt < 6.0, "opening took %.1f s", dt);
     st_close(&set);
     /* an entry that names the wrong shard is still caught */
     char *swap = strstr(index, "\"t7.3\":\"shard-00007.st\"");
@@ -355,7 +356,9 @@ static void truncated_after_load(void)
     qmm_llm_model *mapped = NULL, *copied = NULL;
     CHECK_OK(qmm_llm_model_load_mode(mlx, QMM_LLM_LOAD_MAP, &mapped));
     CHECK_OK(qmm_llm_model_load_mode(mlx, QMM_LLM_LOAD_COPY, &copied));
-    CHECK_STATUS(qmm_llm_model_load_mode(mlx, (qmm_llm_load_mode)7, &copied), QMM_ERR_ARG);
+    qmm_llm_model *none = NULL;
+    CHECK_STATUS(qmm_llm_model_load_mode(mlx, (qmm_llm_load_mode)7, &none), QMM_ERR_ARG);
+    CHECK(none == NULL);
     if (!mapped || !copied) {
         qmm_llm_model_destroy(mapped);
         qmm_llm_model_destroy(copied);
@@ -377,6 +380,7 @@ static void truncated_after_load(void)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+        signal(SIGBUS, SIG_DFL); /* a sanitizer's handler would turn the signal into an exit */
         int32_t t[4];
         generate(mapped, t, 4);
         _exit(0);
