@@ -87,7 +87,10 @@ static void oom_weight_upload(void)
         qmm_status st = qmm_cuda_weight_upload(ctx, &w, &dw);
         CHECKF(st == QMM_OK || st == QMM_ERR_NOMEM, "margin %zu MiB: %s (%s)", margin / MIB,
                qmm_status_name(st), qmm_last_error());
-        if (st == QMM_ERR_NOMEM) nomem++, CHECK(dw == NULL || dw == (qmm_cuda_weight *)0x1);
+        if (st == QMM_ERR_NOMEM) {
+            nomem++;
+            CHECK(dw == NULL || dw == (qmm_cuda_weight *)0x1);
+        }
         if (st == QMM_OK) ok++, qmm_cuda_weight_free(dw);
         hog_release(&h);
         check_no_leak(before, "weight upload", margin);
@@ -164,7 +167,10 @@ static void oom_session(void)
         qmm_status st = qmm_llm_cuda_session_create(m, 4096, &o, &s);
         CHECKF(st == QMM_OK || st == QMM_ERR_NOMEM, "margin %zu MiB: %s (%s)", margin / MIB,
                qmm_status_name(st), qmm_last_error());
-        if (st == QMM_ERR_NOMEM) nomem++, CHECK(s == NULL);
+        if (st == QMM_ERR_NOMEM) {
+            nomem++;
+            CHECK(s == NULL);
+        }
         if (st == QMM_OK) {
             ok++;
             memset(got, 0xA5, sizeof got);
