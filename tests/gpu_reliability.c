@@ -231,6 +231,7 @@ static void *job_run(void *arg)
         for (int p = 0; p < 4 && !st; p++) {
             qmm_cuda_options o = qmm_cuda_options_default();
             o.path = paths[p];
+            if (paths[p] == QMM_PATH_SPLITK) o.split = 4; /* a real split, whatever the plan */
             cudaMemsetAsync(c_dev, 0xFF, (size_t)JM * JN * 2, stream); /* NaN poison */
             st = qmm_cuda_matmul(ctx, a_dev, ms[p], dw, c_dev, ws, ws_bytes, &o, NULL);
             if (!st && it == j->iters - 1)
