@@ -16,7 +16,8 @@
  *
  * Checkpoints: MLX 4-bit g128 safetensors (model.safetensors, or shards listed by
  * model.safetensors.index.json) beside a Hugging Face config.json. Weights are memory-mapped and
- * the W4 views point into the mapping (read-only by contract).
+ * the W4 views point into the mapping (read-only by contract); qmm_llm_model_load_mode can copy
+ * them into memory instead (see there: a mapped file must not shrink while its model lives).
  */
 #ifndef QMM_LLM_H
 #define QMM_LLM_H
