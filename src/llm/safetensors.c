@@ -437,9 +437,10 @@ static qmm_status open_index(st_set *s, const char *index_path)
         if (lo < nshards && shards[lo].len == want.len && !memcmp(shards[lo].name, want.name, want.len))
             sh = &shards[lo];
         if (!hit || !sh || (*hit)->file != sh->file)
-            st = qmm_fail(QMM_ERR_FORMAT, "%s: weight_map puts " NAME_FMT " in %.200s, which "
-                          "does not hold it", index_path, NAME_ARG(name->str, name->str_len),
-                          f->str);
+            /* the names first: a long index path would push them out of the message */
+            st = qmm_fail(QMM_ERR_FORMAT, "weight_map puts " NAME_FMT " in %.200s, which does "
+                          "not hold it (%s)", NAME_ARG(name->str, name->str_len), f->str,
+                          index_path);
     }
     free(shards);
     json_free(&d);
