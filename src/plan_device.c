@@ -1,4 +1,5 @@
 /* The device split-K policy: our tile, one full wave of resident blocks, the model's choice. */
+#include <math.h>
 #include <string.h>
 
 #include "internal.h"
@@ -14,8 +15,15 @@ static qmm_status check_desc(const qmm_device_desc *d)
     for (int i = 0; i < d->config_count; i++)
         if (d->config[i].tile_m < 1 || d->config[i].tile_n < 1 || d->config[i].blocks_per_sm < 1)
             return qmm_fail(QMM_ERR_ARG, "device description: tile configuration %d is invalid", i);
-    if (!(d->bandwidth_gbs > 0) || !(d->peak_tflops > 0) || !(d->launch_us >= 0))
-        return qmm_fail(QMM_ERR_ARG, "device description: bandwidth, peak and launch must be > 0");
+    /* Inf passes "> 0" but makes every prediction NaN or 0: finite values only */
+    if (!(d->bandwidth_gbs > 0) || !(d->peak_tflops > 0) || !(d->launch_us >= 0) ||
+        !isfinite(d->bandwidth_gbs) || !isfinite(d->peak_tflops) || !isfinite(d->launch_us))
+        return qmm_fail(QMM_ERR_ARG, "device description: bandwidth %g, peak %g and launch %g "
+                        "must be finite and > 0 (launch >= 0)", d->bandwidth_gbs, d->peak_tflops,
+                        d->launch_us);
+    if (!(d->dense_tflops >= 0) || !isfinite(d->dense_tflops))
+        return qmm_fail(QMM_ERR_ARG, "device description: dense_tflops = %g must be finite and "
+                        ">= 0", d->dense_tflops);
     return QMM_OK;
 }
 
@@ -26,7 +34,9 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
                            const qmm_plan *p)
 {
     if (!d || !p || m < 1 || n < 1 || k < 1 || check_desc(d) != QMM_OK) return -1;
-    if (p->path != QMM_PATH_MATVEC && p->path != QMM_PATH_DENSE &&
+    /* the dense path reads its configuration's tile too: check the index for every non-matvec
+     * path */
+    if (p->path != QMM_PATH_MATVEC &&
         (p->config < 0 || p->config >= d->config_count || p->split < 1))
         return -1;
     qmm_model_gpu gpu = {"device", d->sm_count, d->peak_tflops, d->bandwidth_gbs / 1e3, d->launch_us};
@@ -53,6 +63,16 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
     return e.total_us;
 }
 
+/* A plan leaves only with a usable prediction: extreme (finite) rates can still overflow it. */
+static qmm_status finish(const qmm_plan *p, qmm_plan *out)
+{
+    if (!(p->predicted_us >= 0) || !isfinite(p->predicted_us))
+        return qmm_fail(QMM_ERR_RANGE, "device plan: the predicted time is %g; the device "
+                        "description's rates are out of range", p->predicted_us);
+    *out = *p;
+    return QMM_OK;
+}
+
 qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
                            qmm_plan *out)
 {
@@ -76,8 +96,7 @@ qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_des
         p.base_blocks = p.blocks = 0;
         p.k_per_split = (int)k;
         p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
-        *out = p;
-        return QMM_OK;
+        return finish(&p, out);
     }
     int ci = d->config_count - 1;
     for (int i = 0; i < d->config_count; i++)
@@ -119,6 +138,5 @@ qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_des
         dense.predicted_us = qmm_plan_predict_us(m, n, k, d, &dense);
         if (dense.predicted_us > 0 && dense.predicted_us < p.predicted_us) p = dense;
     }
-    *out = p;
-    return QMM_OK;
+    return finish(&p, out);
 }
