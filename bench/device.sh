@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build, test and benchmark qmm on a GPU machine in one go; logs go to OUTDIR.
 #
-#   bench/device.sh OUTDIR [STEPS...]      steps: build tests sanitize ops e2e overlap
+#   bench/device.sh OUTDIR [STEPS...]      steps: build tests sanitize reliability ops e2e overlap
 #                                          (default: all of them)
 #
 # Environment: QMM_BIN (a prebuilt build folder to use instead of building; it must hold the
@@ -11,7 +11,7 @@
 set -uo pipefail
 out=${1:?usage: bench/device.sh OUTDIR [STEPS...]}
 shift
-steps=${*:-build tests sanitize ops e2e overlap}
+steps=${*:-build tests sanitize reliability ops e2e overlap}
 export QMM_COMMIT=${QMM_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$out"
 bin=${QMM_BIN:-build-device}
@@ -69,6 +69,26 @@ if has sanitize; then
     compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/gpu_pipeline" \
         > "$out/sanitize-pipeline.log" 2>&1 || status=1
     tail -n 3 "$out/sanitize-pipeline.log"
+fi
+if has reliability; then
+    step reliability
+    # device out-of-memory, two threads, 10 000 decode steps (also run by the tests step: here
+    # again, with the engine's kernels under all four compute-sanitizer tools)
+    for t in gpu_reliability gpu_llm_soak; do
+        "$bin/$t" > "$out/$t.log" 2>&1 || status=1
+        tail -n 12 "$out/$t.log"
+    done
+    for tool in memcheck racecheck synccheck initcheck; do
+        extra=()
+        [ "$tool" = memcheck ] && extra=(--leak-check full)
+        compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 "$bin/gpu_llm_soak" \
+            --filter small_model > "$out/sanitize-engine-$tool.log" 2>&1 || status=1
+        echo "$tool (engine): $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" \
+            "$out/sanitize-engine-$tool.log" | tail -n 1)"
+    done
+    compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/gpu_llm_soak" --filter small_matmul \
+        > "$out/sanitize-paths-memcheck.log" 2>&1 || status=1
+    tail -n 1 "$out/sanitize-paths-memcheck.log"
 fi
 if has ops; then
     step ops

@@ -139,8 +139,9 @@ typedef enum qmm_path {
     QMM_PATH_MATVEC = 1,
     QMM_PATH_TILED = 2, /* unsplit tiled kernel */
     QMM_PATH_SPLITK = 3,
-    QMM_PATH_STREAMK = 4, /* reserved */
-    QMM_PATH_DENSE = 5    /* dequantize W to bf16 in the workspace, then cuBLAS (large M) */
+    QMM_PATH_STREAMK = 4, /* the Hopper wgmma kernel, stream-K schedule (one launch) */
+    QMM_PATH_DENSE = 5,   /* dequantize W to bf16 in the workspace, then cuBLAS (large M) */
+    QMM_PATH_WGMMA = 6    /* the Hopper wgmma kernel, unsplit or split-K in one launch */
 } qmm_path;
 
 const char *qmm_path_name(qmm_path p);
@@ -216,6 +217,8 @@ typedef struct qmm_device_desc {
     int config_count;
     qmm_tile_config config[QMM_MAX_TILE_CONFIGS];
     double tiled_tflops;  /* the tiled kernel's achievable bf16 rate (the model's compute) */
+    /* the Hopper wgmma kernel (tile rows: tune/sm90.h QMM_SM90_CONFIGS, plan_sm90.c) */
+    int wgmma_min_m;      /* AUTO under the device policy takes it from this M on; 0 = never */
     /* dense fallback (dequantize + cuBLAS) */
     double dense_tflops;  /* cuBLAS bf16 rate for the dense path; 0 = never use it */
     int dense_min_m;      /* the dense path is considered only for M >= this */
@@ -232,7 +235,8 @@ qmm_status qmm_tune_desc(int cc_major, int cc_minor, int sm_count, qmm_device_de
  * groups and to at least min_k_tiles groups a partition; among the aligned splits up to that one,
  * the one with the smallest predicted time (qmm_plan_predict_us) wins; for M >= dense_min_m the
  * dense path when its prediction is smaller. It is qmm_plan_call (qmm_cuda.h) with the default
- * options: the plan is complete (stages, workspace bytes). */
+ * options on d with the wgmma kernel left out (wgmma_min_m = 0): the plan is complete (stages,
+ * workspace bytes). */
 qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
                            qmm_plan *out);
 /* Predicted µs of running a plan (refined model: waves, operand bytes, partial planes, launches). */

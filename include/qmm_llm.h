@@ -16,7 +16,8 @@
  *
  * Checkpoints: MLX 4-bit g128 safetensors (model.safetensors, or shards listed by
  * model.safetensors.index.json) beside a Hugging Face config.json. Weights are memory-mapped and
- * the W4 views point into the mapping (read-only by contract).
+ * the W4 views point into the mapping (read-only by contract); qmm_llm_model_load_mode can copy
+ * them into memory instead (see there: a mapped file must not shrink while its model lives).
  */
 #ifndef QMM_LLM_H
 #define QMM_LLM_H
@@ -89,6 +90,13 @@ typedef struct qmm_llm_model qmm_llm_model;
  * or a .safetensors file with config.json beside it. Every tensor is validated against the
  * config: a missing one is QMM_ERR_NOT_FOUND naming it, a wrong dtype or shape QMM_ERR_FORMAT. */
 qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out);
+/* How the weight files are read. MAP (qmm_llm_model_load): memory-mapped, fast, no copy; the
+ * files must then stay as they are while the model lives: a file truncated or rewritten in place
+ * afterwards makes the next access to its missing pages raise SIGBUS (the kernel's rule for
+ * mappings; no status can report it). COPY: every file is read into private memory at load
+ * (its size in RAM, one full read); later changes to the files cannot affect the model. */
+typedef enum qmm_llm_load_mode { QMM_LLM_LOAD_MAP = 0, QMM_LLM_LOAD_COPY = 1 } qmm_llm_load_mode;
+qmm_status qmm_llm_model_load_mode(const char *path, qmm_llm_load_mode mode, qmm_llm_model **out);
 /* Synthetic weights of config c: seeded random codes, scales ~ 0.22/sqrt(K) of both signs with
  * biases centring the codes (so each projection keeps activations near unit RMS), norms near 1.
  * The same seed gives the same weights. Uses all cores to fill qwen3-4b (2.2 GB) quickly. */

@@ -177,6 +177,10 @@ qmm_status qmm_model_splitk_refined(const qmm_gpu_caps *gpu, const qmm_model_ker
 qmm_status qmm_model_streamk(const qmm_gpu_caps *gpu, const qmm_model_kernel *kern, int64_t m,
                              int64_t n, int64_t k, qmm_model_estimate *out);
 
+/* The searches below try every split up to max_split: a bound keeps them short (a split beyond
+ * this many partitions never fills a GPU better). max_split above it is QMM_ERR_ARG. */
+#define QMM_MODEL_MAX_SPLIT 65536
+
 /* The document model's best split over s = 1..max_split (any s), smallest s on ties. */
 qmm_status qmm_model_best_split_document(const qmm_gpu_caps *gpu, int64_t m, int64_t n,
                                          int64_t k, int bm, int bn, int max_split,

@@ -98,6 +98,7 @@ const char *qmm_path_name(qmm_path p)
     case QMM_PATH_SPLITK: return "splitk";
     case QMM_PATH_STREAMK: return "streamk";
     case QMM_PATH_DENSE: return "dense";
+    case QMM_PATH_WGMMA: return "wgmma";
     }
     return "unknown-path";
 }

@@ -69,6 +69,12 @@ qmm_status qmm_w4_validate(const qmm_w4 *w)
     if (!w->packed || !w->scales || !w->biases)
         return qmm_fail(QMM_ERR_NULL, "weight buffer is NULL (packed %p, scales %p, biases %p)",
                         (void *)w->packed, (void *)w->scales, (void *)w->biases);
+    /* every path reads these as uint32 and bf16: a misaligned buffer is refused, not read
+     * with misaligned loads (undefined behaviour in C, a fault on some targets) */
+    if ((uintptr_t)w->packed % 4 || (uintptr_t)w->scales % 2 || (uintptr_t)w->biases % 2)
+        return qmm_fail(QMM_ERR_ALIGN, "weight buffers must be aligned to their element size "
+                        "(packed %p: 4 bytes, scales %p and biases %p: 2 bytes)",
+                        (void *)w->packed, (void *)w->scales, (void *)w->biases);
     if (w->packed_count != words || w->scales_count != groups || w->biases_count != groups)
         return qmm_fail(QMM_ERR_SIZE_MISMATCH,
                         "W [%lld, %lld] needs %zu packed words and %zu scales and biases; "
@@ -133,6 +139,9 @@ qmm_status qmm_quantize(const void *src, qmm_dtype src_type, qmm_w4 *w, qmm_quan
     if (!src) return qmm_fail(QMM_ERR_NULL, "qmm_quantize: src is NULL");
     if (src_type != QMM_BF16 && src_type != QMM_F16 && src_type != QMM_F32)
         return qmm_fail(QMM_ERR_DTYPE, "qmm_quantize: unknown source dtype %d", (int)src_type);
+    if ((uintptr_t)src % qmm_dtype_size(src_type))
+        return qmm_fail(QMM_ERR_ALIGN, "qmm_quantize: src %p is not aligned to its %zu-byte "
+                        "elements", src, qmm_dtype_size(src_type));
     qmm_status st = qmm_w4_validate(w);
     if (st) return st;
 
@@ -209,6 +218,9 @@ qmm_status qmm_dequantize(const qmm_w4 *w, void *dst, qmm_dtype dst_type, size_t
     if (!dst) return qmm_fail(QMM_ERR_NULL, "qmm_dequantize: dst is NULL");
     size_t esize = qmm_dtype_size(dst_type);
     if (!esize) return qmm_fail(QMM_ERR_DTYPE, "qmm_dequantize: unknown dtype %d", (int)dst_type);
+    if ((uintptr_t)dst % esize)
+        return qmm_fail(QMM_ERR_ALIGN, "qmm_dequantize: dst %p is not aligned to its %zu-byte "
+                        "elements", dst, esize);
     size_t n = (size_t)w->n, k = (size_t)w->k, bytes;
     if (!qmm_mul_size(n * k, esize, &bytes)) /* n*k itself was checked by validate */
         return qmm_fail(QMM_ERR_OVERFLOW, "[%zu, %zu] %s does not fit size_t bytes", n, k,
@@ -241,6 +253,9 @@ qmm_status qmm_dequantize_row_f32(const qmm_w4 *w, int64_t n, float *out)
     qmm_status st = qmm_w4_validate(w);
     if (st) return st;
     if (!out) return qmm_fail(QMM_ERR_NULL, "qmm_dequantize_row_f32: out is NULL");
+    if ((uintptr_t)out % sizeof(float))
+        return qmm_fail(QMM_ERR_ALIGN, "qmm_dequantize_row_f32: out %p is not 4-byte aligned",
+                        (void *)out);
     if (n < 0 || n >= w->n)
         return qmm_fail(QMM_ERR_ARG, "row %lld is outside W's rows [0, %lld)", (long long)n,
                         (long long)w->n);

@@ -116,8 +116,9 @@ qmm_status qmm_pipeline_simulate(const qmm_pipeline_step *steps, int chunks, con
                             times[j]);
 
     /* ends[e * chunks + i], NAN until that step has run: a dependency on a later step is an
-     * invalid plan, not something to wait for */
-    double *ends = malloc(need * sizeof *ends);
+     * invalid plan, not something to wait for. starts[] beside it: seg is written only once the
+     * whole plan has proved valid (nothing is written on error). */
+    double *ends = malloc(2 * need * sizeof *ends), *starts = ends + need;
     if (!ends) return qmm_fail(QMM_ERR_NOMEM, "pipeline simulate: %zu ends", need);
     for (size_t j = 0; j < need; j++) ends[j] = NAN;
 
@@ -154,9 +155,11 @@ qmm_status qmm_pipeline_simulate(const qmm_pipeline_step *steps, int chunks, con
         }
         double end = start + times[me];
         ends[me] = end;
-        if (seg) seg[me] = (qmm_model_segment){start, end};
+        starts[me] = start;
         if (end > last) last = end;
     }
+    if (seg)
+        for (size_t j = 0; j < need; j++) seg[j] = (qmm_model_segment){starts[j], ends[j]};
     free(ends);
     if (total) *total = last;
     qmm_clear_error();

@@ -4,9 +4,11 @@
  * options' forced path -> kernel configuration, split, stages -> workspace. Each decision is a
  * named predicate, pure, so the CPU tests can pin what the GPU will run.
  */
+#include <math.h>
 #include <string.h>
 
 #include "plan.h"
+#include "plan_sm90.h"
 
 qmm_cuda_options qmm_cuda_options_default(void)
 {
@@ -37,9 +39,7 @@ static qmm_status check_shape(int64_t m, int64_t n, int64_t k)
 
 static qmm_status check_options(const qmm_cuda_options *o)
 {
-    if (o->path == QMM_PATH_STREAMK)
-        return qmm_fail(QMM_ERR_UNSUPPORTED, "Stream-K lives in the performance model only (qmm_model_streamk); no kernel runs it");
-    if (o->path < QMM_PATH_AUTO || o->path > QMM_PATH_DENSE)
+    if (o->path < QMM_PATH_AUTO || o->path > QMM_PATH_WGMMA)
         return qmm_fail(QMM_ERR_ARG, "unknown path %d", (int)o->path);
     if (o->stages < 0 || o->stages > QMM_MAX_STAGES)
         return qmm_fail(QMM_ERR_ARG, "stages = %d: use 0 (default) or 1..%d", o->stages, QMM_MAX_STAGES);
@@ -49,8 +49,11 @@ static qmm_status check_options(const qmm_cuda_options *o)
         return qmm_fail(QMM_ERR_ARG, "unknown policy %d", (int)o->policy);
     if (o->split < 0 || o->split > QMM_MAX_FORCED_SPLIT)
         return qmm_fail(QMM_ERR_ARG, "split = %d out of range 0..%d", o->split, QMM_MAX_FORCED_SPLIT);
-    if (o->split > 1 && o->path != QMM_PATH_SPLITK)
-        return qmm_fail(QMM_ERR_ARG, "split = %d needs path SPLITK (AUTO takes 0 or 1)", o->split);
+    if (o->split > 1 && o->path != QMM_PATH_SPLITK && o->path != QMM_PATH_WGMMA)
+        return qmm_fail(QMM_ERR_ARG, "split = %d needs path SPLITK or WGMMA (AUTO takes 0 or 1)",
+                        o->split);
+    if (o->split > 0 && o->path == QMM_PATH_STREAMK)
+        return qmm_fail(QMM_ERR_ARG, "stream-K takes split 0");
     return QMM_OK;
 }
 
@@ -70,6 +73,15 @@ static int should_use_dense(const qmm_cuda_options *o, const qmm_plan *policy)
 static int should_use_matvec(const qmm_cuda_options *o, const qmm_plan *policy)
 {
     return wants(o, policy, QMM_PATH_MATVEC);
+}
+
+/* The Hopper wgmma kernel: forced (WGMMA, STREAMK), or AUTO under the device policy from the
+ * tuning table's wgmma_min_m on (0: never). */
+static int should_use_wgmma(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m)
+{
+    if (o->path == QMM_PATH_WGMMA || o->path == QMM_PATH_STREAMK) return 1;
+    return o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && d->wgmma_min_m > 0 &&
+           m >= d->wgmma_min_m;
 }
 
 /* Partitions of K for the tiled kernel: the policy's, unless the options hold it at 1 (TILED, or
@@ -146,6 +158,26 @@ static void device_policy(int64_t m, int64_t n, int64_t k, const qmm_device_desc
     *out = p;
 }
 
+/* ---- the wgmma family (plan_sm90.c chooses its tile and schedule) ---- */
+
+static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int64_t k,
+                             const qmm_cuda_options *o, qmm_plan *out)
+{
+    qmm_sm90_request req = QMM_SM90_AUTO;
+    int split = 1;
+    if (o->path == QMM_PATH_STREAMK) req = QMM_SM90_STREAMK, split = 0;
+    else if (o->path == QMM_PATH_WGMMA) req = o->split > 0 ? QMM_SM90_SPLIT : QMM_SM90_AUTO, split = o->split;
+    else if (o->split == 1) req = QMM_SM90_SPLIT; /* AUTO held at split 1: the unsplit control */
+    qmm_plan p;
+    qmm_status st = qmm_plan_sm90(m, n, k, d->gpu.sms, req, split, &p);
+    if (st != QMM_OK) return st;
+    qmm_sm90_config(p.config, NULL, NULL, &p.stages);
+    p.workspace_bytes = qmm_sm90_workspace_bytes(&p);
+    *out = p;
+    qmm_clear_error();
+    return QMM_OK;
+}
+
 /* ---- the call ---- */
 
 qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t k,
@@ -159,11 +191,16 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
     st = check_options(&o);
     if (st != QMM_OK) return st;
+    if (should_use_wgmma(d, &o, m)) return plan_wgmma(d, m, n, k, &o, out);
     const int model = o.policy == QMM_POLICY_DEVICE; /* only the device policy predicts */
 
     qmm_plan p;
     if (model) {
         device_policy(m, n, k, d, &p);
+        /* extreme (finite) rates can still overflow the prediction: no plan without one */
+        if (!(p.predicted_us >= 0) || !isfinite(p.predicted_us))
+            return qmm_fail(QMM_ERR_RANGE, "device plan: the predicted time is %g; the device "
+                            "description's rates are out of range", p.predicted_us);
     } else {
         qmm_plan_params sp = qmm_plan_seed_params();
         st = qmm_plan_seed(m, n, k, &sp, &p);

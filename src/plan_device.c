@@ -11,7 +11,7 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
     if (!d) return qmm_fail(QMM_ERR_NULL, "device description is NULL");
     if (d->gpu.sms < 1 || d->max_split < 1 || d->min_k_tiles < 1 || d->config_count < 1 ||
         d->config_count > QMM_MAX_TILE_CONFIGS || d->matvec_max_m < 0 ||
-        d->matvec_limit_m < d->matvec_max_m || d->matvec_wide_tiles < 0)
+        d->matvec_limit_m < d->matvec_max_m || d->matvec_wide_tiles < 0 || d->wgmma_min_m < 0)
         return qmm_fail(QMM_ERR_ARG, "device description: sm_count %d, max_split %d, "
                         "min_k_tiles %d, config_count %d, matvec M <= %d (kernel %d) out of range",
                         d->gpu.sms, d->max_split, d->min_k_tiles, d->config_count,
@@ -44,6 +44,11 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
                            const qmm_plan *p)
 {
     if (!d || !p || m < 1 || n < 1 || k < 1 || qmm_check_desc(d) != QMM_OK) return -1;
+    /* every non-matvec plan names a tiled configuration (the dense plan keeps its tiled
+     * alternative's): an index out of range is a bad plan */
+    if (p->path != QMM_PATH_MATVEC &&
+        (p->config < 0 || p->config >= d->config_count || p->split < 1))
+        return -1;
     if (p->path == QMM_PATH_DENSE) {
         if (!(d->dense_tflops > 0)) return -1;
         /* dequantize (read W4, write bf16), then a bf16 GEMM bound by cuBLAS's rate or its bytes */
@@ -53,9 +58,6 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
         double gemm_bytes = (nk * 2.0 + (double)m * k * 2.0 + (double)m * n * 2.0) / bw;
         return dequant + (gemm_flops > gemm_bytes ? gemm_flops : gemm_bytes) + d->gpu.launch_us;
     }
-    if (p->path != QMM_PATH_MATVEC &&
-        (p->config < 0 || p->config >= d->config_count || p->split < 1))
-        return -1;
     qmm_gpu_caps gpu = d->gpu;
     gpu.peak_tflops = d->tiled_tflops; /* the model's compute rate is our kernel's, not cuBLAS's */
     qmm_model_kernel kern = {16, 8, QMM_GROUP, 8, 1.0, 2.0, 0.53125, 2.0, QMM_BF16, 0.0};
@@ -75,7 +77,10 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
 qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
                            qmm_plan *out)
 {
+    if (!d) return qmm_fail(QMM_ERR_NULL, "device description is NULL");
+    qmm_device_desc tiled = *d;
+    tiled.wgmma_min_m = 0; /* the split-K policy of the tiled kernels only */
     qmm_cuda_options o = qmm_cuda_options_default();
     o.policy = QMM_POLICY_DEVICE;
-    return qmm_plan_call(d, m, n, k, &o, out);
+    return qmm_plan_call(&tiled, m, n, k, &o, out);
 }

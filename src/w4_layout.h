@@ -10,9 +10,10 @@
  *   bits [8h+4, 8h+8)    k = 16c+2t+8      bits [16+8h+4, 16+8h+8)  k = 16c+2t+9
  * so (word >> 8h) & 0x000F000F puts the codes of k = 16c+2t and 16c+2t+1 in the two bf16 halves
  * of a register, and (word >> (8h+4)) & 0x000F000F those of k+8, k+9.
- * The (row, group) pieces of 64 bytes are arranged in 16-row tiles: the 16 rows of a tile for one
- * group form one contiguous 1 KB block, and a tile's groups follow each other, so a warp's
- * loads for one group (16 rows x 64 B) are a single contiguous kilobyte.
+ * The (row, group) pieces of 64 bytes are arranged in 128-row blocks: for one group, the block's
+ * eight 16-row tiles follow each other (each tile's 16 rows one contiguous kilobyte, so a warp's
+ * loads for one group are a single kilobyte), making the block's group one contiguous 8 KB piece
+ * that a single bulk copy moves; the block's groups follow each other.
  * Rows are padded to a multiple of QMM_W4_ROW_PAD with zero codes, scales and biases.
  *
  * Scales and biases become one array sb[K/128][N_pad] of uint32: low half the bf16 scale, high half
@@ -39,7 +40,7 @@ extern "C" {
 /* Word offset of (row, group) in the device packed array (groups = K/128). */
 static inline QMM_W4_HD int64_t qmm_w4_device_offset(int64_t row, int64_t group, int64_t groups)
 {
-    return ((row / 16) * groups + group) * 256 + (row % 16) * 16;
+    return ((row / 128) * groups + group) * 2048 + (row % 128) * 16;
 }
 
 /* Index in the permuted group (0..15 word, bit offset) of code k (0..127) of a group. */

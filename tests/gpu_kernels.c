@@ -178,15 +178,16 @@ static void splitk_kv_m32(void)
     qmm_plan plan;
     qmm_cuda_options o = qmm_cuda_options_default();
     CHECK_OK(qmm_cuda_plan(ctx, 32, 1024, 2560, &o, &plan));
-    CHECKF(plan.split > 1, "device plan for k/v at M=32 does not split (split %d)", plan.split);
-    /* the unsplit control: the same plan with the split held at 1 is the tiled kernel, bitwise */
+    CHECKF(plan.split > 1 || plan.path == QMM_PATH_STREAMK,
+           "device plan for k/v at M=32 does not split K (%s, split %d)", qmm_path_name(plan.path), plan.split);
+    /* the unsplit control: the same plan with the split held at 1 is the unsplit kernel, bitwise */
     {
-        qmm_cuda_options ctl = qmm_cuda_options_default(), til = opts(QMM_PATH_TILED, 0, 0, QMM_BF16);
+        qmm_cuda_options ctl = qmm_cuda_options_default(), til = opts(QMM_PATH_WGMMA, 1, 0, QMM_BF16);
         ctl.split = 1;
         qmm_bf16 *x = malloc((size_t)(p.m * p.n) * 2);
         qmm_plan cp;
         CHECK_OK(run(&p, &ctl, out, &cp));
-        CHECK(cp.path == QMM_PATH_TILED && cp.split == 1);
+        CHECK(cp.path == QMM_PATH_WGMMA && cp.split == 1);
         CHECK_OK(run(&p, &til, x, NULL));
         CHECK(memcmp(out, x, (size_t)(p.m * p.n) * 2) == 0);
         free(x);
@@ -291,8 +292,10 @@ static void fallback_is_bitwise(void)
             printf("    M=%lld N=%lld K=%lld policy %-6s: %s split %d\n", (long long)p.m,
                    (long long)p.n, (long long)p.k, pol ? "seed" : "device",
                    qmm_path_name(plan.path), plan.split);
-            if (plan.path != QMM_PATH_TILED) continue; /* split, or the dense path */
-            o.path = QMM_PATH_TILED;
+            /* split, stream-K or the dense path: not an unsplit plan */
+            if (plan.path != QMM_PATH_TILED && !(plan.path == QMM_PATH_WGMMA && plan.split == 1)) continue;
+            o.path = plan.path;
+            o.split = plan.path == QMM_PATH_WGMMA ? 1 : 0;
             CHECK_OK(run(&p, &o, y, NULL));
             CHECKF(same_bits(x, y, sz), "unsplit plan differs from the forced tiled kernel");
             compared[pol]++;
@@ -373,8 +376,8 @@ static void bad_input(void)
     CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 32, p.dw, p.c_dev, p.ws, p.ws_bytes, &s, NULL), QMM_ERR_ARG);
     s = opts(QMM_PATH_MATVEC, 0, 0, QMM_BF16);
     CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 32, p.dw, p.c_dev, p.ws, p.ws_bytes, &s, NULL), QMM_ERR_ARG);
-    s = opts(QMM_PATH_STREAMK, 0, 0, QMM_BF16);
-    CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 32, p.dw, p.c_dev, p.ws, p.ws_bytes, &s, NULL), QMM_ERR_UNSUPPORTED);
+    s = opts(QMM_PATH_STREAMK, 2, 0, QMM_BF16); /* stream-K takes no split */
+    CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 32, p.dw, p.c_dev, p.ws, p.ws_bytes, &s, NULL), QMM_ERR_ARG);
     s = opts(QMM_PATH_SPLITK, 2, 0, (qmm_dtype)7);
     CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 32, p.dw, p.c_dev, p.ws, p.ws_bytes, &s, NULL), QMM_ERR_DTYPE);
     CHECK(strlen(qmm_last_error()) > 0);

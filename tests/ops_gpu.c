@@ -75,21 +75,24 @@ static void *D(op_data *d, dev_tensors *dv, const char *name)
 
 /* ---- matmul: one backend per path ---- */
 
-enum { MM_AUTO, MM_MATVEC, MM_TILED, MM_SPLITK, MM_SPLITK_F32, MM_DENSE };
+enum { MM_AUTO, MM_MATVEC, MM_TILED, MM_SPLITK, MM_SPLITK_F32, MM_DENSE, MM_WGMMA, MM_WGMMA_SPLIT,
+       MM_STREAMK };
 
 static const char *gpu_matmul(op_data *d, int variant)
 {
     const op_case *c = d->c;
     qmm_cuda_options o = qmm_cuda_options_default();
-    static const qmm_path paths[] = {QMM_PATH_AUTO, QMM_PATH_MATVEC, QMM_PATH_TILED,
-                                     QMM_PATH_SPLITK, QMM_PATH_SPLITK, QMM_PATH_DENSE};
+    static const qmm_path paths[] = {QMM_PATH_AUTO,   QMM_PATH_MATVEC, QMM_PATH_TILED,
+                                     QMM_PATH_SPLITK, QMM_PATH_SPLITK, QMM_PATH_DENSE,
+                                     QMM_PATH_WGMMA,  QMM_PATH_WGMMA,  QMM_PATH_STREAMK};
     o.path = paths[variant];
     if (variant == MM_MATVEC) {
         qmm_device_desc desc;
         if (qmm_cuda_device_desc(ctx, &desc) || c->m > desc.matvec_limit_m)
             return OP_SKIP_PREFIX "M beyond the matvec kernel's limit";
     }
-    if (variant == MM_SPLITK || variant == MM_SPLITK_F32) {
+    if (variant == MM_WGMMA) o.split = 1; /* the unsplit schedule */
+    if (variant == MM_SPLITK || variant == MM_SPLITK_F32 || variant == MM_WGMMA_SPLIT) {
         o.split = qmm_split_align(c->k, 4);
         if (o.split < 2) return OP_SKIP_PREFIX "K = 128 does not split";
         o.partial_type = variant == MM_SPLITK_F32 ? QMM_F32 : QMM_BF16;
@@ -205,6 +208,9 @@ static const op_backend gpu_backends[] = {
     {"cuda_splitk", OP_MATMUL, gpu_matmul, MM_SPLITK, 1},
     {"cuda_splitk_f32", OP_MATMUL, gpu_matmul, MM_SPLITK_F32, 1},
     {"cuda_dense", OP_MATMUL, gpu_matmul, MM_DENSE, 1},
+    {"cuda_wgmma", OP_MATMUL, gpu_matmul, MM_WGMMA, 1},
+    {"cuda_wgmma_splitk", OP_MATMUL, gpu_matmul, MM_WGMMA_SPLIT, 1},
+    {"cuda_streamk", OP_MATMUL, gpu_matmul, MM_STREAMK, 1},
     {"cuda_rows", OP_ROWS, gpu_rows, 0, 1},
     {"engine_embed", OP_ROWS, gpu_rows, 1, 1},
     {"engine", OP_ADD_RMSNORM, gpu_engine, 0, 1},

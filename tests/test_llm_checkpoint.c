@@ -384,15 +384,21 @@ static void writer_leaves_nothing_on_error(void)
     rewrite(hf, bad, "model.layers.1.mlp.gate_proj.weight", 'd', ST_BF16);
     CHECK_STATUS(qmm_llm_quantize_checkpoint(bad, out, NULL), QMM_ERR_NOT_FOUND);
     CHECK(strstr(qmm_last_error(), "model.layers.1.mlp.gate_proj.weight") != NULL);
-    CHECK(dir_entries(out) == 0);
+    /* out/ is not even created (built as a temporary beside it, removed on error) */
+    CHECK(dir_entries(out) == -1 && dir_entries(dir) == 2);
     /* a wrong input shape */
     rewrite(hf, bad, "model.layers.0.self_attn.v_proj.weight", 's', ST_BF16);
     CHECK_STATUS(qmm_llm_quantize_checkpoint(bad, out, NULL), QMM_ERR_FORMAT);
-    CHECK(dir_entries(out) == 0);
+    CHECK(dir_entries(out) == -1 && dir_entries(dir) == 2);
     /* an integer input where floats are needed */
     rewrite(hf, bad, "model.norm.weight", 't', ST_I16);
     CHECK_STATUS(qmm_llm_quantize_checkpoint(bad, out, NULL), QMM_ERR_FORMAT);
-    CHECK(dir_entries(out) == 0);
+    CHECK(dir_entries(out) == -1 && dir_entries(dir) == 2);
+    /* an existing, empty output directory stays empty */
+    mkdir(out, 0755);
+    CHECK_STATUS(qmm_llm_quantize_checkpoint(bad, out, NULL), QMM_ERR_FORMAT);
+    CHECK(dir_entries(out) == 0 && dir_entries(dir) == 3);
+    rmdir(out);
     /* the output of the writer is not accepted as its input again */
     CHECK_OK(qmm_llm_quantize_checkpoint(hf, out, NULL));
     char out2[600];

@@ -70,8 +70,8 @@ static void json_values_and_traversal(void)
              f = json_member(&d, 0, "f"), s = json_member(&d, 0, "s"),
              arr = json_member(&d, 0, "arr"), z = json_member(&d, 0, "z");
     CHECK(n && d.nodes[n].is_int && d.nodes[n].i == INT64_MIN);
-    CHECK(big && !d.nodes[big].is_int && d.nodes[big].num == 9223372036854775808.0);
-    CHECK(f && !d.nodes[f].is_int && d.nodes[f].num == 2500.0);
+    CHECK(big && !d.nodes[big].is_int && json_num(&d.nodes[big]) == 9223372036854775808.0);
+    CHECK(f && !d.nodes[f].is_int && json_num(&d.nodes[f]) == 2500.0);
     CHECK(s && d.nodes[s].str_len == 3 && !memcmp(d.nodes[s].str, "x\xc3\xa9", 3));
     CHECK(z && d.nodes[z].type == JSON_BOOL && d.nodes[z].boolean == 0);
     CHECK(!json_member(&d, 0, "missing"));

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "plan_sm90.h"
 
 static qmm_device_desc sm90(void)
 {
@@ -12,9 +13,18 @@ static qmm_device_desc sm90(void)
     return d;
 }
 
+/* the shipped table with the wgmma kernel left out: the tiled, split-K, dense family alone */
+static qmm_device_desc sm90_tiled(void)
+{
+    qmm_device_desc d = sm90();
+    d.wgmma_min_m = 0;
+    return d;
+}
+
 /* `qmm plan --model qwen3-4b --policy device` on the H200 at commit af3c3dd (before the tuning
- * table existed: bench/results/2026-11-29-final/plan-device.txt): path/split/predicted µs.
- * The shipped sm90 table must reproduce it; a change here is a change of what the GPU runs. */
+ * table and the wgmma kernel: bench/results/2026-11-29-final/plan-device.txt): path/split/
+ * predicted µs. The tiled family of the shipped table must reproduce it; a change here is a
+ * change of what the GPU runs when the wgmma kernel is not taken. */
 static const int64_t tokens[5] = {16, 32, 64, 128, 2048};
 static const struct {
     const char *proj;
@@ -28,9 +38,9 @@ static const struct {
     {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/34.1", "dense/1/273.2"}},
 };
 
-static void qwen3_4b_table(void)
+static void qwen3_4b_tiled_table(void)
 {
-    qmm_device_desc d = sm90();
+    qmm_device_desc d = sm90_tiled();
     CHECK(!strcmp(d.family, "sm90") && d.gpu.sms == 132);
     for (size_t i = 0; i < sizeof qwen3_4b / sizeof qwen3_4b[0]; i++)
         for (int t = 0; t < 5; t++) {
@@ -42,6 +52,7 @@ static void qwen3_4b_table(void)
                    (long long)tokens[t], got, qwen3_4b[i].cells[t]);
         }
     /* decode: the matvec up to M = 8, as the seed rule */
+    d = sm90_tiled();
     for (int64_t m = 1; m <= 9; m++) {
         qmm_plan p;
         CHECK_OK(qmm_plan_call(&d, m, 4096, 2560, NULL, &p));
@@ -49,10 +60,42 @@ static void qwen3_4b_table(void)
     }
 }
 
+/* The shipped default since the wgmma kernel (plan_sm90.c, commit bae0d7b): every M takes it,
+ * stream-K where the tiles do not fill the GPU in whole waves. Cells: path/split/CTAs x token
+ * tile x weight rows, as `qmm plan --policy device` prints them. */
+static const int64_t wg_tokens[4] = {1, 16, 64, 2048};
+static const struct {
+    const char *proj;
+    int64_t k, n;
+    const char *cells[4];
+} qwen3_4b_wgmma[] = {
+    {"q", 2560, 4096, {"streamk/1/320x8x64", "streamk/1/320x16x64", "streamk/1/132x64x64", "wgmma/1/512x128x128"}},
+    {"k", 2560, 1024, {"streamk/1/80x8x64", "streamk/1/80x16x64", "streamk/1/80x64x64", "streamk/1/132x128x128"}},
+    {"o", 4096, 2560, {"streamk/1/320x8x64", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128"}},
+    {"gate", 2560, 9728, {"streamk/1/396x8x64", "streamk/1/396x16x64", "streamk/1/132x64x128", "wgmma/1/1216x128x128"}},
+    {"down", 9728, 2560, {"streamk/1/396x8x64", "streamk/1/396x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128"}},
+};
+
+static void qwen3_4b_wgmma_table(void)
+{
+    qmm_device_desc d = sm90();
+    CHECK(d.wgmma_min_m == 1);
+    for (size_t i = 0; i < sizeof qwen3_4b_wgmma / sizeof qwen3_4b_wgmma[0]; i++)
+        for (int t = 0; t < 4; t++) {
+            qmm_plan p;
+            CHECK_OK(qmm_plan_call(&d, wg_tokens[t], qwen3_4b_wgmma[i].n, qwen3_4b_wgmma[i].k, NULL, &p));
+            char got[64];
+            snprintf(got, sizeof got, "%s/%d/%lldx%dx%d", qmm_path_name(p.path), p.split,
+                     (long long)p.blocks, p.tile_m, p.tile_n);
+            CHECKF(!strcmp(got, qwen3_4b_wgmma[i].cells[t]), "%s M=%lld: %s, want %s",
+                   qwen3_4b_wgmma[i].proj, (long long)wg_tokens[t], got, qwen3_4b_wgmma[i].cells[t]);
+        }
+}
+
 /* The plan is complete: configuration, stages and workspace are what the kernels will use. */
 static void plan_fields(void)
 {
-    qmm_device_desc d = sm90();
+    qmm_device_desc d = sm90_tiled(), wg = sm90();
     static const int64_t ms[] = {1, 8, 9, 16, 32, 33, 64, 65, 128, 300, 2048};
     static const int64_t shapes[][2] = {{2560, 4096}, {2560, 1024}, {9728, 2560}, {128, 1}, {256, 1000}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -61,8 +104,16 @@ static void plan_fields(void)
             qmm_plan p, dev;
             memset(&p, 0x5A, sizeof p);
             CHECK_OK(qmm_plan_call(&d, m, n, k, NULL, &p));
-            CHECK_OK(qmm_plan_device(m, n, k, &d, &dev)); /* the same function, default options */
+            CHECK_OK(qmm_plan_device(m, n, k, &wg, &dev)); /* the tiled family's policy */
             CHECK(test_plan_equal(&p, &dev));
+            qmm_plan w;
+            CHECK_OK(qmm_plan_call(&wg, m, n, k, NULL, &w)); /* the default: the wgmma kernel */
+            int tn = 0, wgs = 0, stages = 0;
+            CHECK(qmm_sm90_config(w.config, &tn, &wgs, &stages) && w.tile_m == tn &&
+                  w.tile_n == 64 * wgs && w.stages == stages);
+            CHECK((w.path == QMM_PATH_WGMMA && w.split == 1 && w.workspace_bytes == 0) ||
+                  (w.path == QMM_PATH_STREAMK &&
+                   w.workspace_bytes == (size_t)w.blocks * 2 * (size_t)(w.tile_m * w.tile_n) * 4));
             CHECK(p.split >= 1 && p.k_per_split * (int64_t)p.split == k && p.predicted_us > 0);
             switch (p.path) {
             case QMM_PATH_MATVEC:
@@ -92,7 +143,7 @@ static void plan_fields(void)
 /* Forced paths and options: what the benchmarks and tests ask for. */
 static void forced(void)
 {
-    qmm_device_desc d = sm90();
+    qmm_device_desc d = sm90_tiled();
     qmm_cuda_options o = qmm_cuda_options_default();
     qmm_plan p;
 
@@ -128,6 +179,26 @@ static void forced(void)
     CHECK_OK(qmm_plan_call(&d, 1, 1024, 2560, &o, &p));
     CHECK(p.path == QMM_PATH_DENSE && p.workspace_bytes == (size_t)1024 * 2560 * 2 + 256 + (32u << 20));
 
+    /* the wgmma kernel, forced or by default */
+    d = sm90();
+    o = qmm_cuda_options_default();
+    o.split = 1; /* AUTO held at split 1: the unsplit wgmma kernel */
+    CHECK_OK(qmm_plan_call(&d, 32, 1024, 2560, &o, &p));
+    CHECK(p.path == QMM_PATH_WGMMA && p.split == 1 && p.workspace_bytes == 0);
+    o.path = QMM_PATH_WGMMA;
+    o.split = 4;
+    CHECK_OK(qmm_plan_call(&d, 32, 1024, 2560, &o, &p));
+    CHECK(p.path == QMM_PATH_WGMMA && p.split == 4 && p.workspace_bytes > 0);
+    o.path = QMM_PATH_STREAMK;
+    o.split = 0;
+    CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, &o, &p));
+    CHECK(p.path == QMM_PATH_STREAMK && p.blocks >= 1 && p.workspace_bytes > 0);
+    o = qmm_cuda_options_default();
+    o.path = QMM_PATH_TILED; /* forcing a tiled path still plans the tiled kernel */
+    CHECK_OK(qmm_plan_call(&d, 32, 1024, 2560, &o, &p));
+    CHECK(p.path == QMM_PATH_TILED && p.config == 0);
+    d = sm90_tiled();
+
     /* the seed policy: the reference rule's split, our tiles, no prediction */
     o = qmm_cuda_options_default();
     o.policy = QMM_POLICY_SEED;
@@ -158,9 +229,12 @@ static void bad_input(void)
     CHECK_STATUS(qmm_plan_call(&d, 0, 1024, 2560, NULL, &p), QMM_ERR_SHAPE);
     CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2500, NULL, &p), QMM_ERR_SHAPE);
     CHECK_STATUS(qmm_plan_call(&d, (int64_t)1 << 31, 1024, 2560, NULL, &p), QMM_ERR_SHAPE);
-    CHECK_STATUS(qmm_plan_call(&d, 32, 64 * 65536 + 1, 2560, NULL, &p), QMM_ERR_SHAPE);
+    qmm_device_desc tiled = sm90_tiled(); /* the tiled grid's 65535 column tiles */
+    CHECK_STATUS(qmm_plan_call(&tiled, 32, 64 * 65536 + 1, 2560, NULL, &p), QMM_ERR_SHAPE);
     o.path = QMM_PATH_STREAMK;
-    CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2560, &o, &p), QMM_ERR_UNSUPPORTED);
+    o.split = 4; /* stream-K takes no split */
+    CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2560, &o, &p), QMM_ERR_ARG);
+    o.split = 0;
     o.path = (qmm_path)9;
     CHECK_STATUS(qmm_plan_call(&d, 32, 1024, 2560, &o, &p), QMM_ERR_ARG);
     o = qmm_cuda_options_default();
@@ -179,6 +253,6 @@ static void bad_input(void)
 
 int main(int argc, char **argv)
 {
-    TEST_TABLE(cases, qwen3_4b_table, plan_fields, forced, generic_gpu, bad_input);
+    TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_wgmma_table, plan_fields, forced, generic_gpu, bad_input);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -73,6 +73,9 @@ static int build_contenders(const bench_case *c, const qmm_plan *plan, contender
     int n = 0;
     list[n++] = qmm_contender(o, "auto", QMM_PATH_AUTO, 0, 0);
     list[n++] = qmm_contender(o, "tiled", QMM_PATH_TILED, 0, 0);
+    list[n++] = qmm_contender(o, "wgmma_s1", QMM_PATH_WGMMA, 1, 0);
+    list[n++] = qmm_contender(o, "wgmma", QMM_PATH_WGMMA, 0, 0);
+    list[n++] = qmm_contender(o, "streamk", QMM_PATH_STREAMK, 0, 0);
     if (plan->path == QMM_PATH_SPLITK && plan->split > 1)
         list[n++] = qmm_contender(o, "splitk_plan", QMM_PATH_SPLITK, plan->split, 0);
     for (int s = 2; s <= d.max_split; s++)

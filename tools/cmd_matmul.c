@@ -19,7 +19,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qmm matmul [--m M] [--n N] [--k K] [--threads T] [--seed S]\n"
-            "                  [--device cpu|cuda|auto] [--path auto|matvec|tiled|splitk|dense]\n"
+            "                  [--device cpu|cuda|auto] [--path auto|matvec|tiled|splitk|streamk|dense|wgmma]\n"
             "                  [--split S] [--stages 1..4] [--partials bf16|f32] [--policy device|seed]\n"
             "  C[M, N] = A[M, K] · Wᵀ with W quantized to 4 bits (groups of 128) from random f32.\n"
             "  Runs the scalar reference and the threaded CPU path, times both, and checks them\n"
@@ -80,10 +80,9 @@ int cmd_matmul(int argc, char **argv)
             device = argv[++i];
         } else if (i + 1 < argc && !strcmp(o, "--path")) {
             const char *v = argv[++i];
-            static const char *names[] = {"auto", "matvec", "tiled", "splitk", "streamk", "dense"};
             int found = 0;
-            for (int p = 0; p < 6; p++)
-                if (!strcmp(v, names[p])) gopt.path = (qmm_path)p, found = 1;
+            for (int p = QMM_PATH_AUTO; p <= QMM_PATH_WGMMA; p++)
+                if (!strcmp(v, qmm_path_name((qmm_path)p))) gopt.path = (qmm_path)p, found = 1;
             if (!found) {
                 fprintf(stderr, "qmm matmul: unknown --path '%s'\n", v);
                 return 2;

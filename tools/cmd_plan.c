@@ -164,7 +164,11 @@ static qmm_status device_cell(const void *ctx, int64_t m, int64_t n, int64_t k, 
 {
     qmm_plan pl;
     qmm_status st = qmm_plan_call((const qmm_device_desc *)ctx, m, n, k, NULL, &pl);
-    if (st == QMM_OK)
+    if (st != QMM_OK) return st;
+    if (pl.path == QMM_PATH_WGMMA || pl.path == QMM_PATH_STREAMK) /* no prediction: its grid */
+        snprintf(out, len, "%s/%d/%lldx%dx%d", qmm_path_name(pl.path), pl.split,
+                 (long long)pl.blocks, pl.tile_m, pl.tile_n);
+    else
         snprintf(out, len, "%s/%d/%.1f", qmm_path_name(pl.path), pl.split, pl.predicted_us);
     return st;
 }
@@ -186,7 +190,8 @@ static int device_plans(const char *table, const char *model,
         print_plan(&pl);
         return 0;
     }
-    printf("%s: cells path/split/predicted µs\n\n", model);
+    printf("%s: cells path/split/predicted µs (wgmma, streamk: path/split/CTAs x token tile x "
+           "weight rows)\n\n", model);
     return plan_table(model, tokens, nt, 22, device_cell, &d);
 fail:
     fprintf(stderr, "qmm plan: %s: %s\n", qmm_status_name(st), qmm_last_error());

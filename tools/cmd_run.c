@@ -1,6 +1,7 @@
 /* qmm run: greedy generation with a Qwen3 model (checkpoint or synthetic preset), token ids in and
  * out, with prefill and decode timings. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,11 +133,15 @@ static void print_prediction(const char *what, double total_ms, double share, in
     }
 }
 
+/* Token counts and positions stay within what a config may declare (2^24 positions), so
+ * prompt + new tokens never overflow and the id buffers stay small. */
+#define RUN_MAX_TOKENS (1LL << 24)
+
 int cmd_run(int argc, char **argv)
 {
     const char *model = NULL, *ids_arg = NULL, *device = "auto";
-    long long prompt_len = 0, max_new = 16, max_seq = 0, seed = 1;
-    int split_k = 1, graph = 1, fuse = 0, threads = 0, offload = 0, buffers = 2, resident = 1;
+    long long prompt_len = 0, max_new = 16, max_seq = 0, seed = 1, threads_ll = 0, buffers_ll = 2;
+    int split_k = 1, graph = 1, fuse = 0, offload = 0, resident = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -152,41 +157,35 @@ int cmd_run(int argc, char **argv)
             return 2;
         }
         i++;
-        char *end = NULL;
+        int ok = 1;
         if (!strcmp(a, "--model")) model = v;
         else if (!strcmp(a, "--prompt-ids")) ids_arg = v;
         else if (!strcmp(a, "--device")) device = v;
-        else if (!strcmp(a, "--prompt-len")) prompt_len = strtoll(v, &end, 10);
-        else if (!strcmp(a, "--max-new-tokens")) max_new = strtoll(v, &end, 10);
-        else if (!strcmp(a, "--max-seq")) max_seq = strtoll(v, &end, 10);
-        else if (!strcmp(a, "--seed")) seed = strtoll(v, &end, 10);
-        else if (!strcmp(a, "--threads")) threads = (int)strtol(v, &end, 10);
-        else if (!strcmp(a, "--buffers")) buffers = (int)strtol(v, &end, 10);
-        else if (!strcmp(a, "--resident")) {
-            if (!on_off(v, &resident)) end = (char *)v;
-        }
-        else if (!strcmp(a, "--split-k")) {
-            if (!on_off(v, &split_k)) end = (char *)v;
-        } else if (!strcmp(a, "--graph")) {
-            if (!on_off(v, &graph)) end = (char *)v;
-        } else if (!strcmp(a, "--fuse")) {
-            if (!on_off(v, &fuse)) end = (char *)v;
-        } else {
+        else if (!strcmp(a, "--prompt-len")) ok = parse_int_arg(v, 1, RUN_MAX_TOKENS, &prompt_len);
+        else if (!strcmp(a, "--max-new-tokens")) ok = parse_int_arg(v, 1, RUN_MAX_TOKENS, &max_new);
+        else if (!strcmp(a, "--max-seq")) ok = parse_int_arg(v, 1, RUN_MAX_TOKENS, &max_seq);
+        else if (!strcmp(a, "--seed")) ok = parse_int_arg(v, LLONG_MIN, LLONG_MAX, &seed);
+        else if (!strcmp(a, "--threads")) ok = parse_int_arg(v, 0, 4096, &threads_ll);
+        else if (!strcmp(a, "--buffers")) ok = parse_int_arg(v, 1, 4096, &buffers_ll);
+        else if (!strcmp(a, "--resident")) ok = on_off(v, &resident);
+        else if (!strcmp(a, "--split-k")) ok = on_off(v, &split_k);
+        else if (!strcmp(a, "--graph")) ok = on_off(v, &graph);
+        else if (!strcmp(a, "--fuse")) ok = on_off(v, &fuse);
+        else {
             fprintf(stderr, "qmm run: unknown option %s\n", a);
             usage(stderr);
             return 2;
         }
-        if (end && *end) {
-            fprintf(stderr, "qmm run: bad value '%s' for %s\n", v, a);
+        if (!ok) {
+            fprintf(stderr, "qmm run: bad value '%s' for %s (integers: --prompt-len, "
+                    "--max-new-tokens, --max-seq 1..%lld, --threads 0..4096, --buffers 1..4096)\n",
+                    v, a, RUN_MAX_TOKENS);
             return 2;
         }
     }
+    int threads = (int)threads_ll, buffers = (int)buffers_ll;
     if (!model || (!ids_arg && prompt_len <= 0) || max_new < 1) {
         usage(stderr);
-        return 2;
-    }
-    if (offload && buffers < 1) {
-        fprintf(stderr, "qmm run: --buffers must be at least 1\n");
         return 2;
     }
     if (offload && !strcmp(device, "cpu")) {
@@ -210,7 +209,8 @@ int cmd_run(int argc, char **argv)
     int64_t n;
     if (ids_arg) {
         n = parse_ids(ids_arg, &ids);
-        if (n < 1) {
+        if (n < 1 || n > RUN_MAX_TOKENS) {
+            free(ids);
             fprintf(stderr, "qmm run: --prompt-ids must be a comma-separated list of integers\n");
             return 2;
         }
@@ -244,6 +244,12 @@ int cmd_run(int argc, char **argv)
            qmm_now_ms() - t0);
 
     int32_t *out = malloc((size_t)max_new * sizeof *out);
+    if (!out) {
+        fprintf(stderr, "qmm run: out of memory for %lld tokens\n", max_new);
+        free(ids);
+        qmm_llm_model_destroy(m);
+        return 1;
+    }
     qmm_llm_timing t;
     memset(&t, 0, sizeof t);
     int mismatch = 0; /* streamed tokens differ from the resident run's */

@@ -10,6 +10,10 @@ int cmd_bench(int argc, char **argv);     /* cmd_bench.c: operator / e2e / overl
 int cmd_run(int argc, char **argv);       /* cmd_run.c: run a Qwen3 model */
 int cmd_quantize_checkpoint(int argc, char **argv); /* cmd_quantize_checkpoint.c */
 
+/* parse_int.c: s is a decimal integer in [lo, hi] (nothing else, no overflow) -> *out, 1;
+ * otherwise 0 and *out unchanged. */
+int parse_int_arg(const char *s, long long lo, long long hi, long long *out);
+
 /* `qmm bench` subcommands, dispatched by cmd_bench.c */
 int bench_ops_main(int argc, char **argv); /* bench_ops.c: per-projection operator benchmark */
 int bench_e2e_main(int argc, char **argv); /* bench_e2e.c: whole-model prefill/decode benchmark */

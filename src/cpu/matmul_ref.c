@@ -10,6 +10,9 @@ qmm_status qmm_cpu_check_matmul(const char *fn, const qmm_bf16 *a, int64_t m, co
 {
     if (!a || !c) return qmm_fail(QMM_ERR_NULL, "%s: %s is NULL", fn, !a ? "a" : "c");
     if (m < 1) return qmm_fail(QMM_ERR_SHAPE, "%s: M = %lld must be >= 1", fn, (long long)m);
+    if ((uintptr_t)a % sizeof *a || (uintptr_t)c % sizeof *c)
+        return qmm_fail(QMM_ERR_ALIGN, "%s: %s is not 2-byte aligned (bf16)", fn,
+                        (uintptr_t)a % sizeof *a ? "a" : "c");
     qmm_status st = qmm_w4_validate(w);
     if (st) return st;
     size_t mk, mn;

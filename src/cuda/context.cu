@@ -12,6 +12,7 @@
 
 #include "cuda_try.h"
 #include "kernels.h"
+#include "plan_sm90.h"
 #include "w4_layout.h"
 
 using namespace qmm;
@@ -22,6 +23,7 @@ struct qmm_cuda_ctx {
     qmm_gpu_info info;
     qmm_device_desc desc; /* what the device policy knows */
     cublasHandle_t cublas; /* the dense path's */
+    uint32_t *counters;    /* per-tile CTA counts of the wgmma kernel's split schedules, kept zero */
 };
 
 struct qmm_cuda_weight {
@@ -101,10 +103,24 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
         free(ctx);
         return qmm_fail(QMM_ERR_CUDA, "cublasCreate failed");
     }
+    cudaError_t ce = sm90_init();
+    size_t counter_bytes = (size_t)QMM_SM90_MAX_COUNTED_TILES * sizeof(uint32_t);
+    if (ce == cudaSuccess) ce = cudaMalloc((void **)&ctx->counters, counter_bytes);
+    if (ce == cudaSuccess) ce = cudaMemset(ctx->counters, 0, counter_bytes);
+    if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
+    if (ce != cudaSuccess) {
+        cudaFree(ctx->counters);
+        cublasDestroy(ctx->cublas);
+        free(ctx);
+        cudaGetLastError();
+        return qmm_fail(ce == cudaErrorMemoryAllocation ? QMM_ERR_NOMEM : QMM_ERR_CUDA,
+                        "wgmma kernel setup failed: %s", cudaGetErrorString(ce));
+    }
     for (int c = 0; c < TILE_CONFIGS; c++) {
         int bps = 0;
         cudaError_t e = tiled_occupancy(c, d->config[c].stages, &bps);
         if (e != cudaSuccess || bps < 1) {
+            cudaFree(ctx->counters);
             cublasDestroy(ctx->cublas);
             free(ctx);
             return qmm_fail(QMM_ERR_CUDA, "occupancy query for tile configuration %d failed: %s", c,
@@ -120,6 +136,7 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
 extern "C" void qmm_cuda_destroy(qmm_cuda_ctx *ctx)
 {
     if (!ctx) return;
+    cudaFree(ctx->counters);
     cublasDestroy(ctx->cublas);
     free(ctx);
 }
@@ -311,6 +328,13 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
         const char *why = run_dense(ctx->cublas, w->dev, a, (int)m, c, workspace, ctx->stream);
         if (why) return qmm_fail(QMM_ERR_CUDA, "dense path: %s", why);
         e = cudaGetLastError();
+        break;
+    }
+    case QMM_PATH_WGMMA:
+    case QMM_PATH_STREAMK: {
+        Sm90Schedule sched = {p.path == QMM_PATH_STREAMK ? 0 : p.split, (int)p.blocks};
+        e = launch_sm90(p.config, sched, w->dev, a, (int)m, c, workspace, ctx->counters, true,
+                        ctx->stream);
         break;
     }
     case QMM_PATH_MATVEC:

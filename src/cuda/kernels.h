@@ -63,6 +63,25 @@ const char *run_dense(void *cublas, const DevWeight &w, const __nv_bfloat16 *a, 
 /* The device weight behind a handle (context.cu), for kernels outside src/cuda (the engine). */
 const DevWeight &weight_dev(const qmm_cuda_weight *w);
 
+/* Hopper wgmma kernel (gemm_sm90.cu): token tile, consumer warpgroups (64 weight rows each),
+ * pipeline stages. The schedule: split > 0 = split-K with `split` group-aligned partitions per
+ * tile (1 = unsplit); split = 0 = stream-K over `ctas` CTAs. */
+struct Sm90Config {
+    int tile_tokens, warpgroups, stages, blocks_per_sm;
+};
+constexpr int SM90_CONFIGS = QMM_SM90_CONFIG_COUNT;
+extern const Sm90Config sm90_configs[SM90_CONFIGS];
+struct Sm90Schedule {
+    int split, ctas;
+};
+cudaError_t sm90_init(void);
+/* fp32 partial slots a split or stream-K schedule of `ctas` CTAs needs. */
+size_t sm90_workspace_bytes(int config, int ctas);
+/* counters: one zeroed uint32 per tile (split/stream-K only), left zeroed. */
+cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &w,
+                        const __nv_bfloat16 *a, int m, __nv_bfloat16 *c, void *workspace,
+                        uint32_t *counters, bool pdl, cudaStream_t stream);
+
 } // namespace qmm
 
 #endif

@@ -128,12 +128,17 @@ typedef struct cfg_reader {
     uint32_t root;
 } cfg_reader;
 
-/* An integer member; absent -> *out = dflt (or an error when dflt < 0 means required). */
+/* dflt of a member that must be present. A sentinel, not "any negative": a default derived
+ * from another (bad) member may be negative, and the message must then name that member. */
+#define REQUIRED INT64_MIN
+
+/* An integer member; absent -> *out = dflt (an error when dflt is REQUIRED). */
 static qmm_status get_int(const cfg_reader *r, const char *key, int64_t dflt, int64_t *out)
 {
     uint32_t v = json_member(r->d, r->root, key);
     if (!v) {
-        if (dflt < 0) return qmm_fail(QMM_ERR_NOT_FOUND, "config.json: \"%s\" is missing", key);
+        if (dflt == REQUIRED)
+            return qmm_fail(QMM_ERR_NOT_FOUND, "config.json: \"%s\" is missing", key);
         *out = dflt;
         return QMM_OK;
     }
@@ -158,7 +163,7 @@ static qmm_status get_num(const cfg_reader *r, uint32_t obj, const char *key, do
     if (n->type != JSON_NUMBER)
         return qmm_fail(QMM_ERR_FORMAT, "config.json: \"%s\" must be a number (got a %s)", key,
                         json_type_name(n->type));
-    *out = n->num;
+    *out = json_num(n);
     return QMM_OK;
 }
 
@@ -208,16 +213,22 @@ static qmm_status parse_doc(const json_doc *d, qmm_llm_config *c)
     if ((st = expect_string(&r, "model_type", "qwen3")) ||
         (st = expect_string(&r, "hidden_act", "silu")))
         return st;
-    if ((st = get_int(&r, "hidden_size", -1, &c->hidden_size)) ||
-        (st = get_int(&r, "intermediate_size", -1, &c->intermediate_size)) ||
-        (st = get_int(&r, "num_hidden_layers", -1, &c->num_layers)) ||
-        (st = get_int(&r, "num_attention_heads", -1, &c->num_heads)) ||
-        (st = get_int(&r, "vocab_size", -1, &c->vocab_size)) ||
-        (st = get_int(&r, "num_key_value_heads", c->num_heads, &c->num_kv_heads)) ||
+    if ((st = get_int(&r, "hidden_size", REQUIRED, &c->hidden_size)) ||
+        (st = get_int(&r, "intermediate_size", REQUIRED, &c->intermediate_size)) ||
+        (st = get_int(&r, "num_hidden_layers", REQUIRED, &c->num_layers)) ||
+        (st = get_int(&r, "num_attention_heads", REQUIRED, &c->num_heads)) ||
+        (st = get_int(&r, "vocab_size", REQUIRED, &c->vocab_size)))
+        return st;
+    /* before the defaults derived from them */
+    if (c->num_heads < 1)
+        return qmm_fail(QMM_ERR_RANGE, "config.json: num_attention_heads = %lld must be >= 1",
+                        (long long)c->num_heads);
+    if (c->hidden_size < 1)
+        return qmm_fail(QMM_ERR_RANGE, "config.json: hidden_size = %lld must be >= 1",
+                        (long long)c->hidden_size);
+    if ((st = get_int(&r, "num_key_value_heads", c->num_heads, &c->num_kv_heads)) ||
         (st = get_int(&r, "max_position_embeddings", 32768, &c->max_position_embeddings)))
         return st;
-    if (c->num_heads < 1)
-        return qmm_fail(QMM_ERR_RANGE, "config.json: num_attention_heads must be >= 1");
     if ((st = get_int(&r, "head_dim", c->hidden_size / c->num_heads, &c->head_dim))) return st;
 
     /* rope_theta at the top level (transformers 4.x) or inside rope_parameters (5.x). */

@@ -11,6 +11,7 @@ typedef struct parser {
     const char *t;
     size_t len, pos;
     json_doc *d;
+    uint32_t max_nodes; /* a value needs >= 2 bytes of text: len / 2 + 2 nodes at most */
 } parser;
 
 static qmm_status perr(const parser *p, const char *what)
@@ -33,7 +34,9 @@ static qmm_status new_node(parser *p, json_type type, uint32_t *idx)
     json_doc *d = p->d;
     if (d->count == d->cap) {
         if (d->cap >= UINT32_MAX / 2) return perr(p, "too many values");
+        /* doubling, but never past what the text can hold: no slack of up to 2x at the end */
         uint32_t cap = d->cap ? d->cap * 2 : 64;
+        if (cap > p->max_nodes && d->cap < p->max_nodes) cap = p->max_nodes;
         json_node *n = realloc(d->nodes, (size_t)cap * sizeof *n);
         if (!n) return qmm_fail(QMM_ERR_NOMEM, "JSON: out of memory for %u nodes", cap);
         d->nodes = n;
@@ -42,8 +45,8 @@ static qmm_status new_node(parser *p, json_type type, uint32_t *idx)
     *idx = d->count++;
     json_node *n = &d->nodes[*idx];
     memset(n, 0, sizeof *n);
-    n->type = type;
-    n->offset = p->pos;
+    n->type = (uint8_t)type;
+    if (type == JSON_ARRAY || type == JSON_OBJECT) n->offset = (uint32_t)p->pos;
     return QMM_OK;
 }
 
@@ -183,9 +186,8 @@ static qmm_status parse_string(parser *p)
     }
     out[o] = 0;
     d->nodes[idx].str = out;
-    d->nodes[idx].str_len = o;
+    d->nodes[idx].str_len = (uint32_t)o;
     d->strings_len += o + 1;
-    d->nodes[idx].end = d->count;
     return QMM_OK;
 }
 
@@ -223,13 +225,8 @@ static qmm_status parse_number(parser *p)
         while (p->pos < p->len && is_digit(p->t[p->pos])) p->pos++;
     }
     size_t n = p->pos - start;
-    char buf[128];
-    if (n >= sizeof buf) return perr(p, "number literal too long");
-    memcpy(buf, p->t + start, n);
-    buf[n] = 0;
+    if (n >= 128) return perr(p, "number literal too long");
     json_node *node = &p->d->nodes[idx];
-    node->num = strtod(buf, NULL);
-    if (!isfinite(node->num)) return perr(p, "number out of range");
     if (integral) {
         /* exact integer, overflow-checked: magnitude up to 2^63 (for the negative end) */
         uint64_t mag = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
@@ -243,12 +240,18 @@ static qmm_status parse_number(parser *p)
             mag = mag * 10 + dgt;
         }
         if (fits) {
+            /* exact: no strtod (the common case, and the slow one in big headers) */
             node->is_int = 1;
             node->i = neg ? (mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag)
                           : (int64_t)mag;
+            return QMM_OK;
         }
     }
-    node->end = p->d->count;
+    char buf[128];
+    memcpy(buf, p->t + start, n);
+    buf[n] = 0;
+    node->real_ = strtod(buf, NULL);
+    if (!isfinite(node->real_)) return perr(p, "number out of range");
     return QMM_OK;
 }
 
@@ -265,8 +268,7 @@ static qmm_status parse_literal(parser *p)
             uint32_t idx;
             qmm_status st = new_node(p, lits[i].type, &idx);
             if (st) return st;
-            p->d->nodes[idx].boolean = lits[i].value;
-            p->d->nodes[idx].end = p->d->count;
+            p->d->nodes[idx].boolean = (uint8_t)lits[i].value;
             p->pos += n;
             return QMM_OK;
         }
@@ -300,7 +302,7 @@ static qmm_status check_duplicates(parser *p, uint32_t obj)
     for (uint32_t i = 0; i < n; i++) {
         keys[i].s = d->nodes[k].str;
         keys[i].n = d->nodes[k].str_len;
-        k = d->nodes[k + 1].end;
+        k = json_end(d, k + 1);
     }
     qsort(keys, n, sizeof *keys, key_cmp);
     qmm_status st = QMM_OK;
@@ -308,7 +310,7 @@ static qmm_status check_duplicates(parser *p, uint32_t obj)
         if (!key_cmp(&keys[i - 1], &keys[i])) {
             st = qmm_fail(QMM_ERR_FORMAT, "JSON: duplicate key \"%.*s\" in the object at byte %zu",
                           (int)(keys[i].n > 200 ? 200 : keys[i].n), keys[i].s,
-                          d->nodes[obj].offset);
+                          (size_t)d->nodes[obj].offset);
             break;
         }
     }
@@ -353,7 +355,7 @@ static qmm_status parse_container(parser *p, int depth, int is_object)
         }
     }
     p->d->nodes[idx].count = count;
-    p->d->nodes[idx].end = p->d->count;
+    p->d->nodes[idx].end_ = p->d->count;
     return is_object ? check_duplicates(p, idx) : QMM_OK;
 }
 
@@ -374,9 +376,11 @@ qmm_status json_parse(const char *text, size_t len, json_doc *doc)
     if (!doc) return qmm_fail(QMM_ERR_NULL, "json_parse: doc is NULL");
     memset(doc, 0, sizeof *doc);
     if (!text && len) return qmm_fail(QMM_ERR_NULL, "json_parse: text is NULL");
+    if (len >= UINT32_MAX / 2)
+        return qmm_fail(QMM_ERR_RANGE, "JSON: a text of %zu bytes is too large", len);
     doc->strings = malloc(len + 1);
     if (!doc->strings) return qmm_fail(QMM_ERR_NOMEM, "JSON: out of memory for %zu bytes", len);
-    parser p = {text, len, 0, doc};
+    parser p = {text, len, 0, doc, (uint32_t)(len / 2 + 2)};
     qmm_status st = parse_value(&p, 0);
     if (!st) {
         skip_ws(&p);
@@ -402,21 +406,23 @@ uint32_t json_member(const json_doc *d, uint32_t obj, const char *key)
     for (uint32_t i = 0; i < d->nodes[obj].count; i++) {
         const json_node *kn = &d->nodes[k];
         if (kn->str_len == kl && !memcmp(kn->str, key, kl)) return k + 1;
-        k = d->nodes[k + 1].end;
+        k = json_end(d, k + 1);
     }
     return 0;
 }
 
 uint32_t json_first(const json_doc *d, uint32_t parent)
 {
-    if (!d || parent >= d->count || !d->nodes[parent].count) return 0;
+    if (!d || parent >= d->count) return 0;
+    const json_node *n = &d->nodes[parent];
+    if ((n->type != JSON_ARRAY && n->type != JSON_OBJECT) || !n->count) return 0;
     return parent + 1;
 }
 
 uint32_t json_next(const json_doc *d, uint32_t parent, uint32_t c)
 {
-    uint32_t n = d->nodes[c].end;
-    return n < d->nodes[parent].end ? n : 0;
+    uint32_t n = json_end(d, c);
+    return n < json_end(d, parent) ? n : 0;
 }
 
 const char *json_type_name(json_type t)

@@ -2,11 +2,11 @@
  * A small, strict JSON reader (RFC 8259) for config.json and safetensors headers.
  *
  * The whole text is parsed into a flat array of nodes in document order. A container's children
- * follow it directly; node.end is the index one past its subtree, so the next sibling of child c
- * is nodes[c].end. Object members are (key string, value) pairs of consecutive subtrees.
+ * follow it directly; json_end(d, c) is the index one past c's subtree, so the next sibling of
+ * child c is json_end(d, c). Object members are (key string, value) pairs of consecutive subtrees.
  * Strict: no comments, no trailing commas, no duplicate keys, valid UTF-8, no NUL in strings,
  * nesting at most JSON_MAX_DEPTH, nothing but whitespace after the value. Errors are
- * QMM_ERR_FORMAT with the byte offset; out of memory is QMM_ERR_NOMEM.
+ * QMM_ERR_FORMAT with the byte offset; out of memory is QMM_ERR_NOMEM. Texts are < 4 GiB.
  */
 #ifndef QMM_LLM_JSON_H
 #define QMM_LLM_JSON_H
@@ -31,17 +31,26 @@ typedef enum json_type {
     JSON_OBJECT
 } json_type;
 
+/* 16 bytes a node: a value takes at least 2 bytes of text (a digit and a separator), so the
+ * nodes never exceed 8x the text, and the decoded strings 1x. Fields by type: */
 typedef struct json_node {
-    json_type type;
-    uint32_t end;     /* index one past this node's subtree */
-    uint32_t count;   /* arrays: elements; objects: members */
-    int boolean;      /* JSON_BOOL: 0 or 1 */
-    int is_int;       /* number written without fraction or exponent that fits int64 */
-    int64_t i;        /* value when is_int */
-    double num;       /* value of any number (nearest double) */
-    const char *str;  /* JSON_STRING: decoded UTF-8, NUL-terminated (owned by the doc) */
-    size_t str_len;
-    size_t offset;    /* byte offset of the node in the text, for messages */
+    uint8_t type;         /* json_type */
+    uint8_t is_int;       /* JSON_NUMBER written without fraction or exponent that fits int64 */
+    uint8_t boolean;      /* JSON_BOOL: 0 or 1 */
+    uint8_t unused_;
+    union {
+        uint32_t end_;    /* containers: index one past the subtree (read it with json_end) */
+        uint32_t str_len; /* JSON_STRING: bytes of str */
+    };
+    union {
+        struct {
+            uint32_t count;  /* containers: elements (arrays), members (objects) */
+            uint32_t offset; /* containers: byte offset in the text, for messages */
+        };
+        int64_t i;        /* JSON_NUMBER with is_int */
+        double real_;     /* JSON_NUMBER without is_int (read any number with json_num) */
+        const char *str;  /* JSON_STRING: decoded UTF-8, NUL-terminated (owned by the doc) */
+    };
 } json_node;
 
 typedef struct json_doc {
@@ -61,6 +70,15 @@ uint32_t json_member(const json_doc *d, uint32_t obj, const char *key);
 /* First child of a container (0 when empty) and the sibling after child c (0 at the end of parent). */
 uint32_t json_first(const json_doc *d, uint32_t parent);
 uint32_t json_next(const json_doc *d, uint32_t parent, uint32_t c);
+
+/* Index one past node idx's subtree (idx + 1 for a scalar). */
+static inline uint32_t json_end(const json_doc *d, uint32_t idx)
+{
+    const json_node *n = &d->nodes[idx];
+    return n->type == JSON_ARRAY || n->type == JSON_OBJECT ? n->end_ : idx + 1;
+}
+/* The value of a JSON_NUMBER as the nearest double (integers too). */
+static inline double json_num(const json_node *n) { return n->is_int ? (double)n->i : n->real_; }
 
 /* JSON type name for messages. */
 const char *json_type_name(json_type t);

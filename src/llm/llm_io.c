@@ -1,6 +1,7 @@
 /* File helpers: whole-file reads, mappings, paths (POSIX). */
 #include "llm/llm_io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,16 +13,35 @@
 
 #include "internal.h"
 
-/* Open a regular file for reading: *fd and *sb on success, a status naming the file otherwise. */
+/* Open a regular file for reading: *fd and *sb on success, a status naming the file otherwise.
+ * O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; fstat then refuses it. */
 static qmm_status open_regular(const char *path, int *fd, struct stat *sb)
 {
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (*fd < 0)
         return qmm_fail(errno == ENOENT ? QMM_ERR_NOT_FOUND : QMM_ERR_IO, "cannot open %s: %s",
                         path, strerror(errno));
     if (fstat(*fd, sb) || !S_ISREG(sb->st_mode)) {
         close(*fd);
         return qmm_fail(QMM_ERR_IO, "%s is not a regular file", path);
+    }
+    int fl = fcntl(*fd, F_GETFL);
+    if (fl >= 0) fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK);
+    return QMM_OK;
+}
+
+/* n bytes of fd into buf (from the current offset); what names the file in messages. */
+static qmm_status read_exact(int fd, void *buf, size_t n, const char *what)
+{
+    size_t got = 0;
+    while (got < n) {
+        size_t want = n - got > (1u << 30) ? (1u << 30) : n - got;
+        ssize_t r = read(fd, (char *)buf + got, want);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return qmm_fail(QMM_ERR_IO, "cannot read %s: %s", what,
+                            r ? strerror(errno) : "short read (the file shrank?)");
+        got += (size_t)r;
     }
     return QMM_OK;
 }
@@ -44,19 +64,12 @@ qmm_status llm_read_file(const char *path, size_t max_bytes, char **text, size_t
         close(fd);
         return qmm_fail(QMM_ERR_NOMEM, "out of memory reading %s", path);
     }
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return qmm_fail(QMM_ERR_IO, "cannot read %s: %s", path, r ? strerror(e) : "short read");
-        }
-        got += (size_t)r;
-    }
+    st = read_exact(fd, buf, n, path);
     close(fd);
+    if (st) {
+        free(buf);
+        return st;
+    }
     buf[n] = 0;
     *text = buf;
     *len = n;
@@ -65,9 +78,15 @@ qmm_status llm_read_file(const char *path, size_t max_bytes, char **text, size_t
 
 qmm_status llm_map_file(const char *path, llm_mapping *m)
 {
-    if (!path || !m) return qmm_fail(QMM_ERR_NULL, "llm_map_file: NULL argument");
+    return llm_load_file(path, 0, m);
+}
+
+qmm_status llm_load_file(const char *path, int copy, llm_mapping *m)
+{
+    if (!path || !m) return qmm_fail(QMM_ERR_NULL, "llm_load_file: NULL argument");
     m->addr = NULL;
     m->len = 0;
+    m->kind = LLM_MAPPED;
     int fd;
     struct stat sb;
     qmm_status st = open_regular(path, &fd, &sb);
@@ -80,6 +99,25 @@ qmm_status llm_map_file(const char *path, llm_mapping *m)
         close(fd);
         return qmm_fail(QMM_ERR_RANGE, "%s is too large to map", path);
     }
+    if (copy) {
+        /* page-aligned like a mapping, so tensors keep the alignment the file gives them */
+        void *buf = NULL;
+        if (posix_memalign(&buf, 4096, (size_t)sb.st_size)) {
+            close(fd);
+            return qmm_fail(QMM_ERR_NOMEM, "out of memory copying %s (%lld bytes)", path,
+                            (long long)sb.st_size);
+        }
+        st = read_exact(fd, buf, (size_t)sb.st_size, path);
+        close(fd);
+        if (st) {
+            free(buf);
+            return st;
+        }
+        m->addr = buf;
+        m->len = (size_t)sb.st_size;
+        m->kind = LLM_COPIED;
+        return QMM_OK;
+    }
     void *a = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
@@ -91,7 +129,8 @@ qmm_status llm_map_file(const char *path, llm_mapping *m)
 
 void llm_unmap(llm_mapping *m)
 {
-    if (m && m->addr) munmap(m->addr, m->len);
+    if (m && m->addr && m->kind == LLM_MAPPED) munmap(m->addr, m->len);
+    if (m && m->kind == LLM_COPIED) free(m->addr);
     if (m) {
         m->addr = NULL;
         m->len = 0;
@@ -104,6 +143,12 @@ qmm_status llm_path_join(const char *dir, const char *name, char *out, size_t si
     if (n < 0 || (size_t)n >= size)
         return qmm_fail(QMM_ERR_RANGE, "path %s/%s is too long", dir, name);
     return QMM_OK;
+}
+
+int llm_exists(const char *path)
+{
+    struct stat sb;
+    return path && !stat(path, &sb);
 }
 
 int llm_is_dir(const char *path)
@@ -129,6 +174,8 @@ qmm_status llm_dirname(const char *path, char *out, size_t size)
 
 qmm_status llm_checkpoint_dir(const char *path, char *out, size_t size)
 {
+    if (!llm_is_dir(path) && !llm_exists(path))
+        return qmm_fail(QMM_ERR_NOT_FOUND, "%s: no such file or directory", path);
     if (!llm_is_dir(path)) return llm_dirname(path, out, size);
     if (strlen(path) >= size) return qmm_fail(QMM_ERR_RANGE, "path too long");
     strcpy(out, path);
@@ -208,8 +255,52 @@ void llm_tmp_discard(llm_tmpfile *f)
     f->live = 0;
 }
 
-qmm_status llm_mkdir(const char *path)
+qmm_status llm_tmpdir_create(const char *final_dir, char *tmp, size_t size)
 {
-    if (!mkdir(path, 0755) || (errno == EEXIST && llm_is_dir(path))) return QMM_OK;
-    return qmm_fail(QMM_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
+    char parent[LLM_PATH_MAX];
+    qmm_status st = llm_dirname(final_dir, parent, sizeof parent);
+    if (st) return st;
+    const char *base = strrchr(final_dir, '/');
+    base = base ? base + 1 : final_dir;
+    int n = snprintf(tmp, size, "%s/.%s.tmp.XXXXXX", parent, base);
+    if (n < 0 || (size_t)n >= size) return qmm_fail(QMM_ERR_RANGE, "path %s is too long", final_dir);
+    if (!mkdtemp(tmp))
+        return qmm_fail(QMM_ERR_IO, "cannot create a temporary directory in %s: %s", parent,
+                        strerror(errno));
+    if (chmod(tmp, 0755)) { /* mkdtemp makes 0700; the output is an ordinary directory */
+        int e = errno;
+        rmdir(tmp);
+        return qmm_fail(QMM_ERR_IO, "cannot set the mode of %s: %s", tmp, strerror(e));
+    }
+    return QMM_OK;
+}
+
+qmm_status llm_tmpdir_publish(const char *tmp, const char *final_dir)
+{
+    if (rename(tmp, final_dir))
+        return qmm_fail(QMM_ERR_IO, "cannot rename %s to %s: %s", tmp, final_dir, strerror(errno));
+    char parent[LLM_PATH_MAX];
+    if (!llm_dirname(final_dir, parent, sizeof parent)) {
+        int dfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            fsync(dfd); /* best effort: makes the rename itself durable */
+            close(dfd);
+        }
+    }
+    return QMM_OK;
+}
+
+void llm_tmpdir_discard(const char *tmp)
+{
+    DIR *d = opendir(tmp);
+    if (d) {
+        struct dirent *e;
+        char path[LLM_PATH_MAX];
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+                !llm_path_join(tmp, e->d_name, path, sizeof path))
+                unlink(path); /* only files are ever written there */
+        closedir(d);
+    }
+    rmdir(tmp);
 }

@@ -122,8 +122,15 @@ static qmm_status bind_all(qmm_llm_model *m)
 
 qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out)
 {
+    return qmm_llm_model_load_mode(path, QMM_LLM_LOAD_MAP, out);
+}
+
+qmm_status qmm_llm_model_load_mode(const char *path, qmm_llm_load_mode mode, qmm_llm_model **out)
+{
     if (!path || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_model_load: NULL argument");
     *out = NULL;
+    if (mode != QMM_LLM_LOAD_MAP && mode != QMM_LLM_LOAD_COPY)
+        return qmm_fail(QMM_ERR_ARG, "qmm_llm_model_load: unknown load mode %d", (int)mode);
     char dir[LLM_PATH_MAX], cfg_path[LLM_PATH_MAX];
     qmm_status st = llm_checkpoint_dir(path, dir, sizeof dir);
     if (st) return st;
@@ -132,7 +139,28 @@ qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out)
     if ((st = qmm_llm_config_load(cfg_path, &c))) return st;
     qmm_llm_model *m;
     if ((st = llm_model_new(&c, &m))) return st;
-    st = st_open(path, &m->set);
+    st = st_open_ex(path, mode == QMM_LLM_LOAD_COPY, &m->set);
+    if (!st) st = bind_all(m);
+    if (st) {
+        qmm_llm_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    qmm_clear_error();
+    return QMM_OK;
+}
+
+qmm_status llm_model_load_image(const char *cfg, size_t cfg_len, const unsigned char *image,
+                                size_t image_len, qmm_llm_model **out)
+{
+    if (!cfg || !out) return qmm_fail(QMM_ERR_NULL, "llm_model_load_image: NULL argument");
+    *out = NULL;
+    qmm_llm_config c;
+    qmm_status st = qmm_llm_config_parse(cfg, cfg_len, &c);
+    if (st) return st;
+    qmm_llm_model *m;
+    if ((st = llm_model_new(&c, &m))) return st;
+    st = st_open_image(image, image_len, "image", &m->set);
     if (!st) st = bind_all(m);
     if (st) {
         qmm_llm_model_destroy(m);
@@ -152,5 +180,11 @@ qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **o
             qmm_llm_config_preset(spec, &c);
             return qmm_llm_model_synthetic(&c, seed, out);
         }
+    /* neither a preset nor a path: say so, rather than "cannot open ./config.json" */
+    if (!llm_exists(spec)) {
+        *out = NULL;
+        return qmm_fail(QMM_ERR_NOT_FOUND, "'%s' is neither a preset (qwen3-0.6b, qwen3-1.7b, "
+                        "qwen3-4b, qwen3-8b) nor an existing checkpoint path", spec);
+    }
     return qmm_llm_model_load(spec, out);
 }

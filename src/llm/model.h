@@ -33,6 +33,11 @@ qmm_status llm_model_new(const qmm_llm_config *c, qmm_llm_model **out);
 /* bytes of 64-byte aligned memory freed with the model. */
 qmm_status llm_model_alloc(qmm_llm_model *m, size_t bytes, void **out);
 
+/* A model from a config.json text and one safetensors image held by the caller (it must outlive
+ * the model): the whole load without files, for the fuzz harness. */
+qmm_status llm_model_load_image(const char *cfg, size_t cfg_len, const unsigned char *image,
+                                size_t image_len, qmm_llm_model **out);
+
 /* Hugging Face / MLX tensor names. prefix of a linear: "model.layers.3.self_attn.q_proj". */
 qmm_status llm_linear_prefix(int64_t layer, qmm_llm_linear which, char *out, size_t size);
 /* Full name of a layer norm weight: "model.layers.3.input_layernorm.weight". */

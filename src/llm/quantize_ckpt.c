@@ -270,11 +270,19 @@ qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
     if (!st) st = qmm_llm_config_parse(cfg_text, cfg_len, &j.cfg);
     if (!st) st = make_config(cfg_text, cfg_len, &cfg_out, &cfg_out_len);
     free(cfg_text);
-    /* the output directory only once the input looks right */
-    if (!st) st = llm_mkdir(out_dir);
-    char real_in[LLM_PATH_MAX], real_out[LLM_PATH_MAX];
+    /* A new output directory is built as a temporary beside it and renamed at the end, so an
+     * error leaves no directory behind; an existing one receives each file atomically. */
+    char work[LLM_PATH_MAX], real_in[LLM_PATH_MAX], real_out[LLM_PATH_MAX];
+    int fresh = !st && !llm_exists(out_dir);
+    if (!st && !fresh && !llm_is_dir(out_dir))
+        st = qmm_fail(QMM_ERR_IO, "the output %s exists and is not a directory", out_dir);
     if (!st && realpath(in_dir, real_in) && realpath(out_dir, real_out) && !strcmp(real_in, real_out))
         st = qmm_fail(QMM_ERR_ARG, "the output directory %s is the input's directory", out_dir);
+    if (!st && fresh) st = llm_tmpdir_create(out_dir, work, sizeof work);
+    if (!st && !fresh) {
+        if (strlen(out_dir) >= sizeof work) st = qmm_fail(QMM_ERR_RANGE, "path too long");
+        else strcpy(work, out_dir);
+    }
     if (st) {
         free(cfg_out);
         return st;
@@ -288,7 +296,7 @@ qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
     cf.fd = -1;
     if (!st) st = st_open(in_path, &j.in);
     if (!st) st = plan_tensors(&j);
-    if (!st) st = llm_path_join(out_dir, "model.safetensors", path, sizeof path);
+    if (!st) st = llm_path_join(work, "model.safetensors", path, sizeof path);
     if (!st) st = st_writer_open(&w, path, j.entries, j.nentries, "mlx");
     if (!st) st = write_all(&j, &w, &rep);
     if (!st) st = st_writer_finish(&w);
@@ -301,17 +309,19 @@ qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
                           j.nentries);
         st_close(&check);
     }
-    if (!st) st = llm_path_join(out_dir, "config.json", path, sizeof path);
+    if (!st) st = llm_path_join(work, "config.json", path, sizeof path);
     if (!st) st = llm_tmp_create(&cf, path);
     if (!st) st = llm_tmp_write(&cf, cfg_out, cfg_out_len);
     if (!st) st = llm_tmp_sync(&cf);
     if (!st) st = llm_tmp_publish(&w.file);
     if (!st) st = llm_tmp_publish(&cf);
+    if (!st && fresh) st = llm_tmpdir_publish(work, out_dir);
     rep.bytes = w.bytes;
     if ((int64_t)j.in.count >= rep.quantized + rep.copied)
         rep.ignored = (int64_t)j.in.count - rep.quantized - rep.copied;
     st_writer_discard(&w);
     llm_tmp_discard(&cf);
+    if (st && fresh) llm_tmpdir_discard(work);
     free(cfg_out);
     free_job(&j);
     if (!st) {

@@ -97,7 +97,7 @@ static qmm_status parse_tensor(const json_doc *d, uint32_t key, uint32_t val, ui
     if (on->type != JSON_ARRAY || on->count != 2)
         return qmm_fail(QMM_ERR_FORMAT, "%s: tensor " NAME_FMT ": data_offsets must be "
                         "[begin, end]", what, NAME_ARG(k->str, k->str_len));
-    const json_node *b = &d->nodes[off + 1], *e = &d->nodes[d->nodes[off + 1].end];
+    const json_node *b = &d->nodes[off + 1], *e = &d->nodes[json_end(d, off + 1)];
     if (b->type != JSON_NUMBER || !b->is_int || b->i < 0 || e->type != JSON_NUMBER ||
         !e->is_int || e->i < 0)
         return qmm_fail(QMM_ERR_FORMAT, "%s: tensor " NAME_FMT ": data_offsets must be "
@@ -115,6 +115,58 @@ static qmm_status parse_tensor(const json_doc *d, uint32_t key, uint32_t val, ui
                         (unsigned long long)t->nbytes);
     t->data = data + begin;
     return QMM_OK;
+}
+
+typedef struct span {
+    uint64_t begin, end;
+    size_t tensor;
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* The format requires the tensors to tile the data buffer: sorted by offset, each begins where
+ * the previous ended, the last ends at the buffer's end. Overlaps (two tensors sharing bytes)
+ * and gaps (bytes no tensor owns) are refused. */
+static qmm_status check_tiling(const st_header *h, const unsigned char *data, uint64_t data_len,
+                               const char *what)
+{
+    if (!h->count) {
+        if (data_len)
+            return qmm_fail(QMM_ERR_FORMAT, "%s: %llu data bytes but no tensor", what,
+                            (unsigned long long)data_len);
+        return QMM_OK;
+    }
+    span *sp = malloc(h->count * sizeof *sp);
+    if (!sp) return qmm_fail(QMM_ERR_NOMEM, "%s: out of memory", what);
+    for (size_t i = 0; i < h->count; i++) {
+        sp[i].begin = (uint64_t)(h->tensors[i].data - data);
+        sp[i].end = sp[i].begin + h->tensors[i].nbytes;
+        sp[i].tensor = i;
+    }
+    qsort(sp, h->count, sizeof *sp, span_cmp);
+    qmm_status st = QMM_OK;
+    uint64_t at = 0;
+    for (size_t i = 0; i < h->count && !st; i++) {
+        if (sp[i].begin != at) {
+            const st_tensor *t = &h->tensors[sp[i].tensor];
+            st = qmm_fail(QMM_ERR_FORMAT, "%s: tensor " NAME_FMT " starts at byte %llu of the data "
+                          "buffer, but the tensors before it end at %llu (%s)", what,
+                          NAME_ARG(t->name, t->name_len), (unsigned long long)sp[i].begin,
+                          (unsigned long long)at, sp[i].begin < at ? "overlap" : "gap");
+        }
+        at = sp[i].end;
+    }
+    if (!st && at != data_len)
+        st = qmm_fail(QMM_ERR_FORMAT, "%s: the tensors end at byte %llu of the %llu-byte data "
+                      "buffer (trailing bytes)", what, (unsigned long long)at,
+                      (unsigned long long)data_len);
+    free(sp);
+    return st;
 }
 
 qmm_status st_parse(const unsigned char *buf, size_t len, const char *what, st_header *out)
@@ -177,7 +229,9 @@ qmm_status st_parse(const unsigned char *buf, size_t len, const char *what, st_h
         }
         out->count++;
     }
-    return QMM_OK;
+    st = check_tiling(out, data, data_len, what);
+    if (st) st_header_free(out);
+    return st;
 }
 
 void st_header_free(st_header *h)
@@ -204,8 +258,8 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
-/* Add one file to the set (map, parse). */
-static qmm_status add_file(st_set *s, const char *path)
+/* Add one file to the set (map or copy it, parse); image: a caller's buffer instead of a file. */
+static qmm_status add_file(st_set *s, const char *path, const unsigned char *image, size_t len)
 {
     int i = s->nfiles;
     char **paths = realloc(s->paths, (size_t)(i + 1) * sizeof *paths);
@@ -220,8 +274,14 @@ static qmm_status add_file(st_set *s, const char *path)
     memset(&s->maps[i], 0, sizeof s->maps[i]);
     memset(&s->headers[i], 0, sizeof s->headers[i]);
     s->nfiles = i + 1;
-    qmm_status st = llm_map_file(path, &s->maps[i]);
-    if (st) return st;
+    qmm_status st = QMM_OK;
+    if (image) {
+        s->maps[i].addr = (unsigned char *)image; /* read only; never freed */
+        s->maps[i].len = len;
+        s->maps[i].kind = LLM_BORROWED;
+    } else if ((st = llm_load_file(path, s->copy, &s->maps[i]))) {
+        return st;
+    }
     st = st_parse(s->maps[i].addr, s->maps[i].len, path, &s->headers[i]);
     if (st) return st;
     for (size_t t = 0; t < s->headers[i].count; t++) s->headers[i].tensors[t].file = i;
@@ -254,9 +314,86 @@ static int safe_shard_name(const char *n)
     return n[0] && !strchr(n, '/') && strcmp(n, ".") && strcmp(n, "..") && strlen(n) < 1024;
 }
 
+/* One weight_map value (a shard name) and where it was first mentioned. */
+typedef struct shard_ref {
+    const char *name;
+    size_t len;
+    size_t order; /* entry index of the first mention */
+    int file;     /* index in the set once opened */
+} shard_ref;
+
+static int shard_cmp(const void *a, const void *b)
+{
+    const shard_ref *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->name, y->name, n);
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+static int order_cmp(const void *a, const void *b)
+{
+    const shard_ref *x = *(const shard_ref *const *)a, *y = *(const shard_ref *const *)b;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* The distinct shard names of the weight_map, sorted by name (sorting, not a scan per entry:
+ * millions of entries over thousands of shards stay fast); each shard opened once, in
+ * first-mention order. */
+static qmm_status open_shards(st_set *s, const json_doc *d, uint32_t wm, const char *index_path,
+                              const char *dir, shard_ref **out, size_t *out_count)
+{
+    size_t n = d->nodes[wm].count, i = 0;
+    shard_ref *refs = malloc((n ? n : 1) * sizeof *refs);
+    if (!refs) return qmm_fail(QMM_ERR_NOMEM, "%s: out of memory", index_path);
+    for (uint32_t k = json_first(d, wm); k; k = json_next(d, wm, k + 1), i++) {
+        const json_node *f = &d->nodes[k + 1];
+        if (f->type != JSON_STRING || !safe_shard_name(f->str)) {
+            free(refs);
+            return qmm_fail(QMM_ERR_FORMAT, "%s: weight_map entry " NAME_FMT " must name a file "
+                            "in the same directory", index_path,
+                            NAME_ARG(d->nodes[k].str, d->nodes[k].str_len));
+        }
+        refs[i] = (shard_ref){f->str, f->str_len, i, -1};
+    }
+    qsort(refs, n, sizeof *refs, shard_cmp);
+    size_t distinct = 0;
+    for (i = 0; i < n; i++)
+        if (!distinct || refs[distinct - 1].len != refs[i].len ||
+            memcmp(refs[distinct - 1].name, refs[i].name, refs[i].len))
+            refs[distinct++] = refs[i]; /* the first of a run has the smallest order */
+    if (distinct > 4096) {
+        free(refs);
+        return qmm_fail(QMM_ERR_FORMAT, "%s: more than 4096 shards", index_path);
+    }
+    shard_ref **by_order = malloc((distinct ? distinct : 1) * sizeof *by_order);
+    if (!by_order) {
+        free(refs);
+        return qmm_fail(QMM_ERR_NOMEM, "%s: out of memory", index_path);
+    }
+    for (i = 0; i < distinct; i++) by_order[i] = &refs[i];
+    qsort(by_order, distinct, sizeof *by_order, order_cmp);
+    qmm_status st = QMM_OK;
+    char path[LLM_PATH_MAX];
+    for (i = 0; i < distinct && !st; i++) {
+        if ((st = llm_path_join(dir, by_order[i]->name, path, sizeof path))) break;
+        by_order[i]->file = s->nfiles;
+        st = add_file(s, path, NULL, 0);
+    }
+    free(by_order);
+    if (st) {
+        free(refs);
+        return st;
+    }
+    *out = refs;
+    *out_count = distinct;
+    return QMM_OK;
+}
+
 static qmm_status open_index(st_set *s, const char *index_path)
 {
-    char dir[LLM_PATH_MAX], path[LLM_PATH_MAX];
+    char dir[LLM_PATH_MAX];
     qmm_status st = llm_dirname(index_path, dir, sizeof dir);
     if (st) return st;
     char *text;
@@ -275,50 +412,37 @@ static qmm_status open_index(st_set *s, const char *index_path)
         json_free(&d);
         return qmm_fail(QMM_ERR_FORMAT, "%s: no \"weight_map\" object", index_path);
     }
-    /* open every distinct shard once, in first-mention order */
-    for (uint32_t k = json_first(&d, wm); k && !st; k = json_next(&d, wm, k + 1)) {
-        const json_node *f = &d.nodes[k + 1];
-        if (f->type != JSON_STRING || !safe_shard_name(f->str)) {
-            st = qmm_fail(QMM_ERR_FORMAT, "%s: weight_map entry " NAME_FMT " must name a file "
-                          "in the same directory", index_path,
-                          NAME_ARG(d.nodes[k].str, d.nodes[k].str_len));
-            break;
-        }
-        if ((st = llm_path_join(dir, f->str, path, sizeof path))) break;
-        int seen = 0;
-        for (int i = 0; i < s->nfiles && !seen; i++) seen = !strcmp(s->paths[i], path);
-        if (!seen) {
-            if (s->nfiles >= 4096) {
-                st = qmm_fail(QMM_ERR_FORMAT, "%s: more than 4096 shards", index_path);
-                break;
-            }
-            st = add_file(s, path);
-        }
-    }
+    shard_ref *shards = NULL;
+    size_t nshards = 0;
+    st = open_shards(s, &d, wm, index_path, dir, &shards, &nshards);
     if (!st) st = build_index(s);
-    if (!st) {
-        /* every mapped name must really be in the shard the index names */
-        for (uint32_t k = json_first(&d, wm); k; k = json_next(&d, wm, k + 1)) {
-            const json_node *name = &d.nodes[k], *f = &d.nodes[k + 1];
-            st_tensor key = {0};
-            key.name = name->str;
-            key.name_len = name->str_len;
-            const st_tensor *kp = &key;
-            const st_tensor **hit = NULL;
-            if (s->count) hit = bsearch(&kp, s->sorted, s->count, sizeof *s->sorted, tensor_cmp);
-            int file_ok = 0;
-            if (hit) {
-                llm_path_join(dir, f->str, path, sizeof path);
-                file_ok = !strcmp(s->paths[(*hit)->file], path);
-            }
-            if (!hit || !file_ok) {
-                st = qmm_fail(QMM_ERR_FORMAT, "%s: weight_map puts " NAME_FMT " in %.200s, which "
-                              "does not hold it", index_path, NAME_ARG(name->str, name->str_len),
-                              f->str);
-                break;
-            }
+    /* every mapped name must really be in the shard the index names */
+    for (uint32_t k = json_first(&d, wm); k && !st; k = json_next(&d, wm, k + 1)) {
+        const json_node *name = &d.nodes[k], *f = &d.nodes[k + 1];
+        st_tensor key = {0};
+        key.name = name->str;
+        key.name_len = name->str_len;
+        const st_tensor *kp = &key;
+        const st_tensor **hit = NULL;
+        if (s->count) hit = bsearch(&kp, s->sorted, s->count, sizeof *s->sorted, tensor_cmp);
+        /* order 0 sorts before (or equal to) every mention of the same name */
+        shard_ref want = {f->str, f->str_len, 0, -1};
+        const shard_ref *sh = NULL;
+        size_t lo = 0, hi = nshards;
+        while (lo < hi) { /* lower bound of want's name among the distinct shards */
+            size_t mid = lo + (hi - lo) / 2;
+            if (shard_cmp(&shards[mid], &want) < 0) lo = mid + 1;
+            else hi = mid;
         }
+        if (lo < nshards && shards[lo].len == want.len && !memcmp(shards[lo].name, want.name, want.len))
+            sh = &shards[lo];
+        if (!hit || !sh || (*hit)->file != sh->file)
+            /* the names first: a long index path would push them out of the message */
+            st = qmm_fail(QMM_ERR_FORMAT, "weight_map puts " NAME_FMT " in %.200s, which does "
+                          "not hold it (%s)", NAME_ARG(name->str, name->str_len), f->str,
+                          index_path);
     }
+    free(shards);
     json_free(&d);
     return st;
 }
@@ -349,26 +473,36 @@ void st_close(st_set *set)
     memset(set, 0, sizeof *set);
 }
 
-qmm_status st_open(const char *path, st_set *set)
+qmm_status st_open(const char *path, st_set *set) { return st_open_ex(path, 0, set); }
+
+qmm_status st_open_image(const unsigned char *buf, size_t len, const char *what, st_set *set)
+{
+    if (!set || (!buf && len) || !what) return qmm_fail(QMM_ERR_NULL, "st_open_image: NULL argument");
+    memset(set, 0, sizeof *set);
+    qmm_status st = add_file(set, what, buf, len);
+    if (!st) st = build_index(set);
+    if (st) st_close(set);
+    return st;
+}
+
+qmm_status st_open_ex(const char *path, int copy, st_set *set)
 {
     if (!path || !set) return qmm_fail(QMM_ERR_NULL, "st_open: NULL argument");
     memset(set, 0, sizeof *set);
+    set->copy = copy;
     char buf[LLM_PATH_MAX];
     qmm_status st;
     const char *index = NULL, *single = NULL;
     if (llm_is_dir(path)) {
         if ((st = llm_path_join(path, "model.safetensors.index.json", buf, sizeof buf))) return st;
-        FILE *f = fopen(buf, "rb");
-        if (f) {
-            fclose(f);
+        /* stat, not open: opening a FIFO would block (the open itself refuses non-files) */
+        if (llm_exists(buf)) {
             index = buf;
         } else {
             if ((st = llm_path_join(path, "model.safetensors", buf, sizeof buf))) return st;
-            f = fopen(buf, "rb");
-            if (!f)
+            if (!llm_exists(buf))
                 return qmm_fail(QMM_ERR_NOT_FOUND, "%s holds neither model.safetensors nor "
                                 "model.safetensors.index.json", path);
-            fclose(f);
             single = buf;
         }
     } else if (ends_with(path, ".json")) {
@@ -379,7 +513,7 @@ qmm_status st_open(const char *path, st_set *set)
     if (index) {
         st = open_index(set, index);
     } else {
-        st = add_file(set, single);
+        st = add_file(set, single, NULL, 0);
         if (!st) st = build_index(set);
     }
     if (st) st_close(set);

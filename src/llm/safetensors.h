@@ -73,11 +73,17 @@ typedef struct st_set {
     st_header *headers;
     const st_tensor **sorted; /* by name, for lookup */
     size_t count;
+    int copy;                 /* files are read into memory instead of mapped */
 } st_set;
 
 /* path: a .safetensors file, a model.safetensors.index.json, or a directory holding either
  * (the index wins when both exist). */
 qmm_status st_open(const char *path, st_set *set);
+/* copy = 1: read every file into private memory (immune to the files changing afterwards)
+ * instead of mapping it. */
+qmm_status st_open_ex(const char *path, int copy, st_set *set);
+/* One file image held by the caller (it must outlive the set); what names it in messages. */
+qmm_status st_open_image(const unsigned char *buf, size_t len, const char *what, st_set *set);
 /* NULL when absent. */
 const st_tensor *st_find(const st_set *set, const char *name);
 void st_close(st_set *set);

@@ -147,8 +147,9 @@ qmm_status qmm_model_best_split_document(const qmm_gpu_caps *gpu, int64_t m, int
                                          qmm_model_estimate *best)
 {
     if (!best) return qmm_fail(QMM_ERR_NULL, "best_split_document: best is NULL");
-    if (max_split < 1)
-        return qmm_fail(QMM_ERR_ARG, "best_split_document: max_split = %d, need >= 1", max_split);
+    if (max_split < 1 || max_split > QMM_MODEL_MAX_SPLIT)
+        return qmm_fail(QMM_ERR_ARG, "best_split_document: max_split = %d, need 1..%d", max_split,
+                        QMM_MODEL_MAX_SPLIT);
     qmm_model_estimate b, e;
     qmm_status st = qmm_model_splitk_document(gpu, m, n, k, bm, bn, 1, &b);
     if (st != QMM_OK) return st;
@@ -166,8 +167,9 @@ qmm_status qmm_model_best_split(const qmm_gpu_caps *gpu, const qmm_model_kernel 
                                 qmm_model_estimate *best)
 {
     if (!best) return qmm_fail(QMM_ERR_NULL, "best_split: best is NULL");
-    if (max_split < 1)
-        return qmm_fail(QMM_ERR_ARG, "best_split: max_split = %d, need >= 1", max_split);
+    if (max_split < 1 || max_split > QMM_MODEL_MAX_SPLIT)
+        return qmm_fail(QMM_ERR_ARG, "best_split: max_split = %d, need 1..%d", max_split,
+                        QMM_MODEL_MAX_SPLIT);
     if (align < 0) return qmm_fail(QMM_ERR_ARG, "best_split: align = %d, need >= 0", align);
     if (align > 0 && k >= 1 && k % align != 0)
         return qmm_fail(QMM_ERR_SHAPE, "best_split: K = %lld is not a multiple of align %d",

@@ -26,6 +26,7 @@ static qmm_device_desc sm90(void)
     QMM_SM90_TILED(QMM_ROW)
 #undef QMM_ROW
     d.tiled_tflops = 250.0;     /* mma.sync + dequant kernel's effective rate */
+    d.wgmma_min_m = 1;          /* the wgmma kernel for every M (it covers decode too) */
     d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
     d.dense_min_m = 128;
     return d;
@@ -43,6 +44,7 @@ static qmm_device_desc generic(void)
     d.gpu.launch_us = 2.0;
     d.tiled_tflops = 100.0;
     d.dense_tflops = 0.0;
+    d.wgmma_min_m = 0; /* sm_90a code only */
     return d;
 }
 

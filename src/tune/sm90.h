@@ -3,11 +3,11 @@
  * These values change speed, never results (every configuration and stage count accumulates each
  * output in the same k order; tests/gpu_kernels.c proves it bitwise).
  *
- * Each section is an X-macro list, read in three places:
- *   - the kernel file instantiates one kernel per row (src/cuda/gemm_tiled.cu);
- *   - sm90.c builds the planner's qmm_device_desc from the rows;
- *   - nothing else: the benchmarks and `qmm plan` ask for that description (qmm_tune_desc).
- * A new kernel family adds one section here (and its field in qmm_device_desc).
+ * Each section is an X-macro list, read where the family's kernels are instantiated
+ * (src/cuda/gemm_tiled.cu, src/cuda/gemm_sm90.cu) and where the planner reads its rows
+ * (sm90.c builds the tiled rows into qmm_device_desc; plan_sm90.c reads the wgmma rows); the
+ * benchmarks and `qmm plan` ask for the description (qmm_tune_desc). A new kernel family adds
+ * one section here.
  */
 #ifndef QMM_TUNE_SM90_H
 #define QMM_TUNE_SM90_H
@@ -27,5 +27,25 @@
 
 /* Deepest cp.async pipeline any tiled kernel is instantiated with (stages 1..this). */
 #define QMM_SM90_MAX_STAGES 4
+
+/* Hopper wgmma kernel (QMM_PATH_WGMMA and QMM_PATH_STREAMK: src/cuda/gemm_sm90.cu, planned by
+ * src/plan_sm90.c): X(token tile TN, consumer warpgroups WG, pipeline stages, resident blocks
+ * per SM). Small token tiles run several CTAs a SM: each CTA walks its stages one after another
+ * (~0.4 µs a stage measured, mostly latency), so independent CTAs overlap; large tiles run one
+ * CTA with a deep ring. A block computes 64·WG weight rows × TN tokens; its shared-memory ring
+ * holds STAGES groups (weights 4·WG KB + scales|biases + activations TN·256 bytes each). */
+#define QMM_SM90_CONFIGS(X)                                                                        \
+    X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 8, 2)                                                    \
+    X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 9, 1)
+
+/* A stream-K CTA takes at least this many groups, so a tile's partials stay few. */
+#define QMM_SM90_MIN_STREAMK_ITERS 4
+
+#define QMM_SM90_COUNT_ONE(tn, wg, st, bps) +1
+enum { QMM_SM90_CONFIG_COUNT = 0 QMM_SM90_CONFIGS(QMM_SM90_COUNT_ONE) };
+#undef QMM_SM90_COUNT_ONE
+
+/* Split and stream-K schedules count finished CTAs per tile in a per-context array this long. */
+#define QMM_SM90_MAX_COUNTED_TILES 65536
 
 #endif

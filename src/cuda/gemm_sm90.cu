@@ -1,0 +1,467 @@
+/*
+ * Hopper path: C[M, N] = A[M, K] · Wᵀ with wgmma, the weights in registers, for any M.
+ *
+ * Roles are swapped (Cᵀ = W·Aᵀ): 64 weight rows per consumer warpgroup are the wgmma A operand,
+ * dequantized from the device layout (w4_layout.h: one lane's 16 bytes per 16-row tile and group
+ * are exactly its m64nNk16 A fragments for the group's eight k16 steps) to bf16(s·q + b); the
+ * tokens are the wgmma N dimension (TN = 8…256), so a 16-token prompt runs an n16 tile.
+ * A producer warp fills a ring of STAGES shared-memory buffers, one quantization group (128 k)
+ * each, with two copy-engine operations per stage — the copy engine handles few large copies far
+ * better than many small ones (measured: ~130 ns per operation when a stage took eleven): the
+ * block's weight rows for the group (one contiguous 4 or 8 KB piece of the device layout) by a
+ * bulk copy, the activations by one 3-D TMA box with the 128-byte swizzle that wgmma's K-major B
+ * descriptor reads; the scale|bias pairs by the warp's lanes (16-byte cp.async each).
+ * Full/empty mbarriers pace the ring.
+ *
+ * Work is a list of iterations (tile, group), tiles ordered m-tile fastest so that CTAs running
+ * together share weight tiles. CTA p owns iterations [start(p), start(p+1)):
+ *   split S > 0 (split-K): CTA p = tile·S + z takes the group-aligned partition z of its tile
+ *                          (S = 1 is the unsplit schedule, one CTA per tile);
+ *   split = 0 (stream-K):  P CTAs take equal shares start(p) = ⌊p·I/P⌋ of all I iterations.
+ * A CTA that covers a whole tile stores it. Otherwise it writes its fp32 partial to the workspace
+ * and counts itself in the tile's counter; the last CTA to arrive sums the partials in CTA order
+ * (its own from registers, in its place), so the result does not depend on timing.
+ *
+ * Programmatic dependent launch: the producer issues the first stages' weight copies before
+ * griddepcontrol.wait (weights never depend on the previous kernel), everything else after it.
+ */
+#include <cudaTypedefs.h>
+
+#include "hopper.cuh"
+#include "kernels.h"
+#include "tune/sm90.h"
+#include "w4_layout.h"
+
+namespace qmm {
+
+struct Sm90Args {
+    const uint32_t *packed, *sb; /* device layout */
+    __nv_bfloat16 *c;            /* [m, n] */
+    float *partials;             /* [ctas][2][64·WG·TN], split or stream-K only */
+    uint32_t *counters;          /* [tiles], zero between calls */
+    int m, n, n_pad, groups, m_tiles, n_tiles;
+    int ctas, split; /* split > 0: split-K with `split` partitions; 0: stream-K over `ctas` */
+    int iters;       /* tiles · groups */
+    /* the shares, without divisions of 64-bit numbers in the kernel: stream-K CTA p starts at
+     * p·q + min(p, r) (q, r = iters ÷ ctas); split-K partition z of a tile at z·q + min(z, r)
+     * (q, r = groups ÷ split) */
+    int q, r;
+};
+
+template <int TN, int WG> struct Sm90Shape {
+    static constexpr int ACT_BYTES = TN * 256; /* two 64-wide k boxes of TN rows */
+    static constexpr int W_BYTES = WG * 4096;  /* 4·WG 16-row tiles of one group */
+    static constexpr int SB_BYTES = WG * 256;
+    static constexpr int TX_BYTES = ACT_BYTES + W_BYTES; /* the copy engine's bytes */
+    static constexpr int STAGE_BYTES = (TX_BYTES + SB_BYTES + 1023) / 1024 * 1024; /* TMA boxes 1024-aligned */
+    static constexpr int THREADS = 128 * (WG + 1);
+    static constexpr int SLOT_FLOATS = 64 * WG * TN;
+};
+
+template <int TN, int WG, int STAGES> constexpr size_t sm90_smem_bytes()
+{
+    return (size_t)STAGES * Sm90Shape<TN, WG>::STAGE_BYTES + 1024 /* alignment */ +
+           2 * STAGES * 8 + 16;
+}
+
+/* First iteration of CTA p (p = ctas gives iters). */
+__device__ __forceinline__ int cta_start(const Sm90Args &a, int p)
+{
+    if (p >= a.ctas) return a.iters;
+    if (a.split > 0) {
+        const int t = p / a.split, z = p - t * a.split;
+        return t * a.groups + z * a.q + min(z, a.r);
+    }
+    return p * a.q + min(p, a.r);
+}
+
+/* The CTA whose range holds iteration i. */
+__device__ __forceinline__ int cta_of(const Sm90Args &a, int i)
+{
+    if (a.split > 0) {
+        const int t = i / a.groups, g = i - t * a.groups, edge = a.r * (a.q + 1);
+        return t * a.split + (g < edge ? g / (a.q + 1) : a.r + (g - edge) / a.q);
+    }
+    const int edge = a.r * (a.q + 1);
+    return i < edge ? i / (a.q + 1) : a.r + (i - edge) / a.q;
+}
+
+__device__ __forceinline__ uint4 lds128(const uint32_t *p)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(smem_u32(p)));
+    return v;
+}
+
+__device__ __forceinline__ uint32_t lds32(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(smem_u32(p)));
+    return v;
+}
+
+__device__ __forceinline__ uint32_t word_at(const uint4 &v, int j)
+{
+    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+}
+
+/* One stage's A fragments for this thread: eight k16 steps × 4 registers. */
+struct Frag {
+    uint32_t a[8][4];
+};
+
+// a (tensor map) is [m, k] bf16; packed/sb the device layout; c is [m, n] bf16.
+template <int TN, int WG, int STAGES, int BPS>
+__global__ void __launch_bounds__(128 * (WG + 1), BPS)
+    gemm_sm90_w4g128_bf16_kernel(const __grid_constant__ CUtensorMap amap, const Sm90Args args)
+{
+    using S = Sm90Shape<TN, WG>;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint64_t *full = (uint64_t *)(smem + STAGES * S::STAGE_BYTES);
+    uint64_t *empty = full + STAGES;
+    int *last_flag = (int *)(empty + STAGES);
+
+    const int wg = threadIdx.x / 128;
+    /* registers moved from the producer warpgroup (40 left) to the consumers, where the cap at
+     * entry is short; the consumers can take what the block was given at launch and the
+     * producer released (setmaxnreg.inc waits for it otherwise): 168·384 − 40·128 ≥ 232·256,
+     * 80·256 − 40·128 ≥ 120·128. 0 = keep the cap. */
+    constexpr int CONS_REGS = WG == 2 && BPS == 1 ? 232 : WG == 1 && BPS == 3 ? 120 : 0;
+    const int p = blockIdx.x;
+    const int begin = cta_start(args, p), end = cta_start(args, p + 1);
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1 + 32); /* expect_tx by lane 0, cp.async arrivals of 32 lanes */
+            mbar_init(&empty[s], 4 * WG);
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        /* ---- producer: warp 0 ---- */
+        if (CONS_REGS) regs_dealloc<40>();
+        const int lane = threadIdx.x;
+        if (lane < 32) {
+            if (lane == 0) prefetch_tensor_map(&amap);
+            const uint64_t pol = policy_evict_first();
+            const int n_it = end - begin;
+            const int pre = n_it < STAGES ? n_it : STAGES;
+            /* the (tile, group) of the next iteration to load, advanced without divisions */
+            int t = begin / args.groups, grp = begin - t * args.groups;
+            int mt = t % args.m_tiles, nt = t / args.m_tiles;
+            auto advance = [&] {
+                if (++grp == args.groups) {
+                    grp = 0;
+                    if (++mt == args.m_tiles) mt = 0, nt++;
+                }
+            };
+            auto load_weights = [&](int s) {
+                uint8_t *st = smem + s * S::STAGE_BYTES;
+                if (lane == 0) {
+                    mbar_arrive_expect_tx(&full[s], S::TX_BYTES);
+                    /* 128-row block nt·WG/2, group grp: 8 KB; a 64-row tile is half of it */
+                    const int64_t block = nt * WG / 2, half = WG == 1 ? nt % 2 : 0;
+                    bulk_copy(st + S::ACT_BYTES, args.packed + (block * args.groups + grp) * 2048 + half * 1024,
+                              S::W_BYTES, &full[s], pol);
+                }
+                if (lane < S::SB_BYTES / 16)
+                    cp_async16(st + S::ACT_BYTES + S::W_BYTES + lane * 16,
+                               args.sb + (int64_t)grp * args.n_pad + nt * 64 * WG + lane * 4, true);
+                cp_async_arrive_noinc(&full[s]);
+            };
+            auto load_act = [&](int s) {
+                if (lane == 0) tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, mt * TN, grp * 2, &full[s]);
+            };
+            const int t0 = t, g0 = grp;
+            for (int j = 0; j < pre; j++, advance()) load_weights(j);
+            pdl_wait(); /* activations come from the previous kernel */
+            t = t0, grp = g0, mt = t % args.m_tiles, nt = t / args.m_tiles;
+            for (int j = 0; j < pre; j++, advance()) load_act(j);
+            for (int j = pre, s = 0, phase = 0; j < n_it; j++, advance()) {
+                mbar_wait(&empty[s], (uint32_t)phase);
+                load_weights(s);
+                load_act(s);
+                if (++s == STAGES) s = 0, phase ^= 1;
+            }
+            if (lane == 0) pdl_launch_dependents();
+        }
+    } else {
+    /* ---- consumers: warpgroup c computes weight rows [64c, 64c + 64) of the tile ---- */
+    if (CONS_REGS) regs_alloc<CONS_REGS ? CONS_REGS : 40>();
+    pdl_wait(); /* C, the partials and the counters may still be in use by the previous kernel */
+    const int c = wg - 1, ct = threadIdx.x - 128 * wg, warp = ct / 32, lane = ct % 32;
+    const int g = lane / 4, t4 = lane % 4;
+
+    /* NACC independent accumulators, k16 step kk into acc[kk % NACC]: a chain of dependent small
+     * wgmmas runs at its latency (measured: ~1200 cycles for the 8 steps of one n8 group), while
+     * independent chains overlap. They are summed in a fixed order at the end of a segment. */
+    constexpr int NACC = BPS > 1 ? 1 : TN <= 16 ? 8 : 128 / TN; /* several CTAs a SM: registers are short */
+    float accs[NACC][TN / 2], acc[TN / 2];
+#pragma unroll
+    for (int u = 0; u < NACC; u++)
+#pragma unroll
+        for (int i = 0; i < TN / 2; i++) accs[u][i] = 0.f;
+    const int my_off = ((c * (TN / 8)) * 128 + ct) * 4; /* this thread's float4 r4 at + r4 * 512 */
+
+    /* Wait for a stage and build this thread's eight k16 A fragments of it in f (distinct
+     * registers, so the wgmmas that read them issue back to back). */
+    auto prepare = [&](Frag &f, int s, int phase) {
+        mbar_spin(&full[s], (uint32_t)phase);
+        const uint8_t *st = smem + s * S::STAGE_BYTES;
+        const uint32_t *wt = (const uint32_t *)(st + S::ACT_BYTES) + (c * 4 + warp) * 256;
+        const uint32_t *sbt = (const uint32_t *)(st + S::ACT_BYTES + S::W_BYTES) + c * 64 + warp * 16;
+        const uint4 lo = lds128(wt + 16 * g + 4 * t4), hi = lds128(wt + 16 * (g + 8) + 4 * t4);
+        const uint32_t sbl = lds32(sbt + g), sbh = lds32(sbt + g + 8);
+        const uint32_t sl = (sbl & 0xFFFFu) * 0x10001u, bl = (sbl >> 16) * 0x10001u;
+        const uint32_t sh = (sbh & 0xFFFFu) * 0x10001u, bh = (sbh >> 16) * 0x10001u;
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) {
+            const int wj = kk / 2, sft = (kk % 2) * 8;
+            const uint32_t wl = word_at(lo, wj), wh = word_at(hi, wj);
+            f.a[kk][0] = dequant_pair(wl, sft, sl, bl), f.a[kk][1] = dequant_pair(wh, sft, sh, bh);
+            f.a[kk][2] = dequant_pair(wl, sft + 4, sl, bl), f.a[kk][3] = dequant_pair(wh, sft + 4, sh, bh);
+        }
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) fence_reg(f.a[kk][i]);
+    };
+
+    /* The end of this CTA's segment of a tile: store it, or add the partial to the tile's. */
+    auto finish_segment = [&](int tile, bool tile_end) {
+#pragma unroll
+        for (int i = 0; i < TN / 2; i++) {
+            acc[i] = accs[0][i];
+#pragma unroll
+            for (int u = 1; u < NACC; u++) acc[i] += accs[u][i];
+        }
+        const int t_first = tile * args.groups;
+        bool store = begin <= t_first && tile_end; /* the segment is the whole tile */
+        if (!store) {
+            /* write the partial, then count; the last CTA of the tile sums and stores. Ordering:
+             * the block barrier puts every thread's partial before thread 0's release-acquire
+             * count, and the second barrier puts that before every thread's reads. */
+            float *slot = args.partials + (int64_t)(p * 2 + (begin >= t_first ? 0 : 1)) * S::SLOT_FLOATS;
+#pragma unroll
+            for (int r4 = 0; r4 < TN / 8; r4++)
+                *(float4 *)(slot + my_off + r4 * 512) =
+                    make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
+            named_barrier(1, 128 * WG);
+            const int pa = cta_of(args, t_first), pb = cta_of(args, t_first + args.groups - 1);
+            if (ct == 0 && c == 0) {
+                const uint32_t old = atom_add_acq_rel_gpu(&args.counters[tile], 1u);
+                *last_flag = old == (uint32_t)(pb - pa);
+            }
+            named_barrier(1, 128 * WG);
+            store = *last_flag != 0;
+            if (store) {
+                /* every partial, this CTA's included, is in the workspace: sum in CTA order,
+                 * with the loads of up to FIX partials in flight at once */
+                constexpr int FIX = BPS > 1 ? (TN <= 8 ? 4 : TN <= 16 ? 2 : 1) : TN <= 16 ? 8 : TN <= 32 ? 4 : TN <= 64 ? 2 : 1;
+#pragma unroll
+                for (int i = 0; i < TN / 2; i++) acc[i] = 0.f;
+                for (int q0 = pa; q0 <= pb; q0 += FIX) {
+                    float4 v[FIX][TN / 8];
+#pragma unroll
+                    for (int u = 0; u < FIX; u++) {
+                        const int q = q0 + u;
+                        if (q > pb) break;
+                        const float *qs = args.partials +
+                                          (int64_t)(q * 2 + (cta_start(args, q) >= t_first ? 0 : 1)) * S::SLOT_FLOATS;
+#pragma unroll
+                        for (int r4 = 0; r4 < TN / 8; r4++) v[u][r4] = __ldcg((const float4 *)(qs + my_off + r4 * 512));
+                    }
+#pragma unroll
+                    for (int u = 0; u < FIX; u++) {
+                        if (q0 + u > pb) break;
+#pragma unroll
+                        for (int r4 = 0; r4 < TN / 8; r4++) {
+                            acc[4 * r4] += v[u][r4].x, acc[4 * r4 + 1] += v[u][r4].y;
+                            acc[4 * r4 + 2] += v[u][r4].z, acc[4 * r4 + 3] += v[u][r4].w;
+                        }
+                    }
+                }
+                if (ct == 0 && c == 0) args.counters[tile] = 0; /* ready for the next call */
+            }
+        }
+        if (store) {
+            const int m0 = (tile % args.m_tiles) * TN;
+            const int n_row = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g;
+#pragma unroll
+            for (int jj = 0; jj < TN / 8; jj++) {
+                const int tok = m0 + 8 * jj + 2 * t4;
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int row = n_row + (e >= 2 ? 8 : 0), tk = tok + (e & 1);
+                    if (tk < args.m && row < args.n)
+                        args.c[(int64_t)tk * args.n + row] = __float2bfloat16_rn(acc[4 * jj + e]);
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < NACC; u++)
+#pragma unroll
+            for (int i = 0; i < TN / 2; i++) accs[u][i] = 0.f;
+    };
+
+    /* The pipeline: the wgmmas of one iteration run while the next stage is dequantized; the
+     * stage is released once its wgmmas are done. Two fragment buffers, alternating. */
+    int tile = begin / args.groups, grp = begin - tile * args.groups;
+    int s = 0, phase = 0;
+    Frag fa, fb;
+    auto step = [&](Frag &cur, Frag &nxt, int it) {
+        const uint32_t act = smem_u32(smem + s * S::STAGE_BYTES);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) {
+            const uint64_t desc = desc_k128b(act + (kk / 4) * TN * 128 + (kk % 4) * 32);
+            WgmmaRS<TN>::mma(accs[kk % NACC], cur.a[kk][0], cur.a[kk][1], cur.a[kk][2], cur.a[kk][3], desc);
+        }
+        wgmma_commit();
+        const int done = s;
+        if (++s == STAGES) s = 0, phase ^= 1;
+        if (BPS == 1 && it + 1 < end) prepare(nxt, s, phase); /* overlaps the wgmmas */
+        wgmma_wait<0>();
+#pragma unroll
+        for (int u = 0; u < NACC; u++)
+#pragma unroll
+            for (int i = 0; i < TN / 2; i++) fence_reg(accs[u][i]);
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) fence_reg(cur.a[kk][i]);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[done]);
+        const bool tile_end = ++grp == args.groups;
+        if (it + 1 == end || tile_end) finish_segment(tile, tile_end);
+        if (tile_end) grp = 0, tile++;
+        if (BPS > 1 && it + 1 < end) prepare(nxt, s, phase); /* one fragment buffer live at a time */
+    };
+    if (begin < end) prepare(fa, s, phase);
+    for (int it = begin; it < end; it += 2) {
+        step(fa, fb, it);
+        if (it + 1 < end) step(fb, fa, it + 1);
+    }
+    }
+}
+
+/* ---- host side ---- */
+
+static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void *f = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                             &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess)
+            f = nullptr;
+        return (PFN_cuTensorMapEncodeTiled_v12000)f;
+    }();
+    return fn;
+}
+
+const Sm90Config sm90_configs[SM90_CONFIGS] = {
+#define QMM_SM90_ROW(tn, wg, st, bps) {tn, wg, st, bps},
+    QMM_SM90_CONFIGS(QMM_SM90_ROW)
+#undef QMM_SM90_ROW
+};
+
+template <int TN, int WG, int ST, int BPS> static cudaError_t sm90_init_t(void)
+{
+    return cudaFuncSetAttribute(gemm_sm90_w4g128_bf16_kernel<TN, WG, ST, BPS>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)sm90_smem_bytes<TN, WG, ST>());
+}
+
+cudaError_t sm90_init(void)
+{
+    cudaError_t e = cudaSuccess;
+#define QMM_SM90_INIT(tn, wg, st, bps) \
+    if (e == cudaSuccess) e = sm90_init_t<tn, wg, st, bps>();
+    QMM_SM90_CONFIGS(QMM_SM90_INIT)
+#undef QMM_SM90_INIT
+    if (e == cudaSuccess && !tensor_map_encoder()) e = cudaErrorNotSupported;
+    return e;
+}
+
+size_t sm90_workspace_bytes(int config, int ctas)
+{
+    const Sm90Config &c = sm90_configs[config];
+    return (size_t)ctas * 2 * 64 * c.warpgroups * c.tile_tokens * sizeof(float);
+}
+
+template <int TN, int WG, int ST, int BPS>
+static cudaError_t launch_sm90_t(const CUtensorMap &map, const Sm90Args &args, bool pdl,
+                                 cudaStream_t stream)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)args.ctas);
+    cfg.blockDim = dim3(Sm90Shape<TN, WG>::THREADS);
+    cfg.dynamicSmemBytes = sm90_smem_bytes<TN, WG, ST>();
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, gemm_sm90_w4g128_bf16_kernel<TN, WG, ST, BPS>, map, args);
+}
+
+cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &w,
+                        const __nv_bfloat16 *a, int m, __nv_bfloat16 *c, void *workspace,
+                        uint32_t *counters, bool pdl, cudaStream_t stream)
+{
+    if (config < 0 || config >= SM90_CONFIGS) return cudaErrorInvalidValue;
+    const Sm90Config &cf = sm90_configs[config];
+    PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+    if (!encode) return cudaErrorNotSupported;
+
+    /* A seen as [K/64 chunks][M rows][64]: one box {64, TN, 2} is a group's two swizzled
+     * 64-wide chunks, stored chunk after chunk as the B descriptors expect */
+    CUtensorMap map;
+    cuuint64_t dims[3] = {64, (cuuint64_t)m, (cuuint64_t)(w.k / 64)};
+    cuuint64_t strides[2] = {(cuuint64_t)w.k * 2, 128};
+    cuuint32_t box[3] = {64, (cuuint32_t)cf.tile_tokens, 2};
+    cuuint32_t elem[3] = {1, 1, 1};
+    CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)a, dims, strides, box,
+                        elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
+
+    Sm90Args args;
+    args.packed = w.packed;
+    args.sb = w.sb;
+    args.c = c;
+    args.partials = (float *)workspace;
+    args.counters = counters;
+    args.m = m;
+    args.n = (int)w.n;
+    args.n_pad = (int)w.n_pad;
+    args.groups = (int)(w.k / 128);
+    args.m_tiles = (m + cf.tile_tokens - 1) / cf.tile_tokens;
+    args.n_tiles = (int)((w.n + 64 * cf.warpgroups - 1) / (64 * cf.warpgroups));
+    const int64_t iters = (int64_t)args.m_tiles * args.n_tiles * args.groups;
+    if (iters > INT32_MAX) return cudaErrorInvalidValue;
+    args.iters = (int)iters;
+    args.split = sched.split;
+    args.ctas = sched.split > 0 ? args.m_tiles * args.n_tiles * sched.split : sched.ctas;
+    if (args.ctas < 1 || args.ctas > args.iters || sched.split > args.groups) return cudaErrorInvalidValue;
+    const int share = sched.split > 0 ? args.groups : args.iters, parts = sched.split > 0 ? sched.split : args.ctas;
+    args.q = share / parts;
+    args.r = share % parts;
+
+#define QMM_SM90_DISPATCH(tn, wg, st, bps) \
+    if (cf.tile_tokens == tn && cf.warpgroups == wg && cf.stages == st) \
+        return launch_sm90_t<tn, wg, st, bps>(map, args, pdl, stream);
+    QMM_SM90_CONFIGS(QMM_SM90_DISPATCH)
+#undef QMM_SM90_DISPATCH
+    return cudaErrorInvalidValue;
+}
+
+} // namespace qmm

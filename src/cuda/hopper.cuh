@@ -1,0 +1,176 @@
+/* PTX wrappers for the Hopper (sm_90a) kernel family: mbarriers, bulk and tensor (TMA) copies
+ * into shared memory, warpgroup MMA (wgmma) with the A operand in registers, programmatic
+ * dependent launch, register reallocation. Each wrapper is one instruction of the PTX ISA. */
+#ifndef QMM_CUDA_HOPPER_CUH
+#define QMM_CUDA_HOPPER_CUH
+
+#include <cuda.h> /* CUtensorMap (a 128-byte struct; no driver library needed) */
+#include <stdint.h>
+
+namespace qmm {
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* ---- mbarriers ---- */
+__device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
+}
+/* Make the inits visible to the async proxy (the copy engine) before any copy uses them. */
+__device__ __forceinline__ void mbar_fence_init()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+/* Spin until the phase with this parity has completed. */
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    asm volatile("{\n"
+                 ".reg .pred done;\n"
+                 "WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra WAIT_%=;\n"
+                 "}\n" ::"r"(smem_u32(bar)),
+                 "r"(parity)
+                 : "memory");
+}
+
+/* Spin on the non-blocking test until the phase with this parity has completed: a waiter that
+ * expects the data within a few hundred cycles, where a suspended try_wait wakes late. */
+__device__ __forceinline__ void mbar_spin(uint64_t *bar, uint32_t parity)
+{
+    asm volatile("{\n"
+                 ".reg .pred done;\n"
+                 "SPIN_%=:\n"
+                 "mbarrier.test_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra SPIN_%=;\n"
+                 "}\n" ::"r"(smem_u32(bar)),
+                 "r"(parity)
+                 : "memory");
+}
+
+/* ---- copies into shared memory that complete on an mbarrier ---- */
+/* L2 policy for data read once (streamed weights). */
+__device__ __forceinline__ uint64_t policy_evict_first()
+{
+    uint64_t p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+/* bytes (multiple of 16) from global src to shared dst; both 16-byte aligned. */
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t bytes, uint64_t *bar,
+                                          uint64_t policy)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+                 "[%0], [%1], %2, [%3], %4;\n" ::"r"(smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy)
+                 : "memory");
+}
+/* A 2-D box of the tensor map at (x = innermost coordinate, y) into dst (1024-byte aligned). */
+__device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int x, int y,
+                                            uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_u32(dst)),
+                 "l"(map), "r"(x), "r"(y), "r"(smem_u32(bar))
+                 : "memory");
+}
+/* A 3-D box at (x, y, z) into dst (1024-byte aligned). */
+__device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, int x, int y, int z,
+                                            uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_u32(dst)),
+                 "l"(map), "r"(x), "r"(y), "r"(z), "r"(smem_u32(bar))
+                 : "memory");
+}
+/* Arrive on bar when this thread's earlier cp.async copies have landed (the barrier's expected
+ * count includes this arrival). */
+__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t *bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap *map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+
+/* ---- programmatic dependent launch ---- */
+/* Wait until the grids this one depends on have completed and their writes are visible
+ * (a no-op when the kernel was launched without the PDL attribute). */
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+/* Let the next kernel in the stream start launching (its own pdl_wait still orders memory). */
+__device__ __forceinline__ void pdl_launch_dependents()
+{
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
+/* ---- registers: a warpgroup gives up or takes registers (needs a launch-bounds cap) ---- */
+template <int N> __device__ __forceinline__ void regs_dealloc()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void regs_alloc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+/* Returns the old value; release orders this thread's (and, through a block barrier, the
+ * block's) earlier writes before the add, acquire orders later reads after it. */
+__device__ __forceinline__ uint32_t atom_add_acq_rel_gpu(uint32_t *p, uint32_t v)
+{
+    uint32_t old;
+    asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+
+/* Named barrier among `threads` threads (a multiple of 32) of the block. */
+__device__ __forceinline__ void named_barrier(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/* ---- warpgroup MMA ---- */
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* Keep the compiler from moving register reads/writes across the async MMA. */
+__device__ __forceinline__ void fence_reg(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void fence_reg(uint32_t &r) { asm volatile("" : "+r"(r)::"memory"); }
+
+/* Shared-memory matrix descriptor of a K-major bf16 tile written by TMA with the 128-byte
+ * swizzle: rows of 64 elements (128 bytes), 8-row atoms of 1024 bytes (the stride between atoms
+ * along N), start address 1024-aligned plus the k offset (32 bytes per k16 step). */
+__device__ __forceinline__ uint64_t desc_k128b(uint32_t smem_addr)
+{
+    uint64_t d = 0;
+    d |= (uint64_t)((smem_addr & 0x3FFFF) >> 4);
+    d |= (uint64_t)(16 >> 4) << 16;   /* leading byte offset: unused for swizzled K-major */
+    d |= (uint64_t)(1024 >> 4) << 32; /* stride byte offset: next 8-row atom */
+    d |= (uint64_t)1 << 62;           /* 128-byte swizzle */
+    return d;
+}
+
+} // namespace qmm
+
+#include "wgmma_rs.cuh"
+
+#endif

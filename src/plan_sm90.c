@@ -1,0 +1,110 @@
+/* The plan of the Hopper wgmma kernel (src/cuda/gemm_sm90.cu): token tile from M, the number of
+ * consumer warpgroups from the output grid, and the schedule — unsplit when the tiles fill the
+ * GPU in whole waves, else stream-K over one CTA per SM (or split-K when forced). Plain C, so
+ * the choice for any shape on any SM count is testable without a GPU. */
+#include "internal.h"
+#include "plan_sm90.h"
+#include "tune/sm90.h"
+
+static const int sm90_rows[][4] = {
+#define QMM_SM90_ROW(tn, wg, st, bps) {tn, wg, st, bps},
+    QMM_SM90_CONFIGS(QMM_SM90_ROW)
+#undef QMM_SM90_ROW
+};
+
+int qmm_sm90_config(int index, int *tile_tokens, int *warpgroups, int *stages)
+{
+    if (index < 0 || index >= QMM_SM90_CONFIG_COUNT) return 0;
+    if (tile_tokens) *tile_tokens = sm90_rows[index][0];
+    if (warpgroups) *warpgroups = sm90_rows[index][1];
+    if (stages) *stages = sm90_rows[index][2];
+    return 1;
+}
+
+static int find_config(int tn, int wg)
+{
+    for (int i = 0; i < QMM_SM90_CONFIG_COUNT; i++)
+        if (sm90_rows[i][0] == tn && sm90_rows[i][1] == wg) return i;
+    return -1;
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The smallest token tile that holds M (the widest beyond it). */
+static int token_tile(int64_t m)
+{
+    static const int tiles[] = {8, 16, 32, 64, 128};
+    for (int i = 0; i < 5; i++)
+        if (m <= tiles[i]) return tiles[i];
+    return 128;
+}
+
+/* Whole waves, or so many that the last partial wave costs little. */
+static int fills_gpu(int64_t tiles, int sm_count)
+{
+    if (tiles < sm_count) return 0;
+    int64_t waves = cdiv(tiles, sm_count);
+    return tiles % sm_count == 0 || (double)tiles / (double)(waves * sm_count) >= 0.85;
+}
+
+qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90_request req,
+                         int split, qmm_plan *out)
+{
+    if (!out) return qmm_fail(QMM_ERR_NULL, "plan output is NULL");
+    if (m < 1 || n < 1 || k < 1 || k % QMM_GROUP || m > (1 << 30) || n > (1 << 30) || k > (1 << 30))
+        return qmm_fail(QMM_ERR_SHAPE, "M = %lld, N = %lld, K = %lld: need 1..2^30 and K %% 128 == 0",
+                        (long long)m, (long long)n, (long long)k);
+    if (sm_count < 1) return qmm_fail(QMM_ERR_ARG, "sm_count = %d", sm_count);
+    const int64_t groups = k / QMM_GROUP;
+    if (split < 0 || split > groups)
+        return qmm_fail(QMM_ERR_ARG, "split = %d: K = %lld has %lld groups of 128", split,
+                        (long long)k, (long long)groups);
+
+    /* small token tiles: 64-row blocks (many CTAs a SM); wider ones 128 rows, unless the
+     * output is narrow (k/v) and 64-row blocks double the tiles */
+    int tn = token_tile(m), wg = tn <= 32 ? 1 : 2;
+    int64_t tiles = cdiv(m, tn) * cdiv(n, 64 * wg);
+    if (tn == 64 && tiles * 2 <= sm_count) wg = 1, tiles = cdiv(m, tn) * cdiv(n, 64);
+    int config = find_config(tn, wg);
+    if (config < 0) return qmm_fail(QMM_ERR_ARG, "no sm90 configuration for TN %d, WG %d", tn, wg);
+
+    qmm_plan p = {0};
+    p.config = config;
+    p.tile_m = tn;
+    p.tile_n = 64 * wg;
+    p.base_blocks = tiles;
+    p.predicted_us = -1;
+    int64_t iters = tiles * groups, ctas;
+    int streamk = req == QMM_SM90_STREAMK || (req == QMM_SM90_AUTO && !fills_gpu(tiles, sm_count));
+    if (req == QMM_SM90_SPLIT && split < 1) split = 1;
+    if (req == QMM_SM90_AUTO && !streamk) split = 1;
+    if (streamk) {
+        int64_t slots = (int64_t)sm_count * sm90_rows[config][3]; /* every resident CTA */
+        int64_t few = iters / QMM_SM90_MIN_STREAMK_ITERS;
+        ctas = few < slots ? few : slots;
+        if (ctas < 1) ctas = 1;
+        p.path = QMM_PATH_STREAMK;
+        p.split = 1;
+        p.k_per_split = (int)k;
+    } else {
+        ctas = tiles * split;
+        p.path = QMM_PATH_WGMMA;
+        p.split = split;
+        p.k_per_split = (int)(k / split); /* partitions differ by at most one group */
+    }
+    if (ctas > INT32_MAX)
+        return qmm_fail(QMM_ERR_SHAPE, "%lld CTAs exceed the grid limit", (long long)ctas);
+    if ((streamk || split > 1) && tiles > QMM_SM90_MAX_COUNTED_TILES)
+        return qmm_fail(QMM_ERR_SHAPE, "%lld tiles: a split schedule counts at most %d", (long long)tiles,
+                        QMM_SM90_MAX_COUNTED_TILES);
+    p.blocks = ctas;
+    *out = p;
+    return QMM_OK;
+}
+
+size_t qmm_sm90_workspace_bytes(const qmm_plan *p)
+{
+    if (!p || (p->path != QMM_PATH_STREAMK && !(p->path == QMM_PATH_WGMMA && p->split > 1))) return 0;
+    /* two fp32 partial slots per CTA (its first and last tile segments) */
+    return (size_t)p->blocks * 2 * (size_t)p->tile_n * (size_t)p->tile_m * sizeof(float);
+}

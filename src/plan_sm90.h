@@ -1,0 +1,30 @@
+/* Planning the Hopper wgmma kernel (plan_sm90.c). */
+#ifndef QMM_PLAN_SM90_H
+#define QMM_PLAN_SM90_H
+
+#include "qmm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum qmm_sm90_request {
+    QMM_SM90_AUTO = 0,    /* unsplit when the tiles fill the GPU, else stream-K */
+    QMM_SM90_SPLIT = 1,   /* split-K with the given split (1 = unsplit) */
+    QMM_SM90_STREAMK = 2  /* stream-K over min(SMs, iterations) CTAs */
+} qmm_sm90_request;
+
+/* The plan: path WGMMA (split = partitions per tile) or STREAMK; config = the tuning row;
+ * tile_m = token tile, tile_n = weight rows per block; blocks = CTAs launched. */
+qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90_request req,
+                         int split, qmm_plan *out);
+/* Row `index` of the tuning table (tune/sm90.h); 0 when out of range. */
+int qmm_sm90_config(int index, int *tile_tokens, int *warpgroups, int *stages);
+/* fp32 partial-slot bytes of a split or stream-K plan; 0 otherwise. */
+size_t qmm_sm90_workspace_bytes(const qmm_plan *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

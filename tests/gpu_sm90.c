@@ -1,0 +1,328 @@
+/*
+ * The Hopper wgmma kernel (paths WGMMA and STREAMK) against fp64 on fresh random data with
+ * signed scales, C poisoned before every run, workspaces exactly as the library sizes them.
+ * Tolerance: relative Frobenius error <= 1e-2 (weights dequantized to bf16, bf16 output; fp32
+ * accumulation and partials). Bitwise: determinism over 10 runs of every schedule, the full-grid
+ * plan equal to the forced unsplit schedule, dependent launches (PDL) equal to synchronized ones.
+ * Skips (exit 77) with the reason when there is no GPU or no CUDA in this build.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#ifndef QMM_HAVE_CUDA
+int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not found)"); }
+#else
+#include <cuda_runtime.h>
+
+static qmm_cuda_ctx *ctx;
+
+typedef struct prob {
+    int64_t m, n, k;
+    qmm_w4 w;
+    qmm_bf16 *a, *a_dev, *c_dev;
+    qmm_cuda_weight *dw;
+    int rows;
+    int64_t *row_idx;
+    double *ref; /* [rows, n] fp64 of the sampled rows */
+} prob;
+
+static void prob_free(prob *p)
+{
+    qmm_cuda_weight_free(p->dw);
+    cudaFree(p->a_dev), cudaFree(p->c_dev);
+    qmm_w4_free(&p->w);
+    free(p->a), free(p->row_idx), free(p->ref);
+    memset(p, 0, sizeof *p);
+}
+
+static int prob_init(prob *p, int64_t m, int64_t n, int64_t k)
+{
+    memset(p, 0, sizeof *p);
+    p->m = m, p->n = n, p->k = k;
+    if (qmm_w4_alloc(n, k, &p->w) != QMM_OK) return 0;
+    test_random_w4(&p->w, 0.002, 0.02);
+    p->a = malloc((size_t)(m * k) * sizeof *p->a);
+    if (!p->a) return 0;
+    test_fill_bf16(p->a, (size_t)(m * k), 1.0);
+    if (qmm_cuda_weight_upload(ctx, &p->w, &p->dw) != QMM_OK) return 0;
+    if (cudaMalloc((void **)&p->a_dev, (size_t)(m * k) * 2) != cudaSuccess ||
+        cudaMalloc((void **)&p->c_dev, (size_t)(m * n) * 2) != cudaSuccess)
+        return 0;
+    cudaMemcpy(p->a_dev, p->a, (size_t)(m * k) * 2, cudaMemcpyHostToDevice);
+    p->rows = m <= 48 ? (int)m : 24;
+    p->row_idx = malloc(sizeof(int64_t) * (size_t)p->rows);
+    for (int i = 0; i < p->rows; i++)
+        p->row_idx[i] = m <= 48 ? i : (i == p->rows - 1 ? m - 1 : (int64_t)(test_rand_u64() % (uint64_t)m));
+    qmm_bf16 *asub = malloc((size_t)p->rows * (size_t)k * 2);
+    for (int i = 0; i < p->rows; i++) memcpy(asub + i * k, p->a + p->row_idx[i] * k, (size_t)k * 2);
+    p->ref = malloc(sizeof(double) * (size_t)p->rows * (size_t)n);
+    test_matmul_f64(asub, p->rows, &p->w, p->ref);
+    free(asub);
+    return 1;
+}
+
+#define SETUP(p, m, n, k)                                                                   \
+    do {                                                                                    \
+        if (!prob_init(&(p), (m), (n), (k))) {                                              \
+            test_fail(__FILE__, __LINE__, "setup of M=%lld N=%lld K=%lld failed: %s",       \
+                      (long long)(m), (long long)(n), (long long)(k), qmm_last_error());    \
+            prob_free(&(p));                                                                \
+            return;                                                                         \
+        }                                                                                   \
+    } while (0)
+
+static qmm_cuda_options opts(qmm_path path, int split)
+{
+    qmm_cuda_options o = qmm_cuda_options_default();
+    o.path = path, o.split = split;
+    return o;
+}
+
+/* Poison C, run with a workspace of exactly the reported size, copy C to out[m*n]. */
+static qmm_status run(prob *p, const qmm_cuda_options *o, qmm_bf16 *out, qmm_plan *plan)
+{
+    size_t bytes = 0;
+    qmm_status st = qmm_cuda_workspace_size(ctx, p->m, p->n, p->k, o, &bytes);
+    if (st != QMM_OK) return st;
+    void *ws = NULL;
+    if (bytes && cudaMalloc(&ws, bytes) != cudaSuccess) return QMM_ERR_NOMEM;
+    cudaMemset(p->c_dev, 0xFF, (size_t)(p->m * p->n) * 2);
+    st = qmm_cuda_matmul(ctx, p->a_dev, p->m, p->dw, p->c_dev, ws, bytes, o, plan);
+    cudaError_t e = cudaDeviceSynchronize();
+    cudaFree(ws);
+    if (st != QMM_OK) return st;
+    if (e != cudaSuccess) {
+        printf("    kernel failed: %s\n", cudaGetErrorString(e));
+        return QMM_ERR_CUDA;
+    }
+    cudaMemcpy(out, p->c_dev, (size_t)(p->m * p->n) * 2, cudaMemcpyDeviceToHost);
+    return QMM_OK;
+}
+
+static double check(const prob *p, const qmm_bf16 *out, const char *what)
+{
+    for (int64_t i = 0; i < p->m * p->n; i++)
+        if (!isfinite(qmm_bf16_to_f32(out[i]))) {
+            test_fail(__FILE__, __LINE__, "%s M=%lld N=%lld K=%lld: element %lld (row %lld) not finite",
+                      what, (long long)p->m, (long long)p->n, (long long)p->k, (long long)i,
+                      (long long)(i / p->n));
+            return INFINITY;
+        }
+    qmm_bf16 *sub = malloc((size_t)p->rows * (size_t)p->n * 2);
+    for (int i = 0; i < p->rows; i++) memcpy(sub + i * p->n, out + p->row_idx[i] * p->n, (size_t)p->n * 2);
+    double err = test_rel_frob_bf16(sub, p->ref, (size_t)p->rows * (size_t)p->n);
+    free(sub);
+    CHECKF(err <= 1e-2, "%s: M=%lld N=%lld K=%lld rel err %.3e > 1e-2", what, (long long)p->m,
+           (long long)p->n, (long long)p->k, err);
+    return err;
+}
+
+/* Every schedule of one shape against fp64: the plan, unsplit, split-K 2 and 3, stream-K. */
+static void check_schedules(int64_t m, int64_t n, int64_t k, const char *name)
+{
+    prob p;
+    SETUP(p, m, n, k);
+    qmm_bf16 *out = malloc((size_t)(m * n) * 2);
+    const struct { const char *what; qmm_cuda_options o; } list[] = {
+        {"auto", qmm_cuda_options_default()}, {"wgmma-unsplit", opts(QMM_PATH_WGMMA, 1)},
+        {"wgmma-split2", opts(QMM_PATH_WGMMA, 2)}, {"wgmma-split3", opts(QMM_PATH_WGMMA, 3)},
+        {"streamk", opts(QMM_PATH_STREAMK, 0)},
+    };
+    double worst = 0;
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+        if (list[i].o.split > k / 128) continue;
+        qmm_plan plan;
+        qmm_status st = run(&p, &list[i].o, out, &plan);
+        CHECKF(st == QMM_OK, "%s %s M=%lld: %s (%s)", name, list[i].what, (long long)m,
+               qmm_status_name(st), qmm_last_error());
+        if (st != QMM_OK) continue;
+        double e = check(&p, out, list[i].what);
+        if (e > worst) worst = e;
+    }
+    printf("    %-5s M=%-5lld N=%-5lld K=%-5lld worst rel err %.2e\n", name, (long long)m,
+           (long long)n, (long long)k, worst);
+    free(out);
+    prob_free(&p);
+}
+
+static const struct { const char *name; int64_t k, n; } projections[] = {
+    {"q", 2560, 4096}, {"k", 2560, 1024}, {"o", 4096, 2560}, {"gate", 2560, 9728},
+    {"down", 9728, 2560},
+};
+
+static void case_projections(void)
+{
+    static const int64_t ms[] = {1, 9, 16, 17, 32, 64, 100, 128, 256, 2048};
+    for (size_t s = 0; s < sizeof projections / sizeof projections[0]; s++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+            check_schedules(ms[i], projections[s].n, projections[s].k, projections[s].name);
+}
+
+static void case_ragged(void)
+{
+    static const int64_t shapes[][3] = {
+        {1, 1032, 2560}, {9, 1032, 256}, {130, 1032, 384}, {3, 8, 128}, {17, 1, 128},
+        {64, 200, 128}, {5, 4100, 1280}, {300, 72, 512},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_schedules(shapes[i][0], shapes[i][1], shapes[i][2], "ragged");
+}
+
+/* NaN and Inf in one row of A reach that row of C only. */
+static void case_nonfinite_rows(void)
+{
+    const int64_t m = 20, n = 1032, k = 512;
+    prob p;
+    SETUP(p, m, n, k);
+    p.a[5 * k + 7] = 0x7FC0;        /* NaN in row 5 */
+    p.a[11 * k + 300] = 0x7F80;     /* +Inf in row 11 */
+    cudaMemcpy(p.a_dev, p.a, (size_t)(m * k) * 2, cudaMemcpyHostToDevice);
+    qmm_bf16 *out = malloc((size_t)(m * n) * 2);
+    const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 1),
+                                     opts(QMM_PATH_WGMMA, 4), opts(QMM_PATH_STREAMK, 0)};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+        qmm_plan plan;
+        CHECK_OK(run(&p, &list[i], out, &plan));
+        int bad_rows = 0, nan5 = 1, nonfinite11 = 1;
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t j = 0; j < n; j++) {
+                float v = qmm_bf16_to_f32(out[r * n + j]);
+                if (r == 5) nan5 &= isnan(v);
+                else if (r == 11) nonfinite11 &= !isfinite(v);
+                else if (!isfinite(v)) bad_rows++;
+            }
+        CHECKF(nan5 && nonfinite11 && bad_rows == 0,
+               "schedule %zu: NaN row all NaN %d, Inf row all non-finite %d, %d non-finite elsewhere",
+               i, nan5, nonfinite11, bad_rows);
+    }
+    free(out);
+    prob_free(&p);
+}
+
+/* Every schedule gives the same bits 10 times; the full-grid plan is the unsplit schedule. */
+static void case_bitwise(void)
+{
+    const int64_t m = 32, n = 2560, k = 9728;
+    prob p;
+    SETUP(p, m, n, k);
+    size_t bytes = (size_t)(m * n) * 2;
+    qmm_bf16 *first = malloc(bytes), *out = malloc(bytes);
+    const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 5),
+                                     opts(QMM_PATH_STREAMK, 0)};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+        qmm_plan plan;
+        CHECK_OK(run(&p, &list[i], first, &plan));
+        for (int r = 0; r < 10; r++) {
+            CHECK_OK(run(&p, &list[i], out, &plan));
+            CHECKF(memcmp(first, out, bytes) == 0, "schedule %zu: run %d differs from run 0", i, r + 1);
+        }
+    }
+    prob_free(&p);
+    /* gate at M = 2048 fills the GPU: the plan must be the unsplit schedule, bit for bit */
+    SETUP(p, 2048, 9728, 2560);
+    bytes = (size_t)(2048 * 9728) * 2;
+    qmm_bf16 *a2 = malloc(bytes), *b2 = malloc(bytes);
+    qmm_plan plan;
+    qmm_cuda_options unsplit = opts(QMM_PATH_WGMMA, 1);
+    CHECK_OK(run(&p, NULL, a2, &plan));
+    CHECKF(plan.path == QMM_PATH_WGMMA && plan.split == 1, "full grid planned as %s split %d",
+           qmm_path_name(plan.path), plan.split);
+    CHECK_OK(run(&p, &unsplit, b2, &plan));
+    CHECK(memcmp(a2, b2, bytes) == 0);
+    free(a2), free(b2), free(first), free(out);
+    prob_free(&p);
+}
+
+/* A chain of dependent calls launched back to back (PDL lets each start before the previous
+ * ends) equals the same chain with a synchronization between calls. */
+static void case_dependent_launches(void)
+{
+    const int64_t m = 16, d = 2560;
+    prob p;
+    SETUP(p, m, d, d);
+    qmm_bf16 *c2 = NULL, *c3 = NULL;
+    size_t bytes = (size_t)(m * d) * 2;
+    if (cudaMalloc((void **)&c2, bytes) != cudaSuccess || cudaMalloc((void **)&c3, bytes) != cudaSuccess) {
+        test_fail(__FILE__, __LINE__, "cudaMalloc failed");
+        cudaFree(c2);
+        prob_free(&p);
+        return;
+    }
+    const qmm_cuda_options list[] = {opts(QMM_PATH_STREAMK, 0), opts(QMM_PATH_WGMMA, 1), opts(QMM_PATH_WGMMA, 4)};
+    qmm_bf16 *x = malloc(bytes), *y = malloc(bytes);
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+        size_t wsb = 0;
+        CHECK_OK(qmm_cuda_workspace_size(ctx, m, d, d, &list[i], &wsb));
+        void *ws = NULL;
+        if (wsb) cudaMalloc(&ws, wsb);
+        for (int sync = 0; sync < 2; sync++) {
+            cudaMemset(c2, 0xFF, bytes), cudaMemset(c3, 0xFF, bytes);
+            cudaDeviceSynchronize();
+            for (int rep = 0; rep < 20; rep++) { /* A -> c2 -> c3 -> c2 -> ... */
+                const qmm_bf16 *in = rep == 0 ? p.a_dev : (rep % 2 ? c2 : c3);
+                qmm_bf16 *outp = rep % 2 ? c3 : c2;
+                CHECK_OK(qmm_cuda_matmul(ctx, in, m, p.dw, outp, ws, wsb, &list[i], NULL));
+                if (sync) cudaDeviceSynchronize();
+            }
+            cudaDeviceSynchronize();
+            cudaMemcpy(sync ? y : x, c3, bytes, cudaMemcpyDeviceToHost);
+        }
+        CHECKF(memcmp(x, y, bytes) == 0, "schedule %zu: back-to-back chain differs from synchronized", i);
+        cudaFree(ws);
+    }
+    free(x), free(y);
+    cudaFree(c2), cudaFree(c3);
+    prob_free(&p);
+}
+
+/* Bad requests: stream-K with a split, a split beyond K's groups; C untouched. */
+static void case_bad_requests(void)
+{
+    prob p;
+    SETUP(p, 4, 256, 256);
+    qmm_cuda_options o = opts(QMM_PATH_STREAMK, 2);
+    qmm_plan plan;
+    CHECK_STATUS(qmm_cuda_plan(ctx, 4, 256, 256, &o, &plan), QMM_ERR_ARG);
+    o = opts(QMM_PATH_WGMMA, 3); /* K = 256 has 2 groups */
+    CHECK_STATUS(qmm_cuda_plan(ctx, 4, 256, 256, &o, &plan), QMM_ERR_ARG);
+    o = opts(QMM_PATH_STREAMK, 0);
+    size_t need = 0;
+    CHECK_OK(qmm_cuda_workspace_size(ctx, 4, 256, 256, &o, &need));
+    CHECK(need > 0);
+    cudaMemset(p.c_dev, 0xFF, 4 * 256 * 2);
+    CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 4, p.dw, p.c_dev, NULL, 0, &o, NULL), QMM_ERR_WORKSPACE);
+    qmm_bf16 out[4 * 256];
+    cudaMemcpy(out, p.c_dev, sizeof out, cudaMemcpyDeviceToHost);
+    int untouched = 1;
+    for (int i = 0; i < 4 * 256; i++) untouched &= out[i] == 0xFFFF;
+    CHECK(untouched);
+    prob_free(&p);
+}
+
+static const test_case cases[] = {
+    {"small/ragged", case_ragged},
+    {"small/nonfinite-rows", case_nonfinite_rows},
+    {"small/bad-requests", case_bad_requests},
+    {"small/dependent-launches", case_dependent_launches},
+    {"bitwise", case_bitwise},
+    {"projections", case_projections},
+};
+
+int main(int argc, char **argv)
+{
+    int n = 0;
+    char msg[256] = "";
+    qmm_cuda_device_count(&n, msg, sizeof msg);
+    if (n == 0) test_skip_all(msg[0] ? msg : "no CUDA device");
+    if (qmm_cuda_create(0, NULL, &ctx) != QMM_OK) {
+        printf("FAIL: a GPU is present but the context could not be created: %s\n", qmm_last_error());
+        return 1;
+    }
+    int rc = test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    qmm_cuda_destroy(ctx);
+    return rc;
+}
+#endif
