@@ -65,6 +65,13 @@ static inline void qmm_w4_view(qmm_w4 *w, int64_t n, int64_t k, void *packed, vo
     w->scales_count = w->biases_count = (size_t)n * (size_t)(k / QMM_GROUP);
 }
 
+/* Order of two byte strings (pointer, length): memcmp, then the shorter first. */
+static inline int qmm_cmp_bytes(const char *a, size_t na, const char *b, size_t nb)
+{
+    int c = memcmp(a, b, na < nb ? na : nb);
+    return c ? c : (na > nb) - (na < nb);
+}
+
 /* a*b into *out; 0 on overflow. */
 static inline int qmm_mul_size(size_t a, size_t b, size_t *out)
 {

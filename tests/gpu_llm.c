@@ -14,16 +14,6 @@
 
 static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 1024, 1e6, 1e-6, 1};
 
-static double rel_err(const float *got, const float *ref, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(got[i])) return INFINITY;
-        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
 
 /* Token `got` is an acceptable greedy choice under the reference logits: the argmax, or within
  * a near tie of it (fp32 accumulation order and bf16 rounding move logits by about 1e-3 relative). */
@@ -63,7 +53,7 @@ static void compare_prefill(const qmm_llm_model *m, int n, const char *what)
         int32_t next = -1;
         CHECK_OK(qmm_llm_cpu_prefill(cs, ids, n, a));
         CHECK_OK(qmm_llm_cuda_prefill(gs, ids, n, b, &next));
-        double err = rel_err(b, a, V), gap;
+        double err = test_rel_err_f32(b, a, V), gap;
         printf("    %s, prefill %d: logits rel err %.3g\n", what, n, err);
         CHECKF(err <= 2e-2, "%s: logits rel err %.3g", what, err);
         CHECKF(near_tie(a, V, next, &gap), "%s: GPU picked %d, CPU logit gap %.4g", what, next, gap);
@@ -153,7 +143,7 @@ static void decode_equals_longer_prefill(void)
         CHECK_OK(qmm_llm_cuda_decode(s, ids[N], a, &na));
         CHECK_OK(qmm_llm_cuda_reset(s));
         CHECK_OK(qmm_llm_cuda_prefill(s, ids, N + 1, b, &nb));
-        double err = rel_err(a, b, V), gap;
+        double err = test_rel_err_f32(a, b, V), gap;
         printf("    decode vs prefill of n + 1: rel err %.3g\n", err);
         /* M = 1 runs the matvec, M = 21 the tiled kernel: different fp32 orders */
         CHECKF(err <= 1e-2, "rel err %.3g", err);
@@ -216,7 +206,7 @@ static void split_k_off_and_chunking(void)
         CHECK_OK(qmm_llm_cuda_prefill(on, ids, N, a, NULL));
         CHECK_OK(qmm_llm_cuda_prefill(off, ids, N, b, NULL));
         CHECK_OK(qmm_llm_cuda_prefill(chunked, ids, N, c, NULL));
-        double e1 = rel_err(b, a, V), e2 = rel_err(c, a, V);
+        double e1 = test_rel_err_f32(b, a, V), e2 = test_rel_err_f32(c, a, V);
         printf("    split-K off vs on: %.3g; chunked vs whole: %.3g\n", e1, e2);
         CHECK(e1 <= 2e-2 && e2 <= 2e-2);
     }
@@ -244,13 +234,13 @@ static void long_context_decode_matches_cpu(void)
         int32_t next;
         CHECK_OK(qmm_llm_cpu_prefill(cs, ids, N, a));
         CHECK_OK(qmm_llm_cuda_prefill(gs, ids, N, b, &next));
-        double err = rel_err(b, a, V), gap;
+        double err = test_rel_err_f32(b, a, V), gap;
         printf("    prefill %d: rel err %.3g\n", N, err);
         CHECK(err <= 2e-2);
         for (int step = 0; step < 3; step++) {
             CHECK_OK(qmm_llm_cpu_decode(cs, next, a));
             CHECK_OK(qmm_llm_cuda_decode(gs, next, b, &next));
-            err = rel_err(b, a, V);
+            err = test_rel_err_f32(b, a, V);
             printf("    decode at %d: rel err %.3g\n", N + step, err);
             CHECK(err <= 2e-2);
             CHECK(near_tie(a, V, next, &gap));
@@ -290,7 +280,7 @@ static void tensor_core_attention_matches_fp32(void)
                 CHECK_OK(qmm_llm_cuda_prefill(ref, ids, n, NULL, NULL));
                 CHECK_OK(qmm_llm_cuda_prefill(tc, ids, n, a, NULL));
                 CHECK_OK(qmm_llm_cuda_prefill(ref, ids, n, b, NULL));
-                double err = rel_err(a, b, c.vocab_size);
+                double err = test_rel_err_f32(a, b, c.vocab_size);
                 printf("    hd %lld, 2 x %d rows: tensor-core vs fp32 attention rel err %.3g\n",
                        (long long)hds[i], n, err);
                 /* logits after 2 layers; the tensor-core kernel rounds P to bf16 for P·V, so
@@ -324,14 +314,14 @@ static void fused_projections_match_separate(void)
         int32_t ts, tf;
         CHECK_OK(qmm_llm_cuda_prefill(sep, ids, N, a, &ts));
         CHECK_OK(qmm_llm_cuda_prefill(fus, ids, N, b, &tf));
-        double err = rel_err(b, a, V), gap;
+        double err = test_rel_err_f32(b, a, V), gap;
         printf("    prefill %d: fused vs separate rel err %.3g\n", N, err);
         CHECK(err <= 1e-2);
         CHECK(ts == tf || near_tie(a, V, tf, &gap));
         for (int step = 0; step < 4; step++) {
             CHECK_OK(qmm_llm_cuda_decode(sep, ts, a, &ts));
             CHECK_OK(qmm_llm_cuda_decode(fus, ts, b, &tf));
-            err = rel_err(b, a, V);
+            err = test_rel_err_f32(b, a, V);
             printf("    decode step %d: fused vs separate rel err %.3g\n", step, err);
             CHECK(err <= 1e-2);
         }

@@ -31,16 +31,6 @@ static size_t free_bytes(void)
     return f;
 }
 
-static double rel_err(const float *got, const float *ref, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(got[i])) return INFINITY;
-        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
 
 static int near_tie(const float *ref, int64_t n, int32_t got)
 {
@@ -75,7 +65,7 @@ static void small_model_prefill_decode(void)
         int32_t next = -1;
         CHECK_OK(qmm_llm_cpu_prefill(cs, ids, 40, ref));
         CHECK_OK(qmm_llm_cuda_prefill(gs, ids, 40, got, &next));
-        double e = rel_err(got, ref, c.vocab_size);
+        double e = test_rel_err_f32(got, ref, c.vocab_size);
         CHECKF(e <= 2e-2, "graph %d prefill: rel err %.3g", graph, e);
         for (int step = 0; step < 8; step++) {
             CHECKF(near_tie(ref, c.vocab_size, next), "graph %d step %d: token %d", graph, step,
@@ -83,7 +73,7 @@ static void small_model_prefill_decode(void)
             int32_t id = next;
             CHECK_OK(qmm_llm_cpu_decode(cs, id, ref));
             CHECK_OK(qmm_llm_cuda_decode(gs, id, got, &next));
-            e = rel_err(got, ref, c.vocab_size);
+            e = test_rel_err_f32(got, ref, c.vocab_size);
             CHECKF(e <= 2e-2, "graph %d step %d: rel err %.3g", graph, step, e);
         }
         qmm_llm_cpu_session_destroy(cs);
@@ -182,7 +172,7 @@ static void decode_10000_steps(void)
         CHECK_OK(qmm_llm_cuda_decode(gs, id, check ? got : NULL, &next));
         if (test_failed_now()) break;
         if (check) {
-            double e = rel_err(got, ref, c.vocab_size);
+            double e = test_rel_err_f32(got, ref, c.vocab_size);
             if (first_err < 0) first_err = e;
             last_err = e;
             if (e > worst) worst = e;

@@ -224,3 +224,14 @@ qmm_cuda_ctx *test_gpu_context(void)
            info.tiled_blocks_per_sm[2]);
     return ctx;
 }
+
+double test_rel_err_f32(const float *got, const float *ref, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}

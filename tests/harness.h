@@ -68,6 +68,13 @@ int test_failed_now(void);
                       qmm_status_name(got_), qmm_status_name(want), qmm_last_error()); \
     } while (0)
 #define CHECK_OK(expr) CHECK_STATUS(expr, QMM_OK)
+/* expr must fail with `want` and leave a message (qmm_clear_error is internal.h's) */
+#define EXPECT_FAIL(expr, want)                                                               \
+    do {                                                                                      \
+        qmm_clear_error();                                                                    \
+        CHECK_STATUS(expr, want);                                                             \
+        CHECKF(qmm_last_error()[0] != 0, "%s: qmm_last_error() is empty", #expr);             \
+    } while (0)
 /* The tests' one CUDA check (GPU tests include cuda_runtime.h): fail the case and return. */
 #define CUDA_OK(call)                                                                          \
     do {                                                                                       \
@@ -109,6 +116,9 @@ void test_random_ids(int32_t *ids, int n, int64_t vocab);
 void test_require_gpu(const char *what);
 /* A context on GPU 0 and its facts printed (exit 1 when it cannot be made). */
 qmm_cuda_ctx *test_gpu_context(void);
+
+/* ||got - ref|| / ||ref|| of two fp32 vectors (logits); +inf when got holds a NaN or Inf. */
+double test_rel_err_f32(const float *got, const float *ref, int64_t n);
 
 /* Field by field (padding bytes of a copied struct are unspecified, so no memcmp). */
 int test_plan_equal(const qmm_plan *a, const qmm_plan *b);

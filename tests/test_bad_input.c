@@ -9,13 +9,6 @@
 
 #define BIG (1LL << 40) /* BIG * BIG elements overflow a 64-bit size_t */
 
-/* expr must fail with `want` and leave a message */
-#define EXPECT_FAIL(expr, want)                                                               \
-    do {                                                                                      \
-        qmm_clear_error();                                                                    \
-        CHECK_STATUS(expr, want);                                                             \
-        CHECKF(qmm_last_error()[0] != 0, "%s: qmm_last_error() is empty", #expr);             \
-    } while (0)
 
 /* A poisoned byte region with the same pattern kept aside, to prove nothing was written. */
 typedef struct region {

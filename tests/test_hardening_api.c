@@ -10,12 +10,6 @@
 #include "harness.h"
 #include "internal.h"
 
-#define EXPECT_FAIL(expr, want)                                                               \
-    do {                                                                                      \
-        qmm_clear_error();                                                                    \
-        CHECK_STATUS(expr, want);                                                             \
-        CHECKF(qmm_last_error()[0] != 0, "%s: qmm_last_error() is empty", #expr);             \
-    } while (0)
 
 static double now_s(void)
 {

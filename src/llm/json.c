@@ -284,10 +284,7 @@ typedef struct key_ref {
 static int key_cmp(const void *a, const void *b)
 {
     const key_ref *x = a, *y = b;
-    size_t n = x->n < y->n ? x->n : y->n;
-    int c = memcmp(x->s, y->s, n);
-    if (c) return c;
-    return (x->n > y->n) - (x->n < y->n);
+    return qmm_cmp_bytes(x->s, x->n, y->s, y->n);
 }
 
 /* Duplicate keys make a document ambiguous (which tensor is "the" one?), so they are errors. */

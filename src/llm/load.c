@@ -125,6 +125,25 @@ qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out)
     return qmm_llm_model_load_mode(path, QMM_LLM_LOAD_MAP, out);
 }
 
+/* A model of config c over the tensors of the file at path (copied into memory when copy) or
+ * of image[image_len]; nothing is left behind on error. */
+static qmm_status load_with(const qmm_llm_config *c, const char *path, int copy,
+                            const unsigned char *image, size_t image_len, qmm_llm_model **out)
+{
+    qmm_llm_model *m;
+    qmm_status st = llm_model_new(c, &m);
+    if (st) return st;
+    st = path ? st_open_ex(path, copy, &m->set) : st_open_image(image, image_len, "image", &m->set);
+    if (!st) st = bind_all(m);
+    if (st) {
+        qmm_llm_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    qmm_clear_error();
+    return QMM_OK;
+}
+
 qmm_status qmm_llm_model_load_mode(const char *path, qmm_llm_load_mode mode, qmm_llm_model **out)
 {
     if (!path || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_model_load: NULL argument");
@@ -137,17 +156,7 @@ qmm_status qmm_llm_model_load_mode(const char *path, qmm_llm_load_mode mode, qmm
     if ((st = llm_path_join(dir, "config.json", cfg_path, sizeof cfg_path))) return st;
     qmm_llm_config c;
     if ((st = qmm_llm_config_load(cfg_path, &c))) return st;
-    qmm_llm_model *m;
-    if ((st = llm_model_new(&c, &m))) return st;
-    st = st_open_ex(path, mode == QMM_LLM_LOAD_COPY, &m->set);
-    if (!st) st = bind_all(m);
-    if (st) {
-        qmm_llm_model_destroy(m);
-        return st;
-    }
-    *out = m;
-    qmm_clear_error();
-    return QMM_OK;
+    return load_with(&c, path, mode == QMM_LLM_LOAD_COPY, NULL, 0, out);
 }
 
 qmm_status llm_model_load_image(const char *cfg, size_t cfg_len, const unsigned char *image,
@@ -158,17 +167,7 @@ qmm_status llm_model_load_image(const char *cfg, size_t cfg_len, const unsigned 
     qmm_llm_config c;
     qmm_status st = qmm_llm_config_parse(cfg, cfg_len, &c);
     if (st) return st;
-    qmm_llm_model *m;
-    if ((st = llm_model_new(&c, &m))) return st;
-    st = st_open_image(image, image_len, "image", &m->set);
-    if (!st) st = bind_all(m);
-    if (st) {
-        qmm_llm_model_destroy(m);
-        return st;
-    }
-    *out = m;
-    qmm_clear_error();
-    return QMM_OK;
+    return load_with(&c, NULL, 0, image, image_len, out);
 }
 
 qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **out)

@@ -325,11 +325,8 @@ typedef struct shard_ref {
 static int shard_cmp(const void *a, const void *b)
 {
     const shard_ref *x = a, *y = b;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->name, y->name, n);
-    if (c) return c;
-    if (x->len != y->len) return x->len < y->len ? -1 : 1;
-    return (x->order > y->order) - (x->order < y->order);
+    int c = qmm_cmp_bytes(x->name, x->len, y->name, y->len);
+    return c ? c : (x->order > y->order) - (x->order < y->order);
 }
 
 static int order_cmp(const void *a, const void *b)
