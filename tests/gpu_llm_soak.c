@@ -218,11 +218,7 @@ int main(int argc, char **argv)
     char why[256] = "";
     qmm_cuda_device_count(&count, why, sizeof why);
     if (count == 0) test_skip_all(why[0] ? why : "no CUDA device");
-    static const test_case cases[] = {
-        {"small_model_prefill_decode", small_model_prefill_decode},
-        {"small_matmul_paths", small_matmul_paths},
-        {"decode_10000_steps", decode_10000_steps},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, small_model_prefill_decode, small_matmul_paths, decode_10000_steps);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }
 #endif

@@ -343,12 +343,8 @@ int main(int argc, char **argv)
     char why[256] = "";
     qmm_cuda_device_count(&count, why, sizeof why);
     if (count == 0) test_skip_all(why[0] ? why : "no CUDA device");
-    static const test_case cases[] = {
-        {"oom_weight_upload", oom_weight_upload},
-        {"oom_pipeline_workspace", oom_pipeline_workspace},
-        {"oom_session", oom_session},
-        {"two_threads_matmuls_and_sessions", two_threads_matmuls_and_sessions},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, oom_weight_upload, oom_pipeline_workspace, oom_session,
+               two_threads_matmuls_and_sessions);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }
 #endif

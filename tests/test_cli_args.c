@@ -117,12 +117,8 @@ int main(int argc, char **argv)
     const char *base = getenv("TMPDIR");
     snprintf(g_dir, sizeof g_dir, "%s/qmm_cli_XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(g_dir)) return 1;
-    static const test_case cases[] = {
-        {"bad_integers_are_refused", bad_integers_are_refused},
-        {"unknown_model_is_named", unknown_model_is_named},
-        {"tiny_checkpoint_runs", tiny_checkpoint_runs},
-    };
-    int rc = test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, bad_integers_are_refused, unknown_model_is_named, tiny_checkpoint_runs);
+    int rc = test_main(argc, argv, cases, TEST_COUNT(cases));
     nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return rc;
 }

@@ -194,10 +194,6 @@ static void regressions(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"seeds_load_and_generate", seeds_load_and_generate},
-        {"mutation_loop", mutation_loop},
-        {"regressions", regressions},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, seeds_load_and_generate, mutation_loop, regressions);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -224,12 +224,8 @@ static void cpu_path_refuses_misaligned_buffers(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"predict_checks_the_config_of_every_path", predict_checks_the_config_of_every_path},
-        {"device_plan_refuses_non_finite_rates", device_plan_refuses_non_finite_rates},
-        {"best_split_bounds_its_search", best_split_bounds_its_search},
-        {"pipeline_simulate_writes_nothing_on_error", pipeline_simulate_writes_nothing_on_error},
-        {"cpu_path_refuses_misaligned_buffers", cpu_path_refuses_misaligned_buffers},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, predict_checks_the_config_of_every_path, device_plan_refuses_non_finite_rates,
+               best_split_bounds_its_search, pipeline_simulate_writes_nothing_on_error,
+               cpu_path_refuses_misaligned_buffers);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -411,14 +411,8 @@ static void truncated_after_load(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"fifo_in_model_directory", fifo_in_model_directory},
-        {"json_memory_is_bounded", json_memory_is_bounded},
-        {"index_of_many_entries_over_many_shards", index_of_many_entries_over_many_shards},
-        {"data_offsets_must_tile", data_offsets_must_tile},
-        {"config_messages_name_the_bad_key", config_messages_name_the_bad_key},
-        {"unknown_preset_is_named", unknown_preset_is_named},
-        {"truncated_after_load", truncated_after_load},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, fifo_in_model_directory, json_memory_is_bounded,
+               index_of_many_entries_over_many_shards, data_offsets_must_tile,
+               config_messages_name_the_bad_key, unknown_preset_is_named, truncated_after_load);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }
