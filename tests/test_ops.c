@@ -11,36 +11,35 @@
 
 /* ---- the table ---- */
 
+/* One row a case; the macros name each op's sizes (op_case holds them all). */
+#define MATMUL(name, m, n, k) {name, OP_MATMUL, m, n, k, 0, 0, 0, 0, 0, 1e-2}
+#define ROWS(name, m, n, k, pos) {name, OP_ROWS, m, n, k, 0, 0, 0, pos, 0, 0}
+#define NORM(name, m, n, add) {name, OP_ADD_RMSNORM, m, n, 0, 0, 0, 0, 0, add, 1e-2}
+#define ROPE(name, m, heads, kv, hd, pos) {name, OP_QK_NORM_ROPE, m, 0, 0, heads, kv, hd, pos, 0, 1e-2}
+#define SWIGLU(name, m, n) {name, OP_SWIGLU, m, n, 0, 0, 0, 0, 0, 0, 1e-2}
+#define PREFILL(name, m, heads, kv, hd, pos) {name, OP_ATTN_PREFILL, m, 0, 0, heads, kv, hd, pos, 0, 2e-2}
+#define DECODE(name, heads, kv, hd, pos) {name, OP_ATTN_DECODE, 1, 0, 0, heads, kv, hd, pos, 0, 1e-2}
+#define ARGMAX(name, m, vocab, pos) {name, OP_ARGMAX, m, vocab, 0, 0, 0, 0, pos, 0, 0}
+
 static const op_case cases[] = {
-    /* matmul: Qwen3-4B projections at decode and prefill sizes, ragged and edge shapes */
-    {"q m1", OP_MATMUL, 1, 4096, 2560, 0, 0, 0, 0, 0, 1e-2},
-    {"kv m8", OP_MATMUL, 8, 1024, 2560, 0, 0, 0, 0, 0, 1e-2},
-    {"kv m16", OP_MATMUL, 16, 1024, 2560, 0, 0, 0, 0, 0, 1e-2},
-    {"o m17", OP_MATMUL, 17, 2560, 4096, 0, 0, 0, 0, 0, 1e-2},
-    {"down m9", OP_MATMUL, 9, 2560, 9728, 0, 0, 0, 0, 0, 1e-2},
-    {"m65 (second tile)", OP_MATMUL, 65, 512, 1024, 0, 0, 0, 0, 0, 1e-2},
-    {"m130 (third tile)", OP_MATMUL, 130, 300, 512, 0, 0, 0, 0, 0, 1e-2},
-    {"ragged m37", OP_MATMUL, 37, 1000, 384, 0, 0, 0, 0, 0, 1e-2},
-    {"n1 k128", OP_MATMUL, 3, 1, 128, 0, 0, 0, 0, 0, 1e-2},
+    /* matmul: Qwen3-4B projections at decode and prefill sizes, each tile configuration, ragged
+     * and edge shapes; tolerance 1e-2 against fp64 */
+    MATMUL("q m1", 1, 4096, 2560), MATMUL("kv m8", 8, 1024, 2560), MATMUL("kv m16", 16, 1024, 2560),
+    MATMUL("o m17", 17, 2560, 4096), MATMUL("down m9", 9, 2560, 9728),
+    MATMUL("m65 (second tile)", 65, 512, 1024), MATMUL("m130 (third tile)", 130, 300, 512),
+    MATMUL("ragged m37", 37, 1000, 384), MATMUL("n1 k128", 3, 1, 128),
     /* embedding rows: bitwise with qmm_dequantize_row_f32 */
-    {"rows m1", OP_ROWS, 1, 1000, 2560, 0, 0, 0, 3, 0, 0},
-    {"rows m7 ragged vocab", OP_ROWS, 7, 333, 256, 0, 0, 0, 0, 0, 0},
+    ROWS("rows m1", 1, 1000, 2560, 3), ROWS("rows m7 ragged vocab", 7, 333, 256, 0),
     /* engine operators at Qwen3-4B widths and small ones */
-    {"norm h2560 m1", OP_ADD_RMSNORM, 1, 2560, 0, 0, 0, 0, 0, 0, 1e-2},
-    {"add+norm h2560 m5", OP_ADD_RMSNORM, 5, 2560, 0, 0, 0, 0, 0, 1, 1e-2},
-    {"add+norm h1024 m3", OP_ADD_RMSNORM, 3, 1024, 0, 0, 0, 0, 0, 1, 1e-2},
-    {"rope 32/8 m1 pos7", OP_QK_NORM_ROPE, 1, 0, 0, 32, 8, 128, 7, 0, 1e-2},
-    {"rope 16/8 hd64 m6", OP_QK_NORM_ROPE, 6, 0, 0, 16, 8, 64, 0, 0, 1e-2},
-    {"swiglu 9728 m1", OP_SWIGLU, 1, 9728, 0, 0, 0, 0, 0, 0, 1e-2},
-    {"swiglu 100 m3", OP_SWIGLU, 3, 100, 0, 0, 0, 0, 0, 0, 1e-2},
-    {"prefill 32/8 m16", OP_ATTN_PREFILL, 16, 0, 0, 32, 8, 128, 0, 0, 2e-2},
-    {"prefill 32/8 m70 pos5", OP_ATTN_PREFILL, 70, 0, 0, 32, 8, 128, 5, 0, 2e-2},
-    {"prefill 8/8 hd64 m9", OP_ATTN_PREFILL, 9, 0, 0, 8, 8, 64, 3, 0, 2e-2},
-    {"decode 32/8 pos0", OP_ATTN_DECODE, 1, 0, 0, 32, 8, 128, 0, 0, 1e-2},
-    {"decode 32/8 pos300", OP_ATTN_DECODE, 1, 0, 0, 32, 8, 128, 300, 0, 1e-2},
-    {"decode 16/4 hd64 pos37", OP_ATTN_DECODE, 1, 0, 0, 16, 4, 64, 37, 0, 1e-2},
-    {"argmax vocab 151936", OP_ARGMAX, 1, 151936, 0, 0, 0, 0, 4, 0, 0},
-    {"argmax ties m3", OP_ARGMAX, 3, 1000, 0, 0, 0, 0, 0, 0, 0},
+    NORM("norm h2560 m1", 1, 2560, 0), NORM("add+norm h2560 m5", 5, 2560, 1),
+    NORM("add+norm h1024 m3", 3, 1024, 1),
+    ROPE("rope 32/8 m1 pos7", 1, 32, 8, 128, 7), ROPE("rope 16/8 hd64 m6", 6, 16, 8, 64, 0),
+    SWIGLU("swiglu 9728 m1", 1, 9728), SWIGLU("swiglu 100 m3", 3, 100),
+    PREFILL("prefill 32/8 m16", 16, 32, 8, 128, 0), PREFILL("prefill 32/8 m70 pos5", 70, 32, 8, 128, 5),
+    PREFILL("prefill 8/8 hd64 m9", 9, 8, 8, 64, 3),
+    DECODE("decode 32/8 pos0", 32, 8, 128, 0), DECODE("decode 32/8 pos300", 32, 8, 128, 300),
+    DECODE("decode 16/4 hd64 pos37", 16, 4, 64, 37),
+    ARGMAX("argmax vocab 151936", 1, 151936, 4), ARGMAX("argmax ties m3", 3, 1000, 0),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

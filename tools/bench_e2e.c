@@ -193,28 +193,6 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-/* median, min, max of v[n] (common.h) */
-static double median(const double *v, int n)
-{
-    double med, mn, mx;
-    bench_summary(v, n, &med, &mn, &mx);
-    return med;
-}
-
-static double vmin(const double *v, int n)
-{
-    double med, mn, mx;
-    bench_summary(v, n, &med, &mn, &mx);
-    return mn;
-}
-
-static double vmax(const double *v, int n)
-{
-    double med, mn, mx;
-    bench_summary(v, n, &med, &mn, &mx);
-    return mx;
-}
-
 typedef struct cell {
     double prefill[MAX_REPEATS], decode[MAX_REPEATS];
     int n;
@@ -222,6 +200,26 @@ typedef struct cell {
     int hash_varies;
     char prof_prefill[8192], prof_decode[8192];
 } cell;
+
+/* One result line: the cell's medians, spreads and rates. */
+typedef struct cell_sum {
+    int64_t in, out;
+    const char *split_k;
+    double pm, pmin, pmax, dm, dmin, dmax, prefill_tps, decode_tps;
+} cell_sum;
+
+static cell_sum summarize(const e2e_args *a, const cell *c, int li, int v)
+{
+    cell_sum r;
+    r.in = a->in_len[li];
+    r.out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
+    r.split_k = a->cpu ? "n/a" : a->variants[v] ? "on" : "off";
+    bench_summary(c->prefill, c->n, &r.pm, &r.pmin, &r.pmax);
+    bench_summary(c->decode, c->n, &r.dm, &r.dmin, &r.dmax);
+    r.prefill_tps = (double)r.in / (r.pm * 1e-3);
+    r.decode_tps = r.out > 1 ? (double)(r.out - 1) / (r.dm * 1e-3) : 0.0;
+    return r;
+}
 
 /* Markdown table of one profile JSON ({"total_ms": x, "entries": [{"name","ms","launches"}]}). */
 static void profile_md(FILE *f, const char *title, const char *json)
@@ -325,20 +323,15 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
     fprintf(md, "| prompt -> new | split-K | prefill ms | prefill tok/s | decode ms | decode tok/s "
                 "|\n|---|---|---:|---:|---:|---:|\n");
     for (int li = 0; li < a->nlen; li++) {
-        int64_t out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
         for (int v = 0; v < a->nvar; v++) {
-            cell *c = &cells[li][v];
-            double pm = median(c->prefill, c->n), dm = median(c->decode, c->n);
+            cell_sum r = summarize(a, &cells[li][v], li, v);
             fprintf(md, "| %lld -> %lld | %s | %.3f [%.3f - %.3f] | %.0f | %.2f [%.2f - %.2f] | "
-                    "%.1f |\n", (long long)a->in_len[li], (long long)out,
-                    a->cpu ? "n/a" : a->variants[v] ? "on" : "off", pm, vmin(c->prefill, c->n),
-                    vmax(c->prefill, c->n), (double)a->in_len[li] / (pm * 1e-3), dm,
-                    vmin(c->decode, c->n), vmax(c->decode, c->n),
-                    out > 1 ? (double)(out - 1) / (dm * 1e-3) : 0.0);
+                    "%.1f |\n", (long long)r.in, (long long)r.out, r.split_k, r.pm, r.pmin, r.pmax,
+                    r.prefill_tps, r.dm, r.dmin, r.dmax, r.decode_tps);
         }
         if (a->nvar == 2) {
-            double on = median(cells[li][a->variants[0] ? 0 : 1].prefill, cells[li][0].n);
-            double off = median(cells[li][a->variants[0] ? 1 : 0].prefill, cells[li][0].n);
+            double on = summarize(a, &cells[li][a->variants[0] ? 0 : 1], li, 0).pm;
+            double off = summarize(a, &cells[li][a->variants[0] ? 1 : 0], li, 0).pm;
             fprintf(md, "| | on / off | prefill speedup %.3fx | | | |\n", off / on);
         }
     }
@@ -378,17 +371,14 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
         fprintf(j, "  \"results\": [\n");
         int first = 1;
         for (int li = 0; li < a->nlen; li++) {
-            int64_t out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
             for (int v = 0; v < a->nvar; v++) {
                 cell *c = &cells[li][v];
-                double pm = median(c->prefill, c->n), dm = median(c->decode, c->n);
+                cell_sum r = summarize(a, c, li, v);
                 fprintf(j, "%s    {\"input_len\": %lld, \"output_len\": %lld, \"split_k\": \"%s\", "
                         "\"prefill_ms_median\": %.6f, \"decode_ms_median\": %.6f, "
                         "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"prefill_ms\": [",
-                        first ? "" : ",\n", (long long)a->in_len[li], (long long)out,
-                        a->cpu ? "n/a" : a->variants[v] ? "on" : "off", pm, dm,
-                        (double)a->in_len[li] / (pm * 1e-3),
-                        out > 1 ? (double)(out - 1) / (dm * 1e-3) : 0.0);
+                        first ? "" : ",\n", (long long)r.in, (long long)r.out, r.split_k, r.pm,
+                        r.dm, r.prefill_tps, r.decode_tps);
                 for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->prefill[i]);
                 fprintf(j, "], \"decode_ms\": [");
                 for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->decode[i]);

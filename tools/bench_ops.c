@@ -185,12 +185,7 @@ static int run(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
     bench_opts *o = &st->o;
-    int count = 0;
-    char msg[256] = "";
-    if (qmm_cuda_device_count(&count, msg, sizeof msg) != QMM_OK || count == 0 ||
-        o->device >= count) {
-        fprintf(stderr, "qmm bench ops: no usable CUDA device %d (%d found): %s\n", o->device,
-                count, msg[0] ? msg : qmm_last_error());
+    if (!bench_have_gpu("qmm bench ops", o->device)) {
         free(st);
         return 2;
     }

@@ -261,22 +261,14 @@ static int64_t balanced_n(const ov_case *heavy)
 
 int bench_overlap_main(int argc, char **argv)
 {
+    ov_opts opts;
+    int pr = parse_args(argc, argv, &opts);
+    if (pr) return pr > 0 ? 0 : 2;
+    if (!bench_have_gpu("qmm bench overlap", opts.device)) return 2;
     ov_env *env = calloc(1, sizeof *env);
     if (!env) return 1;
-    int pr = parse_args(argc, argv, &env->o);
-    if (pr) {
-        free(env);
-        return pr > 0 ? 0 : 2;
-    }
+    env->o = opts;
     const ov_opts *o = &env->o;
-    int count = 0;
-    char why[256] = "";
-    CKQ(qmm_cuda_device_count(&count, why, sizeof why));
-    if (count == 0) {
-        fprintf(stderr, "qmm bench overlap: %s\n", why);
-        free(env);
-        return 2;
-    }
     bench_set_activity("%s", "creating the context");
     CKQ(qmm_cuda_create(o->device, NULL, &env->ctx));
     CKQ(qmm_cuda_info(env->ctx, &env->info));

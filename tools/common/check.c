@@ -27,3 +27,14 @@ void *bench_xmalloc(size_t n)
     if (!p) bench_die("malloc", "out of host memory", __FILE__, __LINE__);
     return p;
 }
+
+int bench_have_gpu(const char *tool, int device)
+{
+    int count = 0;
+    char why[256] = "";
+    if (qmm_cuda_device_count(&count, why, sizeof why) == QMM_OK && device >= 0 && device < count)
+        return 1;
+    fprintf(stderr, "%s: no usable CUDA device %d (%d found): %s\n", tool, device, count,
+            why[0] ? why : qmm_last_error());
+    return 0;
+}

@@ -76,6 +76,9 @@ typedef struct bench_proj {
  * own shapes (qmm_llm_linear_shape); returns the count, 0 for an unknown preset. */
 int bench_projections(const char *preset, bench_proj out[QMM_LLM_LINEAR_COUNT]);
 
+/* 1 when CUDA device `device` exists; else 0 after printing "tool: no usable CUDA device ..." */
+int bench_have_gpu(const char *tool, int device);
+
 /* ---- fatal checks (check.c): print the call, where, the error, what was going on; exit 1
  * (a failed CUDA call may poison the context, so there is no going on) ---- */
 
