@@ -42,8 +42,9 @@ typedef struct qmm_llm_config {
     double rms_norm_eps;
     int tie_word_embeddings;         /* 1: the LM head is the embedding matrix */
     int64_t group_size;              /* quantization group: 32, 64 or 128 (config.json's
-                                        "quantization"; 128 when absent; 0 here means 128).
-                                        Layers that config.json overrides by name may differ */
+                                        "quantization"; when absent the largest that divides
+                                        every K; 0 here means 128). Layers that config.json
+                                        overrides by name may differ */
 } qmm_llm_config;
 
 /* Parse a Qwen3 config.json held in json[len]. Unknown keys are ignored; keys the engine cannot

@@ -20,8 +20,8 @@
 static const struct mlx_model {
     const char *name;
     int group;
-} mlx_models[] = {{"g64", 64}, {"g128", 128}, {"g64-mixed", 64}};
-#define MLX_MODEL_COUNT 3
+} mlx_models[] = {{"g64", 64}, {"g128", 128}, {"g64-mixed", 64}, {"qmm-g64", 64}};
+#define MLX_MODEL_COUNT 4 /* qmm-g64: written by qmm quantize-checkpoint, read by both */
 
 /* The data directory, or NULL after skipping (or, in CI, failing) the whole program. */
 static const char *mlx_dir(void)

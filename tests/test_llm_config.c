@@ -242,9 +242,13 @@ static void config_errors(void)
     CHECK(c.group_size == 32);
     CHECK_OK(parse_edited("\"use_cache\": true", "\"use_cache\": false", &c));
     CHECK(c.group_size == 128);
-    /* a width that fits groups of 64 but not of 128 */
-    CHECK_STATUS(parse_edited("\"intermediate_size\": 9728", "\"intermediate_size\": 9664", &c),
+    /* a width that fits groups of 64 but not of 128: refused when quantized in groups of 128,
+     * read as groups of 64 when config.json names no quantization (a bf16 checkpoint) */
+    CHECK_STATUS(parse_edited("\"intermediate_size\": 9728", "\"intermediate_size\": 9664, "
+                              "\"quantization\": {\"group_size\": 128, \"bits\": 4}", &c),
                  QMM_ERR_SHAPE);
+    CHECK_OK(parse_edited("\"intermediate_size\": 9728", "\"intermediate_size\": 9664", &c));
+    CHECK(c.group_size == 64);
     /* transformers 5 puts rope_theta inside rope_parameters */
     CHECK_OK(parse_edited("\"rope_theta\": 1000000", "\"rope_parameters\": {\"rope_type\": "
                           "\"default\", \"rope_theta\": 5000}", &c));

@@ -266,7 +266,14 @@ static qmm_status parse_doc(const json_doc *d, qmm_llm_config *c)
     if (g1 && g2 && g1 != g2)
         return qmm_fail(QMM_ERR_FORMAT, "config.json: quantization.group_size = %lld but "
                         "quantization_config.group_size = %lld", (long long)g1, (long long)g2);
-    c->group_size = g1 ? g1 : g2 ? g2 : QMM_GROUP;
+    /* no quantization entry (a bf16 checkpoint, the writer's input): the largest group that
+     * divides every K, so widths that only fit groups of 64 or 32 still parse */
+    c->group_size = g1 ? g1 : g2;
+    for (int64_t g = QMM_GROUP; !c->group_size && g >= 32; g /= 2)
+        if (c->hidden_size % g == 0 && c->intermediate_size % g == 0 &&
+            (c->num_heads * c->head_dim) % g == 0)
+            c->group_size = g;
+    if (!c->group_size) c->group_size = 32; /* validate names the width that does not fit */
     return qmm_llm_config_validate(c);
 }
 

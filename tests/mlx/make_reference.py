@@ -7,7 +7,7 @@ files `mlx_lm.convert` writes), loads each back with mlx_lm.utils.load_model, an
 computes: last-token logits and a greedy continuation for a few prompts. Also writes random
 packed codes, scales and biases with mx.dequantize's output at group sizes 32, 64 and 128.
 
-    make_reference.py OUT_DIR
+    make_reference.py OUT_DIR [--qmm PATH_TO_QMM_CLI]
 
 OUT_DIR/<name>/            the model directory, exactly as mlx_lm saved it
 OUT_DIR/<name>.ref.safetensors
@@ -15,6 +15,9 @@ OUT_DIR/<name>.ref.safetensors
     logits.<i> f32 [vocab]                           last prompt token, MLX float32 compute
     logits_bf16.<i> f32 [vocab]                      the same, MLX computing in bf16 as saved
     tokens_bf16.<i> int32 [STEPS]                    MLX's bf16 greedy continuation (reported)
+OUT_DIR/g64-bf16/             the g64 model's weights before quantization (mlx_lm save_model)
+OUT_DIR/qmm-g64/              with --qmm: `qmm quantize-checkpoint --group-size 64` of g64-bf16,
+                              loaded back by mlx_lm (strict) and recorded like the others
 OUT_DIR/dequant.safetensors   per group g: packed.g uint32, scales.g bf16, biases.g bf16,
     dq_bf16.g bf16 (mx.dequantize on the bf16 scales), dq_f32.g f32 (on f32 scales)
 OUT_DIR/OK                    written last: the data is complete
@@ -111,6 +114,13 @@ def build(name, out_dir, seed):
             return {"group_size": overrides[path], "bits": 4, "mode": "affine"}
         return True
 
+    if name == "g64":  # the same weights unquantized: qmm quantize-checkpoint's input
+        bf16 = os.path.join(out_dir, name + "-bf16")
+        mlu.save_model(bf16, model)
+        mlu.save_config(dict(config), os.path.join(bf16, "config.json"))
+        for side in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+            with open(os.path.join(bf16, side), "w") as f:
+                json.dump({"file": side}, f)
     model, config = mlu.quantize_model(model, config, group, 4,
                                        quant_predicate=predicate if overrides else None)
     path = os.path.join(out_dir, name)
@@ -141,6 +151,47 @@ def greedy(model, ids):
         if step + 1 < STEPS:
             lg = np.array(model(mx.array([[toks[-1]]]), cache=cache)[0, -1].astype(mx.float32))
     return toks, min(margins)
+
+
+def rel(a, b):
+    a, b = np.array(a, dtype=np.float64), np.array(b, dtype=np.float64)
+    return float(np.sqrt(np.sum((a - b) ** 2) / np.sum(b * b)))
+
+
+def check_qmm_checkpoint(qmm, out_dir):
+    """qmm quantize-checkpoint on the bf16 weights: mlx_lm must load the result (strict), with
+    the tokenizer files beside it, and its logits must be as close to the unquantized model's
+    as those of MLX's own quantization (a misread layout would be off by ~100 %)."""
+    import subprocess
+    src, dst = os.path.join(out_dir, "g64-bf16"), os.path.join(out_dir, "qmm-g64")
+    subprocess.run([qmm, "quantize-checkpoint", "--in", src, "--out", dst, "--group-size", "64"],
+                   check=True)
+    for side in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        with open(os.path.join(src, side)) as a, open(os.path.join(dst, side)) as b:
+            if a.read() != b.read():
+                raise SystemExit("qmm-g64/%s is not a copy of the input's" % side)
+    with open(os.path.join(dst, "config.json")) as f:
+        cfg = json.load(f)
+    if cfg.get("quantization", {}).get("group_size") != 64 or \
+            cfg.get("quantization_config") != cfg.get("quantization"):
+        raise SystemExit("qmm-g64/config.json: quantization %r" % cfg.get("quantization"))
+    ref = {}
+    for name in ("g64-bf16", "g64", "qmm-g64"):
+        m, _ = mlu.load_model(mlu.Path(os.path.join(out_dir, name)))
+        m.set_dtype(mx.float32)
+        ref[name] = m
+    rng = np.random.default_rng(5)
+    worst_q, worst_m = 0.0, 0.0
+    for _ in range(PROMPTS):
+        ids = [int(x) for x in rng.integers(0, ARGS["vocab_size"], size=8)]
+        exact = last_logits(ref["g64-bf16"], ids)
+        worst_m = max(worst_m, rel(last_logits(ref["g64"], ids), exact))
+        worst_q = max(worst_q, rel(last_logits(ref["qmm-g64"], ids), exact))
+    print("  qmm-g64 (qmm quantize-checkpoint, loaded by mlx_lm): logits vs the bf16 model %.3f, "
+          "MLX's own quantization %.3f" % (worst_q, worst_m))
+    if not worst_q <= 1.25 * worst_m + 0.01:
+        raise SystemExit("qmm's quantization is much worse than MLX's as MLX reads it")
+    return dst
 
 
 def reference(name, path, seed):
@@ -196,10 +247,11 @@ def dequant_data(out_dir, seed):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 4):
         print(__doc__, file=sys.stderr)
         return 2
     out_dir = sys.argv[1]
+    qmm = sys.argv[3] if len(sys.argv) == 4 and sys.argv[2] == "--qmm" else None
     os.makedirs(out_dir, exist_ok=True)
     ok = os.path.join(out_dir, "OK")
     if os.path.exists(ok):
@@ -214,6 +266,8 @@ def main():
         with open(os.path.join(path, "config.json")) as f:
             q = json.load(f)["quantization"]
         print("  %s: %s; quantization %s" % (name, ", ".join(files), json.dumps(q)))
+    if qmm:
+        reference("qmm-g64", check_qmm_checkpoint(qmm, out_dir), 4321)
     dequant_data(out_dir, 99)
     with open(ok, "w") as f:
         f.write("mlx %s\n" % mx.__version__)
