@@ -3,9 +3,10 @@
  *
  * One public header. Names and math (see DESIGN.md):
  *   C[M, N] = A[M, K] · W[N, K]ᵀ      M tokens, K in_features (reduced), N out_features.
- * Weights: 4-bit codes in groups of 128 along K, one bf16 scale and bias per (row, group):
- *   w[n][j] = scales[n][j/128] * q + biases[n][j/128],  q = (packed[n][j/8] >> 4*(j%8)) & 0xF.
- * Scales may be negative. Byte-compatible with MLX mx.quantize(w, group_size=128, bits=4).
+ * Weights: 4-bit codes in groups of g = 32, 64 or 128 along K, one bf16 scale and bias per
+ * (row, group):
+ *   w[n][j] = scales[n][j/g] * q + biases[n][j/g],  q = (packed[n][j/8] >> 4*(j%8)) & 0xF.
+ * Scales may be negative. Byte-compatible with MLX mx.quantize(w, group_size=g, bits=4).
  *
  * Conventions: every function returns qmm_status; on error nothing is written to outputs and
  * qmm_last_error() holds a sentence saying what was wrong. The library never prints or aborts.
@@ -26,7 +27,7 @@ extern "C" {
 #define QMM_STATUS_LIST(X)                                                                   \
     X(QMM_OK, "ok", "success")                                                               \
     X(QMM_ERR_NULL, "null", "a required pointer is NULL")                                    \
-    X(QMM_ERR_SHAPE, "shape", "invalid shape (M, N, K must be >= 1, K a multiple of 128)")   \
+    X(QMM_ERR_SHAPE, "shape", "invalid shape (M, N, K >= 1, K a multiple of the group size)")   \
     X(QMM_ERR_OVERFLOW, "overflow", "shape too large: byte size overflows size_t")           \
     X(QMM_ERR_SIZE_MISMATCH, "size-mismatch", "buffer sizes do not match the shape")         \
     X(QMM_ERR_DTYPE, "dtype", "unknown or unsupported element type")                         \
@@ -73,31 +74,39 @@ qmm_bf16 qmm_f32_to_bf16(float x);
 float qmm_f16_to_f32(qmm_f16 x);
 qmm_f16 qmm_f32_to_f16(float x);
 
-/* ---- the W4 g128 weight format ----------------------------------------------------------- */
+/* ---- the W4 weight format ---------------------------------------------------------------- */
 
-#define QMM_GROUP 128 /* columns per quantization group */
-#define QMM_BITS 4
+#define QMM_GROUP 128 /* default columns per quantization group (the CUDA kernels' group) */
+#define QMM_BITS 4    /* the only bit width: any other is rejected */
+/* 1 when g is a supported group size: 32, 64 or 128. */
+#define QMM_GROUP_OK(g) ((g) == 32 || (g) == 64 || (g) == 128)
 
 /* A view of one quantized weight matrix W[N, K] in host memory; the caller owns the buffers.
  * The counts are element counts of the buffers and must equal what the shape requires. */
 typedef struct qmm_w4 {
     int64_t n;            /* out_features (rows of W), >= 1 */
-    int64_t k;            /* in_features (reduced), multiple of 128 */
+    int64_t k;            /* in_features (reduced), multiple of group */
     uint32_t *packed;     /* [n, k/8]: 8 codes per word, column j at bits 4*(j%8) (LSB first) */
-    qmm_bf16 *scales;     /* [n, k/128], any sign */
-    qmm_bf16 *biases;     /* [n, k/128] */
+    qmm_bf16 *scales;     /* [n, k/group], any sign */
+    qmm_bf16 *biases;     /* [n, k/group] */
     size_t packed_count;  /* words in packed: n*k/8 */
-    size_t scales_count;  /* elements in scales: n*k/128 */
-    size_t biases_count;  /* elements in biases: n*k/128 */
+    size_t scales_count;  /* elements in scales: n*k/group */
+    size_t biases_count;  /* elements in biases: n*k/group */
+    int group;            /* columns per group: 32, 64 or 128 (0 is rejected, not a default) */
 } qmm_w4;
 
-/* Buffer sizes for a shape, with overflow checks. Any output pointer may be NULL. */
+/* Buffer sizes for a shape and group size, with overflow checks. Any output may be NULL. */
+qmm_status qmm_w4_sizes_group(int64_t n, int64_t k, int group, size_t *packed_words,
+                              size_t *group_count, size_t *total_bytes);
+/* The same for groups of 128. */
 qmm_status qmm_w4_sizes(int64_t n, int64_t k, size_t *packed_words, size_t *group_count,
                         size_t *total_bytes);
 /* Allocate the three buffers of a weight (malloc); qmm_w4_free releases them. */
+qmm_status qmm_w4_alloc_group(int64_t n, int64_t k, int group, qmm_w4 *w);
+/* The same for groups of 128. */
 qmm_status qmm_w4_alloc(int64_t n, int64_t k, qmm_w4 *w);
 void qmm_w4_free(qmm_w4 *w);
-/* Check pointers, shape and counts of a descriptor. */
+/* Check pointers, group size, shape and counts of a descriptor. */
 qmm_status qmm_w4_validate(const qmm_w4 *w);
 
 /* What quantization achieved (over all n*k weights). */
@@ -107,14 +116,17 @@ typedef struct qmm_quant_error {
     double rel_frob;   /* ||w - dequant||_F / ||w||_F  (0 when w = 0) */
 } qmm_quant_error;
 
-/* src[N, K] row-major (dtype bf16, f16 or f32) -> w (shape taken from w->n, w->k; buffers
+/* src[N, K] row-major (dtype bf16, f16 or f32) -> w (shape and group from w; buffers
  * preallocated). Round-to-nearest affine per group: the edge of larger magnitude becomes the bias
  * (so the scale's sign follows the data, as in MLX), scale = ±(max-min)/15, both rounded to bf16,
  * codes = clamp(rint((x - bias) / scale), 0, 15) computed with the rounded scale and bias.
  * err may be NULL. Non-finite inputs are rejected (QMM_ERR_RANGE). */
 qmm_status qmm_quantize(const void *src, qmm_dtype src_type, qmm_w4 *w, qmm_quant_error *err);
 
-/* w -> dst[N, K] row-major in dst_type; dst_count is the element count of dst (must be n*k). */
+/* w -> dst[N, K] row-major in dst_type; dst_count is the element count of dst (must be n*k).
+ * Every dtype is the f32 value fmaf(scale, q, bias) rounded once. That f32 value equals MLX's
+ * mx.dequantize on f32 scales and biases bit for bit; mx.dequantize on bf16 scales computes in
+ * bf16 (s*q rounded, then + bias rounded) and can differ from the bf16 output here by 1 ulp. */
 qmm_status qmm_dequantize(const qmm_w4 *w, void *dst, qmm_dtype dst_type, size_t dst_count);
 
 /* Dequantize one row n of W into f32 out[K]. */
@@ -174,8 +186,10 @@ qmm_plan_params qmm_plan_seed_params(void);
 qmm_status qmm_plan_seed(int64_t m, int64_t n, int64_t k, const qmm_plan_params *p,
                          qmm_plan *out);
 
-/* Largest split <= want that divides K into equal whole groups (>= 1). */
+/* Largest split <= want that divides K into equal whole groups of 128 (>= 1). */
 int qmm_split_align(int64_t k, int want);
+/* The same for groups of `group` columns (a weight's w->group): 1 when group or K is invalid. */
+int qmm_split_align_group(int64_t k, int group, int want);
 
 /* What the device policy knows of a GPU and of our kernels (qmm_cuda_plan fills it from the GPU
  * it runs on; tests fill it by hand). Tuning values: they change speed, never results. */

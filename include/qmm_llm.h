@@ -14,10 +14,13 @@
  *         the attention output, the SwiGLU output.
  * Logits are the bf16 head outputs widened to float; argmax takes the lowest index on ties.
  *
- * Checkpoints: MLX 4-bit g128 safetensors (model.safetensors, or shards listed by
- * model.safetensors.index.json) beside a Hugging Face config.json. Weights are memory-mapped and
- * the W4 views point into the mapping (read-only by contract); qmm_llm_model_load_mode can copy
- * them into memory instead (see there: a mapped file must not shrink while its model lives).
+ * Checkpoints: MLX 4-bit safetensors as mlx_lm saves them (model.safetensors, or shards listed by
+ * model.safetensors.index.json) beside a Hugging Face config.json whose "quantization" (or
+ * "quantization_config") gives {group_size: 32, 64 or 128, bits: 4}, optionally per layer.
+ * Weights are memory-mapped and the W4 views point into the mapping (read-only by contract);
+ * qmm_llm_model_load_mode can copy them into memory instead (see there: a mapped file must not
+ * shrink while its model lives). The CPU engine runs every group size; the CUDA engine groups of
+ * 128 only.
  */
 #ifndef QMM_LLM_H
 #define QMM_LLM_H
@@ -29,22 +32,27 @@ extern "C" {
 /* ---- model description -------------------------------------------------------------------- */
 
 typedef struct qmm_llm_config {
-    int64_t hidden_size;             /* model width; multiple of 128 */
-    int64_t intermediate_size;       /* MLP width; multiple of 128 */
+    int64_t hidden_size;             /* model width; multiple of group_size */
+    int64_t intermediate_size;       /* MLP width; multiple of group_size */
     int64_t num_layers;              /* num_hidden_layers */
     int64_t num_heads;               /* query heads (num_attention_heads) */
     int64_t num_kv_heads;            /* key/value heads; divides num_heads */
-    int64_t head_dim;                /* even; num_heads*head_dim a multiple of 128 */
+    int64_t head_dim;                /* even; num_heads*head_dim a multiple of group_size */
     int64_t vocab_size;
     int64_t max_position_embeddings; /* context limit */
     double rope_theta;
     double rms_norm_eps;
     int tie_word_embeddings;         /* 1: the LM head is the embedding matrix */
+    int64_t group_size;              /* quantization group: 32, 64 or 128 (config.json's
+                                        "quantization"; when absent the largest that divides
+                                        every K; 0 here means 128). Layers that config.json
+                                        overrides by name may differ */
 } qmm_llm_config;
 
 /* Parse a Qwen3 config.json held in json[len]. Unknown keys are ignored; keys the engine cannot
- * honour (another model_type, rope_scaling, attention bias, a quantization other than 4-bit g128)
- * are QMM_ERR_UNSUPPORTED; malformed JSON or wrong types are QMM_ERR_FORMAT. */
+ * honour (another model_type, rope_scaling, attention bias, a quantization other than 4-bit
+ * affine in groups of 32, 64 or 128) are QMM_ERR_UNSUPPORTED; malformed JSON or wrong types are
+ * QMM_ERR_FORMAT. Per-layer entries of "quantization" are checked when the weights load. */
 qmm_status qmm_llm_config_parse(const char *json, size_t len, qmm_llm_config *out);
 /* Read and parse a config.json file. */
 qmm_status qmm_llm_config_load(const char *path, qmm_llm_config *out);
@@ -52,7 +60,7 @@ qmm_status qmm_llm_config_load(const char *path, qmm_llm_config *out);
 qmm_status qmm_llm_config_preset(const char *name, qmm_llm_config *out);
 /* Name of preset i (0, 1, ...), NULL past the last. */
 const char *qmm_llm_preset_name(int i);
-/* Check the sizes the engine needs (multiples of 128, heads divisible, ranges). */
+/* Check the sizes the engine needs (multiples of the group size, heads divisible, ranges). */
 qmm_status qmm_llm_config_validate(const qmm_llm_config *c);
 
 /* The linear layers of one decoder layer. */
@@ -88,7 +96,9 @@ typedef struct qmm_llm_model qmm_llm_model;
 
 /* path: a directory holding config.json and model.safetensors or model.safetensors.index.json,
  * or a .safetensors file with config.json beside it. Every tensor is validated against the
- * config: a missing one is QMM_ERR_NOT_FOUND naming it, a wrong dtype or shape QMM_ERR_FORMAT. */
+ * config: a missing one is QMM_ERR_NOT_FOUND naming it, a wrong dtype or shape (scales that do
+ * not match the configured group size included) QMM_ERR_FORMAT; a layer that config.json
+ * quantizes with other bits, or leaves unquantized, QMM_ERR_UNSUPPORTED naming it. */
 qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out);
 /* How the weight files are read. MAP (qmm_llm_model_load): memory-mapped, fast, no copy; the
  * files must then stay as they are while the model lives: a file truncated or rewritten in place
@@ -246,11 +256,16 @@ typedef struct qmm_llm_quantize_report {
 
 /* in_path: a bf16/f16/f32 Hugging Face checkpoint (directory with config.json and
  * model.safetensors or an index, or a .safetensors file with config.json beside it).
- * Writes out_dir/model.safetensors (MLX 4-bit g128 layout) and out_dir/config.json (the input's,
- * with a "quantization" entry added), each to a temporary name first, fsynced, then renamed:
- * on error nothing is left behind. out_dir is created when missing. report may be NULL. */
+ * Writes out_dir/model.safetensors (MLX 4-bit layout, groups of 128) and out_dir/config.json (the
+ * input's, with "quantization" and "quantization_config" entries added, as mlx_lm saves them),
+ * each to a temporary name first, fsynced, then renamed: on error nothing is left behind.
+ * tokenizer.json, tokenizer_config.json and generation_config.json beside the input are copied.
+ * out_dir is created when missing. report may be NULL. */
 qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
                                        qmm_llm_quantize_report *report);
+/* The same with groups of group_size columns (32, 64 or 128; mlx_lm.convert's default is 64). */
+qmm_status qmm_llm_quantize_checkpoint_group(const char *in_path, const char *out_dir,
+                                             int group_size, qmm_llm_quantize_report *report);
 
 #ifdef __cplusplus
 }

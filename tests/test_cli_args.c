@@ -89,7 +89,7 @@ static void unknown_model_is_named(void)
 
 static void tiny_checkpoint_runs(void)
 {
-    static const qmm_llm_config tiny = {128, 128, 1, 1, 1, 128, 64, 64, 1e6, 1e-6, 1};
+    static const qmm_llm_config tiny = {128, 128, 1, 1, 1, 128, 64, 64, 1e6, 1e-6, 1, 128};
     char hf[600], mlx[600], args[1400], out[8192];
     snprintf(hf, sizeof hf, "%s/hf", g_dir);
     snprintf(mlx, sizeof mlx, "%s/mlx", g_dir);

@@ -200,7 +200,7 @@ int cmd_matmul(int argc, char **argv)
     printf("fp64 check %10.1f ms\n", t_f64);
     printf("reference  %10.2f ms  %8.2f GFLOP/s   rel. Frobenius vs fp64 %.3e\n", t_ref,
            flop / t_ref * 1e-6, e_ref);
-    qmm_cpu_schedule sched = qmm_cpu_schedule_for(m, n, k, (int)threads);
+    qmm_cpu_schedule sched = qmm_cpu_schedule_for(m, n, k, w.group, (int)threads);
     printf("cpu fast   %10.2f ms  %8.2f GFLOP/s   rel. Frobenius vs fp64 %.3e   "
            "(%d threads, K split %d; best of 3)\n",
            t_cpu, flop / t_cpu * 1e-6, e_cpu, sched.threads, sched.split);

@@ -141,6 +141,18 @@ static void print_prediction(const char *what, double total_ms, double share, in
 /* Token counts and positions stay within what a config may declare (2^24 positions), so
  * prompt + new tokens never overflow and the id buffers stay small. */
 #define RUN_MAX_TOKENS (1LL << 24)
+/* The group size of the model's weights that differ from 128, or 128 when all are. */
+static int smallest_group(const qmm_llm_model *m)
+{
+    const qmm_w4 *w;
+    int g = QMM_GROUP;
+    if (!qmm_llm_model_embedding(m, &w) && w->group < g) g = w->group;
+    if (!qmm_llm_model_lm_head(m, &w) && w->group < g) g = w->group;
+    for (int64_t l = 0; l < qmm_llm_model_config(m)->num_layers; l++)
+        for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++)
+            if (!qmm_llm_model_linear(m, l, (qmm_llm_linear)i, &w) && w->group < g) g = w->group;
+    return g;
+}
 
 int cmd_run(int argc, char **argv)
 {
@@ -251,6 +263,14 @@ int cmd_run(int argc, char **argv)
            wb >= 1e9 ? "GB" : "MB",
            strchr(model, '/') || !strncmp(model, ".", 1) ? "checkpoint" : "synthetic",
            now_ms() - t0);
+
+    /* --device auto: the CUDA engine runs groups of 128 only; other checkpoints run on the CPU */
+    int g = smallest_group(m);
+    if (use_cuda && !offload && !strcmp(device, "auto") && g != QMM_GROUP) {
+        printf("weights in groups of %d: the CUDA engine runs groups of %d only; running on the "
+               "CPU\n", g, QMM_GROUP);
+        use_cuda = 0;
+    }
 
     int32_t *out = malloc((size_t)max_new * sizeof *out);
     if (!out) {

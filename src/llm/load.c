@@ -1,15 +1,18 @@
-/* Loading an MLX 4-bit checkpoint: every tensor checked against the config, W4 views into the
- * mapping (no copy unless a tensor is misaligned for its element type). */
+/* Loading an MLX 4-bit checkpoint: every tensor checked against the config (group sizes from
+ * config.json, per layer where it says so), W4 views into the mapping (no copy unless a tensor
+ * is misaligned for its element type). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "llm/model.h"
+#include "llm/quant_config.h"
 
-/* Find name with the wanted dtype and 1- or 2-D shape. */
+/* Find name with the wanted dtype and 1- or 2-D shape; why says where the shape comes from. */
 static qmm_status expect_tensor(const qmm_llm_model *m, const char *name, st_dtype dtype,
-                                int ndim, int64_t d0, int64_t d1, const st_tensor **out)
+                                int ndim, int64_t d0, int64_t d1, const char *why,
+                                const st_tensor **out)
 {
     const st_tensor *t = st_find(&m->set, name);
     if (!t) return qmm_fail(QMM_ERR_NOT_FOUND, "tensor '%s' is missing from the checkpoint", name);
@@ -22,8 +25,8 @@ static qmm_status expect_tensor(const qmm_llm_model *m, const char *name, st_dty
         st_shape_string(ndim, want, exp, sizeof exp);
         int unquantized = dtype == ST_U32 && (t->dtype == ST_BF16 || t->dtype == ST_F16 ||
                                               t->dtype == ST_F32);
-        return qmm_fail(QMM_ERR_FORMAT, "tensor '%s' is %s %s, want %s %s (from config.json)%s",
-                        name, st_dtype_name(t->dtype), got, st_dtype_name(dtype), exp,
+        return qmm_fail(QMM_ERR_FORMAT, "tensor '%s' is %s %s, want %s %s (%s)%s",
+                        name, st_dtype_name(t->dtype), got, st_dtype_name(dtype), exp, why,
                         unquantized ? "; an unquantized checkpoint? qmm quantize-checkpoint "
                                       "converts it" : "");
     }
@@ -44,18 +47,26 @@ static qmm_status aligned_data(qmm_llm_model *m, const st_tensor *t, size_t alig
     return QMM_OK;
 }
 
-/* prefix.weight U32 [n, k/8], prefix.scales and prefix.biases BF16 [n, k/128] -> a W4 view. */
-static qmm_status bind_w4(qmm_llm_model *m, const char *prefix, int64_t n, int64_t k, qmm_w4 *w)
+/* prefix.weight U32 [n, k/8], prefix.scales and prefix.biases BF16 [n, k/g] -> a W4 view, with
+ * g the layer's group size in config.json. */
+static qmm_status bind_w4(qmm_llm_model *m, const llm_quant *q, const char *prefix, int64_t n,
+                          int64_t k, qmm_w4 *w)
 {
-    char name[LLM_NAME_MAX];
+    char name[LLM_NAME_MAX], why[96];
     const st_tensor *tw, *ts, *tb;
-    qmm_status st;
+    int g;
+    qmm_status st = llm_quant_group(q, prefix, &g);
+    if (st) return st;
+    if (k % g)
+        return qmm_fail(QMM_ERR_SHAPE, "layer '%s': in_features %lld is not a multiple of its "
+                        "group size %d (config.json)", prefix, (long long)k, g);
+    snprintf(why, sizeof why, "from config.json, 4 bits, group size %d", g);
     snprintf(name, sizeof name, "%s.weight", prefix);
-    if ((st = expect_tensor(m, name, ST_U32, 2, n, k / 8, &tw))) return st;
+    if ((st = expect_tensor(m, name, ST_U32, 2, n, k / 8, why, &tw))) return st;
     snprintf(name, sizeof name, "%s.scales", prefix);
-    if ((st = expect_tensor(m, name, ST_BF16, 2, n, k / QMM_GROUP, &ts))) return st;
+    if ((st = expect_tensor(m, name, ST_BF16, 2, n, k / g, why, &ts))) return st;
     snprintf(name, sizeof name, "%s.biases", prefix);
-    if ((st = expect_tensor(m, name, ST_BF16, 2, n, k / QMM_GROUP, &tb))) return st;
+    if ((st = expect_tensor(m, name, ST_BF16, 2, n, k / g, why, &tb))) return st;
     void *p, *s, *b;
     if ((st = aligned_data(m, tw, 4, &p)) || (st = aligned_data(m, ts, 2, &s)) ||
         (st = aligned_data(m, tb, 2, &b)))
@@ -67,7 +78,8 @@ static qmm_status bind_w4(qmm_llm_model *m, const char *prefix, int64_t n, int64
     w->scales = s;
     w->biases = b;
     w->packed_count = (size_t)(n * (k / 8));
-    w->scales_count = w->biases_count = (size_t)(n * (k / QMM_GROUP));
+    w->scales_count = w->biases_count = (size_t)(n * (k / g));
+    w->group = g;
     m->weight_bytes += (size_t)(tw->nbytes + ts->nbytes + tb->nbytes);
     return QMM_OK;
 }
@@ -108,15 +120,17 @@ static qmm_status bind_norm(qmm_llm_model *m, const char *name, int64_t len, con
     return QMM_OK;
 }
 
-static qmm_status bind_all(qmm_llm_model *m)
+static qmm_status bind_all(qmm_llm_model *m, const llm_quant *q)
 {
     const qmm_llm_config *c = &m->cfg;
     char name[LLM_NAME_MAX];
     qmm_status st;
-    if ((st = bind_w4(m, LLM_EMBED_PREFIX, c->vocab_size, c->hidden_size, &m->embed))) return st;
+    if ((st = bind_w4(m, q, LLM_EMBED_PREFIX, c->vocab_size, c->hidden_size, &m->embed)))
+        return st;
     if (c->tie_word_embeddings) {
         m->lm_head = m->embed;
-    } else if ((st = bind_w4(m, LLM_HEAD_PREFIX, c->vocab_size, c->hidden_size, &m->lm_head))) {
+    } else if ((st = bind_w4(m, q, LLM_HEAD_PREFIX, c->vocab_size, c->hidden_size,
+                             &m->lm_head))) {
         return st;
     }
     if ((st = bind_norm(m, LLM_FINAL_NORM, c->hidden_size, &m->final_norm))) return st;
@@ -125,7 +139,7 @@ static qmm_status bind_all(qmm_llm_model *m)
             int64_t n, k;
             qmm_llm_linear_shape(c, (qmm_llm_linear)i, &n, &k);
             if ((st = llm_linear_prefix(l, (qmm_llm_linear)i, name, sizeof name))) return st;
-            if ((st = bind_w4(m, name, n, k, &m->layers[l].lin[i]))) return st;
+            if ((st = bind_w4(m, q, name, n, k, &m->layers[l].lin[i]))) return st;
         }
         for (int i = 0; i < QMM_LLM_NORM_COUNT; i++) {
             if ((st = llm_norm_name(l, (qmm_llm_norm)i, name, sizeof name))) return st;
@@ -162,8 +176,11 @@ qmm_status qmm_llm_model_load_mode(const char *path, qmm_llm_load_mode mode, qmm
     if ((st = qmm_llm_config_load(cfg_path, &c))) return st;
     qmm_llm_model *m;
     if ((st = llm_model_new(&c, &m))) return st;
-    st = st_open_ex(path, mode == QMM_LLM_LOAD_COPY, &m->set);
-    if (!st) st = bind_all(m);
+    llm_quant q;
+    st = llm_quant_load(cfg_path, m->cfg.group_size, &q);
+    if (!st) st = st_open_ex(path, mode == QMM_LLM_LOAD_COPY, &m->set);
+    if (!st) st = bind_all(m, &q);
+    llm_quant_free(&q);
     if (st) {
         qmm_llm_model_destroy(m);
         return st;
@@ -183,8 +200,11 @@ qmm_status llm_model_load_image(const char *cfg, size_t cfg_len, const unsigned 
     if (st) return st;
     qmm_llm_model *m;
     if ((st = llm_model_new(&c, &m))) return st;
-    st = st_open_image(image, image_len, "image", &m->set);
-    if (!st) st = bind_all(m);
+    llm_quant q;
+    st = llm_quant_parse(cfg, cfg_len, m->cfg.group_size, &q);
+    if (!st) st = st_open_image(image, image_len, "image", &m->set);
+    if (!st) st = bind_all(m, &q);
+    llm_quant_free(&q);
     if (st) {
         qmm_llm_model_destroy(m);
         return st;

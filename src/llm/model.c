@@ -14,6 +14,7 @@ qmm_status llm_model_new(const qmm_llm_config *c, qmm_llm_model **out)
     qmm_llm_model *m = calloc(1, sizeof *m);
     if (!m) return qmm_fail(QMM_ERR_NOMEM, "out of memory for the model");
     m->cfg = *c;
+    if (!m->cfg.group_size) m->cfg.group_size = QMM_GROUP;
     m->layers = calloc((size_t)c->num_layers, sizeof *m->layers);
     if (!m->layers) {
         free(m);

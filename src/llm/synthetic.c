@@ -56,7 +56,7 @@ static void run_job(const syn_job *j)
             j->norm[i] = qmm_f32_to_bf16((float)(1.0 + 0.1 * (2.0 * unit(&s) - 1.0)));
         return;
     }
-    int64_t words = j->w->k / 8, groups = j->w->k / QMM_GROUP;
+    int64_t words = j->w->k / 8, groups = j->w->k / j->w->group;
     uint32_t *p = j->w->packed + j->row0 * words;
     size_t nw = (size_t)(j->rows * words);
     for (size_t i = 0; i + 1 < nw; i += 2) {
@@ -110,7 +110,8 @@ static qmm_status add_w4(qmm_llm_model *m, syn_job **jobs, size_t *count, size_t
                          int64_t n, int64_t k, double amp, uint64_t seed, uint64_t tensor)
 {
     size_t words, groups;
-    qmm_status st = qmm_w4_sizes(n, k, &words, &groups, NULL);
+    int gs = (int)m->cfg.group_size;
+    qmm_status st = qmm_w4_sizes_group(n, k, gs, &words, &groups, NULL);
     if (st) return st;
     void *p, *s, *b;
     if ((st = llm_model_alloc(m, words * 4, &p)) || (st = llm_model_alloc(m, groups * 2, &s)) ||
@@ -124,6 +125,7 @@ static qmm_status add_w4(qmm_llm_model *m, syn_job **jobs, size_t *count, size_t
     w->biases = b;
     w->packed_count = words;
     w->scales_count = w->biases_count = groups;
+    w->group = gs;
     m->weight_bytes += words * 4 + groups * 4;
     int64_t block = (4 << 20) / k;
     if (block < 1) block = 1;

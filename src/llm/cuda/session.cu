@@ -83,7 +83,7 @@ qmm_status llm_stack_w4(const qmm_w4 *const *parts, int n, qmm_w4 *out)
 {
     int64_t rows = 0, k = parts[0]->k;
     for (int i = 0; i < n; i++) rows += parts[i]->n;
-    qmm_status st = qmm_w4_alloc(rows, k, out);
+    qmm_status st = qmm_w4_alloc_group(rows, k, parts[0]->group, out);
     if (st) return st;
     size_t pw = 0, g = 0;
     for (int i = 0; i < n; i++) {
@@ -238,6 +238,27 @@ static qmm_status size_workspace(qmm_llm_cuda_session *s)
     return dev_alloc((unsigned char **)&s->ws, need ? need : 256, "matmul workspace");
 }
 
+/* The CUDA kernels (and the embedding lookup) read groups of 128: say which tensor is not, before
+ * anything is allocated. */
+static qmm_status llm_cuda_check_groups(const qmm_llm_model *m)
+{
+    const char *bad = NULL;
+    char name[LLM_NAME_MAX];
+    int g = QMM_GROUP;
+    if (m->embed.group != QMM_GROUP) bad = LLM_EMBED_PREFIX, g = m->embed.group;
+    else if (m->lm_head.group != QMM_GROUP) bad = LLM_HEAD_PREFIX, g = m->lm_head.group;
+    for (int64_t l = 0; !bad && l < m->cfg.num_layers; l++)
+        for (int i = 0; !bad && i < QMM_LLM_LINEAR_COUNT; i++)
+            if (m->layers[l].lin[i].group != QMM_GROUP) {
+                g = m->layers[l].lin[i].group;
+                if (llm_linear_prefix(l, (qmm_llm_linear)i, name, sizeof name)) name[0] = 0;
+                bad = name;
+            }
+    if (!bad) return QMM_OK;
+    return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA engine runs groups of %d only; '%s' has "
+                    "groups of %d (run it on the CPU: --device cpu)", QMM_GROUP, bad, g);
+}
+
 extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_t max_seq,
                                                   const qmm_llm_cuda_options *opt,
                                                   qmm_llm_cuda_session **out)
@@ -249,11 +270,13 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     if (max_seq < 1 || max_seq > c->max_position_embeddings || max_seq > INT32_MAX - 1)
         return qmm_fail(QMM_ERR_RANGE, "max_seq = %lld must be in [1, max_position_embeddings = %lld]",
                         (long long)max_seq, (long long)c->max_position_embeddings);
+    qmm_status st0;
     int group = (int)(c->num_heads / c->num_kv_heads);
     if (!attention_supported((int)c->head_dim, group))
         return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA attention handles head_dim 64 or 128 with "
                         "1, 2, 4 or 8 query heads per KV head (got %lld, %d)",
                         (long long)c->head_dim, group);
+    if ((st0 = llm_cuda_check_groups(m))) return st0;
     if (o.max_chunk < 0) return qmm_fail(QMM_ERR_ARG, "max_chunk = %lld", (long long)o.max_chunk);
     if (o.offload_weights && o.offload_buffers < 1)
         return qmm_fail(QMM_ERR_ARG, "offload_buffers = %d: weight streaming needs at least one "
