@@ -93,11 +93,15 @@ qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out);
  * biases centring the codes (so each projection keeps activations near unit RMS), norms near 1.
  * The same seed gives the same weights. Uses all cores to fill qwen3-4b (2.2 GB) quickly. */
 qmm_status qmm_llm_model_synthetic(const qmm_llm_config *c, uint64_t seed, qmm_llm_model **out);
-/* spec: a preset name (synthetic weights from seed) or a path as in qmm_llm_model_load. */
+/* spec: "synthetic:NAME" (a preset's shapes with synthetic weights from seed), a path as in
+ * qmm_llm_model_load, or a bare preset NAME when no file or directory of that name exists (an
+ * existing path always wins). */
 qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **out);
 void qmm_llm_model_destroy(qmm_llm_model *m);
 
 const qmm_llm_config *qmm_llm_model_config(const qmm_llm_model *m);
+/* 1 when the weights were generated (qmm_llm_model_synthetic), 0 when read from a checkpoint. */
+int qmm_llm_model_is_synthetic(const qmm_llm_model *m);
 /* Bytes of all weights (quantized linears, embedding, head when untied, norms). */
 size_t qmm_llm_model_weight_bytes(const qmm_llm_model *m);
 /* Read-only views of the weights (valid while the model lives). */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "llm/model.h"
@@ -142,6 +143,8 @@ qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out)
     *out = NULL;
     char dir[LLM_PATH_MAX], cfg_path[LLM_PATH_MAX];
     qmm_status st;
+    if (access(path, F_OK)) /* name the path given, not a config.json guessed beside it */
+        return qmm_fail(QMM_ERR_NOT_FOUND, "%s: no such file or directory", path);
     if (llm_is_dir(path)) {
         if (strlen(path) >= sizeof dir) return qmm_fail(QMM_ERR_RANGE, "path too long");
         strcpy(dir, path);
@@ -168,10 +171,22 @@ qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **o
 {
     if (!spec || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_model_open: NULL argument");
     qmm_llm_config c;
-    for (int i = 0; qmm_llm_preset_name(i); i++)
-        if (!strcmp(spec, qmm_llm_preset_name(i))) {
-            qmm_llm_config_preset(spec, &c);
-            return qmm_llm_model_synthetic(&c, seed, out);
-        }
+    /* "synthetic:NAME" always means the preset; a bare NAME only when no such file or
+     * directory exists (an existing path always wins) */
+    int explicit_preset = !strncmp(spec, "synthetic:", 10);
+    const char *name = explicit_preset ? spec + 10 : spec;
+    if (explicit_preset || access(spec, F_OK))
+        for (int i = 0; qmm_llm_preset_name(i); i++)
+            if (!strcmp(name, qmm_llm_preset_name(i))) {
+                qmm_llm_config_preset(name, &c);
+                return qmm_llm_model_synthetic(&c, seed, out);
+            }
+    if (explicit_preset) {
+        char list[256] = "";
+        for (int i = 0; qmm_llm_preset_name(i); i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     qmm_llm_preset_name(i));
+        return qmm_fail(QMM_ERR_NOT_FOUND, "no preset '%s' (presets: %s)", name, list);
+    }
     return qmm_llm_model_load(spec, out);
 }

@@ -194,6 +194,7 @@ qmm_status qmm_llm_model_synthetic(const qmm_llm_config *c, uint64_t seed, qmm_l
     qmm_llm_model *m;
     qmm_status st = llm_model_new(c, &m);
     if (st) return st;
+    m->synthetic = 1;
     syn_pool pool = {0};
     size_t cap = 0;
     st = queue_all(m, seed, &pool.jobs, &pool.count, &cap);
