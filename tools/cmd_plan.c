@@ -68,7 +68,7 @@ static int g_json_first = 1;
 
 static void plan_json(const char *proj, int64_t m, int64_t n, int64_t k, const qmm_plan *pl)
 {
-    printf("%s\n    {", g_json_first ? "" : ",");
+    printf("%s{", g_json_first ? "" : ", ");
     g_json_first = 0;
     if (proj) printf("\"proj\": \"%s\", ", proj);
     printf("\"m\": %lld, \"n\": %lld, \"k\": %lld, \"path\": \"%s\", \"split\": %d, "
@@ -108,7 +108,7 @@ static int seed_model(const model_shapes *ms, const int64_t *tokens, int nt)
                 }
                 plan_json(ps[i].name, tokens[t], ps[i].n, ps[i].k, &pl);
             }
-        printf("\n]}\n");
+        printf("]}\n");
         return EXIT_OK;
     }
     printf("%s, seed policy: tile %dx%d, target %d blocks, cap %d, matvec for M <= %d\n",
@@ -169,7 +169,7 @@ static int seed_shape(int64_t m, int64_t n, int64_t k)
     if (g_json) {
         json_open(NULL, "seed");
         plan_json(NULL, m, n, k, &pl);
-        printf("\n]}\n");
+        printf("]}\n");
         return EXIT_OK;
     }
     printf("M=%lld N=%lld K=%lld, seed policy (tile %dx%d, target %d, cap %d, matvec M <= %d)\n",
@@ -209,7 +209,7 @@ static int device_plans(const model_shapes *ms, const int64_t *tokens, int nt, i
                 if ((st = qmm_cuda_plan(ctx, pm, pn, pk, &opt, &pl))) goto fail;
                 plan_json(ms ? ps[i].name : NULL, pm, pn, pk, &pl);
             }
-        printf("\n], \"gpu\": \"%s\", \"sms\": %d}\n", gi.name, gi.sm_count);
+        printf("], \"gpu\": \"%s\", \"sms\": %d}\n", gi.name, gi.sm_count);
         qmm_cuda_destroy(ctx);
         return EXIT_OK;
     }
