@@ -81,6 +81,14 @@ const char *qmm_llm_linear_name(qmm_llm_linear which);
 qmm_status qmm_llm_linear_shape(const qmm_llm_config *c, qmm_llm_linear which, int64_t *n,
                                 int64_t *k);
 
+/* ---- progress ------------------------------------------------------------------------------ */
+
+/* Long operations (synthetic weights, checkpoint quantization) report their progress through
+ * fn(ctx, what, done, total) on the calling thread, done == total last. One hook per process;
+ * NULL (the default) turns it off. The library never prints: the CLI draws the bar. */
+typedef void (*qmm_progress_fn)(void *ctx, const char *what, double done, double total);
+void qmm_set_progress(qmm_progress_fn fn, void *ctx);
+
 /* ---- a loaded model (weights + config) ------------------------------------------------------ */
 
 typedef struct qmm_llm_model qmm_llm_model;

@@ -115,8 +115,13 @@ void cli_progress(const char *what, double done, double total)
 {
     double t = cli_now_ms();
     if (progress_start < 0) progress_start = t;
-    /* only on a terminal, only for work past a second, at most ten redraws a second */
-    if (!isatty(STDERR_FILENO) || t - progress_start < 1000 || t - progress_last < 100) return;
+    /* only on a terminal, only for work past a second (QMM_PROGRESS_AFTER_MS: tests), at most
+     * ten redraws a second */
+    const char *after = getenv("QMM_PROGRESS_AFTER_MS");
+    double wait_ms = after ? atof(after) : 1000;
+    if (!isatty(STDERR_FILENO) || t - progress_start < wait_ms ||
+        (progress_drawn && t - progress_last < 100))
+        return;
     progress_last = t;
     double f = total > 0 ? done / total : 0;
     if (f > 1) f = 1;

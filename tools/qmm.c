@@ -34,8 +34,17 @@ static void usage(FILE *f)
                "a missing or malformed file, no GPU where one is required, out of memory).\n");
 }
 
+/* The library's progress reports drawn as a bar on stderr (cli_progress: terminals only). */
+static void progress(void *ctx, const char *what, double done, double total)
+{
+    (void)ctx;
+    if (done >= total) cli_progress_end();
+    else cli_progress(what, done, total);
+}
+
 int main(int argc, char **argv)
 {
+    qmm_set_progress(progress, NULL);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
         !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
@@ -46,7 +55,11 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            int rc = commands[i].fn(argc - 1, argv + 1);
+            cli_progress_end(); /* a bar left by work that failed half way */
+            return rc;
+        }
     fprintf(stderr, "qmm: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return EXIT_USAGE;

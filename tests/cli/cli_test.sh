@@ -149,8 +149,13 @@ echo '{"eos_token_id": 299}' >"$tiny/generation_config.json"
 cmp -s <(grep -o '"ids": \[[^]]*\]' "$work/t1") <(grep -o '"ids": \[[^]]*\]' "$work/t2") &&
     { pass=$((pass + 1)); echo "ok   greedy ids equal across seeds"; } ||
     { fail=$((fail + 1)); echo "FAIL greedy ids differ across seeds"; }
+echo "-- progress bar (QMM_PROGRESS_AFTER_MS=0: drawn at once instead of after a second)"
 expect "no progress bar or carriage return through a pipe" 0 "" $'!\r' -- \
-    "$qmm" run --model synthetic:qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 1 --device cpu --max-seq 4
+    env QMM_PROGRESS_AFTER_MS=0 "$qmm" run --model synthetic:qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 1 --device cpu --max-seq 4
+if script -qc true /dev/null >/dev/null 2>&1; then
+    expect "a progress bar on a terminal" 0 "synthetic weights \[#* *\]" -- \
+        env QMM_PROGRESS_AFTER_MS=0 script -qec "'$qmm' run --model synthetic:qwen3-0.6b --prompt-ids 1 --max-new-tokens 1 --device cpu --max-seq 2" /dev/null
+fi
 
 echo "-- chat through a pipe"
 printf 'hello\nhow are you?\nbye\n' | "$qmm" chat --model "$tiny" --max-new-tokens 4 --device cpu --json \
