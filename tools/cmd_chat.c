@@ -32,6 +32,7 @@ static void usage(FILE *f)
 /* Append ids[n] to *v[*len] (growing *cap). */
 static int append(int32_t **v, int64_t *len, int64_t *cap, const int32_t *ids, int64_t n)
 {
+    if (n == 0) return 0;
     if (*len + n > *cap) {
         int64_t c = (*len + n) * 2;
         int32_t *p = realloc(*v, (size_t)c * sizeof *p);
