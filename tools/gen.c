@@ -41,8 +41,12 @@ qmm_status gen_reset(gen_engine *e)
 
 qmm_status gen_feed(gen_engine *e, const int32_t *ids, int64_t n)
 {
-    if (e->cuda) return qmm_llm_cuda_prefill(e->cuda, ids, n, e->logits, NULL);
-    return qmm_llm_cpu_prefill(e->cpu, ids, n, e->logits);
+    /* one token: the decode step (on CUDA the captured graph) */
+    if (e->cuda)
+        return n == 1 ? qmm_llm_cuda_decode(e->cuda, ids[0], e->logits, NULL)
+                      : qmm_llm_cuda_prefill(e->cuda, ids, n, e->logits, NULL);
+    return n == 1 ? qmm_llm_cpu_decode(e->cpu, ids[0], e->logits)
+                  : qmm_llm_cpu_prefill(e->cpu, ids, n, e->logits);
 }
 
 static int is_eos(const qmm_generation_config *gc, int32_t id)

