@@ -169,7 +169,7 @@ static int schedule_main(int argc, char **argv)
     double *times = malloc(count * sizeof *times);
     qmm_model_segment *seg = malloc((size_t)nbufs * count * sizeof *seg);
     qmm_model_schedule *res = malloc((size_t)nbufs * sizeof *res);
-    int rc = 1;
+    int rc = 2; /* out of memory or a model error: environment or usage */
     if (!times || !seg || !res) {
         fprintf(stderr, "qmm model schedule: out of memory\n");
         goto done;

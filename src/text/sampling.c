@@ -64,7 +64,8 @@ static double kth_largest(const double *p, int64_t n, int64_t k, double *heap)
     return heap[0];
 }
 
-/* The kept tokens idx[0..*kept) (most likely first) and their probabilities, renormalized, in
+/* The kept tokens idx[0..*kept) (most likely first when a top-p or min-p cut needs the order)
+ * and their probabilities, renormalized, in
  * pk[0..*kept). p[n] is scratch (n doubles), idx has room for n; heap room for top_k doubles. */
 static qmm_status kept_set(const float *logits, int64_t n, const qmm_sampling *s, double *p,
                            int64_t *idx, double *heap, double *pk, int64_t *kept)
@@ -87,7 +88,9 @@ static qmm_status kept_set(const float *logits, int64_t n, const qmm_sampling *s
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++)
         if (p[i] > 0 && p[i] >= thr) idx[m++] = i;
-    qsort_r(idx, (size_t)m, sizeof *idx, by_prob, p);
+    /* the order matters only to the cuts: plain temperature sampling skips the sort (152k ids) */
+    int cuts = s->top_p < 1 || s->min_p > 0;
+    if (cuts) qsort_r(idx, (size_t)m, sizeof *idx, by_prob, p);
     double z = 0;
     for (int64_t i = 0; i < m; i++) z += p[idx[i]];
     if (s->top_p < 1) { /* keep while the mass before a token is below top_p (at least one) */
