@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Reference cases for qmm's tokenizer from Hugging Face `tokenizers` (the definition).
 
-usage: tokenizer_cases.py TOKENIZER_JSON OUT_CASES OUT_BENCH_TEXT [seed]
+usage: tokenizer_cases.py TOKENIZER_JSON OUT_CASES OUT_BENCH_TEXT [OUT_CHAT_CASES]
 
 Writes OUT_CASES, one case per line: hex(input bytes) TAB ids (space-separated) TAB
 hex(expected decode). Valid UTF-8 inputs: ids are tokenizers' ids and the expected decode is
 tokenizers' decode. Inputs with invalid UTF-8: qmm's rule (include/qmm_text.h) - each invalid
 byte is its own byte token, the valid runs between are encoded alone - built from tokenizers' ids
 of each run. Also writes a benchmark text and prints tokenizers' single-thread encode speed on it.
+
+OUT_CHAT_CASES: conversations rendered with tokenizer_config.json's Jinja chat template (as
+transformers renders it: sandboxed, trim_blocks, lstrip_blocks), one per line: add_generation_prompt,
+enable_thinking, then hex(role) hex(content) pairs, then hex(expected text), tab-separated.
 """
 import os
 import random
@@ -110,9 +114,47 @@ def bench_text(rng):
     return " ".join(rng.choice(words) for _ in range(200000))
 
 
+def chat_cases(config_path, out):
+    import json
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    template = json.load(open(config_path))["chat_template"]
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    tpl = env.from_string(template)
+    convs = [
+        [("user", "Hi")],
+        [("system", "You are terse."), ("user", "Hi")],
+        [("user", "Hi"), ("assistant", "Hello!"), ("user", "More?")],
+        [("user", "Q1"), ("assistant", "<think>\nr1\n</think>\n\nA1"), ("user", "Q2")],
+        [("user", "Q1"), ("assistant", "<think>\n\nr1\n\n</think>\n\n\nA1")],
+        [("user", "Q1"), ("assistant", "A1 no think")],
+        [("system", "S"), ("user", "U1"), ("assistant", "A1"), ("system", "S2"), ("user", "U2")],
+        [("user", "Q1"), ("assistant", "<think>r</think>A"), ("user", "Q2"), ("assistant", "<think>\nr2\n</think>\nA2")],
+        [("user", "你好 😀 <|im_end|> inside"), ("assistant", "x</think>y</think>z")],
+        [("user", "multi\nline\n\n message ")],
+    ]
+    n = 0
+    with open(out, "w") as f:
+        for conv in convs:
+            for gen in (0, 1):
+                for think in (0, 1):
+                    msgs = [{"role": r, "content": c} for r, c in conv]
+                    text = tpl.render(messages=msgs, add_generation_prompt=bool(gen),
+                                      enable_thinking=bool(think), tools=None)
+                    fields = [str(gen), str(think)]
+                    for r, c in conv:
+                        fields += [r.encode().hex(), c.encode().hex()]
+                    fields.append(text.encode().hex())
+                    f.write("\t".join(fields) + "\n")
+                    n += 1
+    return n
+
+
 def main():
     path, out_cases, out_bench = sys.argv[1:4]
-    rng = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 14)
+    rng = random.Random(14)
+    if len(sys.argv) > 4:
+        cfg = os.path.join(os.path.dirname(path), "tokenizer_config.json")
+        print("chat template: %d renderings by jinja2" % chat_cases(cfg, sys.argv[4]))
     tok = Tokenizer.from_file(path)
     byte_ids = byte_token_ids(tok)
     n = 0

@@ -1,14 +1,15 @@
 /* qmm's tokenizer against Hugging Face `tokenizers` on the real Qwen3 files: the cases file from
  * tokenizer_cases.py (input bytes, reference ids, expected decode) must match exactly, and the
  * encode speed is measured on the same benchmark text as the reference.
- * usage: tokenizer_ref TOKENIZER_JSON CASES BENCH_TEXT  (tokenizer_ref.sh runs it under ctest) */
+ * The chat template written in C must give the text jinja2 renders from tokenizer_config.json.
+ * usage: tokenizer_ref TOKENIZER_JSON CASES BENCH_TEXT CHAT_CASES  (tokenizer_ref.sh runs it) */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "harness.h"
 
-static const char *g_json, *g_cases, *g_bench;
+static const char *g_json, *g_cases, *g_bench, *g_chat;
 static qmm_tokenizer *g_tok;
 
 static char *read_all(const char *path, size_t *len)
@@ -121,6 +122,50 @@ static void test_reference_cases(void)
     free(all);
 }
 
+/* Each line: add_generation_prompt, enable_thinking, (hex role, hex content)..., hex expected. */
+static void test_chat_template(void)
+{
+    size_t len;
+    char *all = read_all(g_chat, &len);
+    CHECKF(all, "cannot read %s", g_chat);
+    if (!all) return;
+    int cases = 0;
+    for (char *line = strtok(all, "\n"); line; line = strtok(NULL, "\n")) {
+        char *field[64];
+        int nf = 0;
+        for (char *p = line; p && nf < 64; nf++) {
+            field[nf] = p;
+            p = strchr(p, '\t');
+            if (p) *p++ = 0;
+        }
+        if (nf < 5 || nf % 2 == 0) {
+            CHECKF(0, "malformed chat case %d", cases + 1);
+            break;
+        }
+        qmm_chat_message m[30];
+        char *text[64];
+        int nm = (nf - 3) / 2;
+        for (int i = 2; i < nf; i++) {
+            size_t l = strlen(field[i]);
+            text[i] = malloc(l / 2 + 1);
+            text[i][unhex(field[i], l, text[i])] = 0;
+        }
+        for (int i = 0; i < nm; i++) m[i] = (qmm_chat_message){text[2 + 2 * i], text[3 + 2 * i]};
+        char *got = NULL;
+        size_t glen = 0;
+        CHECK_OK(qmm_chat_render(g_tok, m, nm, atoi(field[0]), atoi(field[1]), &got, &glen));
+        const char *want = text[nf - 1];
+        CHECKF(got && !strcmp(got, want), "chat case %d (gen %s, think %s): got\n%s\nwant\n%s",
+               cases + 1, field[0], field[1], got ? got : "(null)", want);
+        free(got);
+        for (int i = 2; i < nf; i++) free(text[i]);
+        cases++;
+    }
+    printf("  %d chat renderings equal jinja2's\n", cases);
+    CHECK(cases >= 20);
+    free(all);
+}
+
 static void test_encode_speed(void)
 {
     size_t len;
@@ -144,13 +189,15 @@ static void test_encode_speed(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 4) {
-        fprintf(stderr, "usage: %s TOKENIZER_JSON CASES BENCH_TEXT [harness options]\n", argv[0]);
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s TOKENIZER_JSON CASES BENCH_TEXT CHAT_CASES [harness options]\n",
+                argv[0]);
         return 2;
     }
     g_json = argv[1];
     g_cases = argv[2];
     g_bench = argv[3];
+    g_chat = argv[4];
     double t0 = now_s();
     qmm_status st = qmm_tokenizer_load(g_json, &g_tok);
     if (st) {
@@ -161,10 +208,11 @@ int main(int argc, char **argv)
            (now_s() - t0) * 1e3);
     static const test_case cases[] = {
         {"reference_cases", test_reference_cases},
+        {"chat_template", test_chat_template},
         {"encode_speed", test_encode_speed},
     };
-    argv[3] = argv[0];
-    int rc = test_main(argc - 3, argv + 3, cases, 2);
+    argv[4] = argv[0];
+    int rc = test_main(argc - 4, argv + 4, cases, 3);
     qmm_tokenizer_destroy(g_tok);
     return rc;
 }
