@@ -211,6 +211,31 @@ if [ -n "$dir" ] && [ -f "$dir/tokenizer.json" ]; then
     expect "tokenize --decode" 0 "Hello, world!" -- "$qmm" tokenize --model "$real" --decode 9707,11,1879,0
     expect "run --prompt with the real tokenizer" 0 "generated 6 tokens" -- \
         "$qmm" run --model "$real" --prompt "Hello" --max-new-tokens 6 --device $dev
+    # streaming: the text arrives token by token, not at the end
+    "$py" - "$qmm" "$real" "$dev" <<'PY'
+import subprocess, sys, time
+qmm, model, dev = sys.argv[1:4]
+t0 = time.monotonic()
+p = subprocess.Popen([qmm, "run", "--model", model, "--prompt", "Hello", "--max-new-tokens", "24",
+                      "--device", dev, "--temperature", "0"], stdout=subprocess.PIPE,
+                     stderr=subprocess.DEVNULL)
+arrivals = []
+while True:
+    chunk = p.stdout.read1(65536)
+    if not chunk:
+        break
+    arrivals.append(time.monotonic() - t0)
+p.wait()
+total = time.monotonic() - t0
+first_text = arrivals[0] if arrivals else total
+# the model load and the prompt come first; after that, pieces keep arriving until the end
+ok = p.returncode == 0 and len(arrivals) >= 4 and arrivals[-2] - first_text > 0.2 * (total - first_text)
+print("stream: %d pieces, first at %.2f s, last before the end at %.2f s, total %.2f s" %
+      (len(arrivals), first_text, arrivals[-2] if len(arrivals) > 1 else 0, total))
+sys.exit(0 if ok else 1)
+PY
+    if [ $? = 0 ]; then pass=$((pass + 1)); echo "ok   run --prompt streams its text"
+    else fail=$((fail + 1)); echo "FAIL run --prompt does not stream"; fi
     expect "chat with the real tokenizer" 0 "turn 2: fed" -- \
         bash -c "printf 'Hi\nAgain\n' | '$qmm' chat --model '$real' --max-new-tokens 3 --device $dev"
 elif [ "${CI:-}" = "true" ]; then
