@@ -231,6 +231,7 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
 #include "qmm_model.h"
 #include "qmm_cuda.h"
 #include "qmm_llm.h"
+#include "qmm_text.h"
 #include "qmm_pipeline.h"
 
 #endif /* QMM_H */

@@ -90,6 +90,14 @@ const char *qmm_llm_linear_name(qmm_llm_linear which);
 qmm_status qmm_llm_linear_shape(const qmm_llm_config *c, qmm_llm_linear which, int64_t *n,
                                 int64_t *k);
 
+/* ---- progress ------------------------------------------------------------------------------ */
+
+/* Long operations (synthetic weights, checkpoint quantization) report their progress through
+ * fn(ctx, what, done, total) on the calling thread, done == total last. One hook per process;
+ * NULL (the default) turns it off. The library never prints: the CLI draws the bar. */
+typedef void (*qmm_progress_fn)(void *ctx, const char *what, double done, double total);
+void qmm_set_progress(qmm_progress_fn fn, void *ctx);
+
 /* ---- a loaded model (weights + config) ------------------------------------------------------ */
 
 typedef struct qmm_llm_model qmm_llm_model;
@@ -111,11 +119,15 @@ qmm_status qmm_llm_model_load_mode(const char *path, qmm_llm_load_mode mode, qmm
  * biases centring the codes (so each projection keeps activations near unit RMS), norms near 1.
  * The same seed gives the same weights. Uses all cores to fill qwen3-4b (2.2 GB) quickly. */
 qmm_status qmm_llm_model_synthetic(const qmm_llm_config *c, uint64_t seed, qmm_llm_model **out);
-/* spec: a preset name (synthetic weights from seed) or a path as in qmm_llm_model_load. */
+/* spec: "synthetic:NAME" (a preset's shapes with synthetic weights from seed), a path as in
+ * qmm_llm_model_load, or a bare preset NAME when no file or directory of that name exists (an
+ * existing path always wins). */
 qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **out);
 void qmm_llm_model_destroy(qmm_llm_model *m);
 
 const qmm_llm_config *qmm_llm_model_config(const qmm_llm_model *m);
+/* 1 when the weights were generated (qmm_llm_model_synthetic), 0 when read from a checkpoint. */
+int qmm_llm_model_is_synthetic(const qmm_llm_model *m);
 /* Bytes of all weights (quantized linears, embedding, head when untied, norms). */
 size_t qmm_llm_model_weight_bytes(const qmm_llm_model *m);
 /* Read-only views of the weights (valid while the model lives). */

@@ -18,6 +18,9 @@ qmm_status qmm_fail(qmm_status s, const char *fmt, ...)
 /* Clear the detail (called at the start of public entry points that succeed). */
 void qmm_clear_error(void);
 
+/* Report progress to the hook of qmm_set_progress (nothing when none is set). */
+void qmm_progress(const char *what, double done, double total);
+
 /* a*b into *out; 0 on overflow. */
 static inline int qmm_mul_size(size_t a, size_t b, size_t *out)
 {

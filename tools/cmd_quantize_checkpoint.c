@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "qmm.h"
 
@@ -26,6 +27,8 @@ int cmd_quantize_checkpoint(int argc, char **argv)
             usage(stdout);
             return 0;
         }
+        if (strcmp(argv[i], "--in") && strcmp(argv[i], "--out"))
+            return cli_unknown("quantize-checkpoint", argv[i]);
         if (i + 1 >= argc) {
             fprintf(stderr, "qmm quantize-checkpoint: %s needs a value\n", argv[i]);
             return 2;
@@ -49,7 +52,7 @@ int cmd_quantize_checkpoint(int argc, char **argv)
         }
     }
     if (!in || !out) {
-        usage(stderr);
+        fprintf(stderr, "qmm quantize-checkpoint: both --in and --out are required\n");
         return 2;
     }
     struct timespec a, b;
@@ -59,7 +62,7 @@ int cmd_quantize_checkpoint(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &b);
     if (st) {
         fprintf(stderr, "qmm quantize-checkpoint: %s (%s)\n", qmm_last_error(), qmm_status_name(st));
-        return 1;
+        return 2; /* a missing or malformed input: usage or environment */
     }
     double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
     printf("wrote %s/model.safetensors (%.1f MB, groups of %d) and %s/config.json in %.1f s\n",

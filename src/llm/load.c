@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "llm/model.h"
@@ -163,6 +164,8 @@ qmm_status qmm_llm_model_load_mode(const char *path, qmm_llm_load_mode mode, qmm
         return qmm_fail(QMM_ERR_ARG, "qmm_llm_model_load: unknown load mode %d", (int)mode);
     char dir[LLM_PATH_MAX], cfg_path[LLM_PATH_MAX];
     qmm_status st;
+    if (access(path, F_OK)) /* name the path given, not a config.json guessed beside it */
+        return qmm_fail(QMM_ERR_NOT_FOUND, "%s: no such file or directory", path);
     if (llm_is_dir(path)) {
         if (strlen(path) >= sizeof dir) return qmm_fail(QMM_ERR_RANGE, "path too long");
         strcpy(dir, path);
@@ -218,16 +221,25 @@ qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **o
 {
     if (!spec || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_model_open: NULL argument");
     qmm_llm_config c;
-    for (int i = 0; qmm_llm_preset_name(i); i++)
-        if (!strcmp(spec, qmm_llm_preset_name(i))) {
-            qmm_llm_config_preset(spec, &c);
-            return qmm_llm_model_synthetic(&c, seed, out);
-        }
-    /* neither a preset nor a path: say so, rather than "cannot open ./config.json" */
-    if (!llm_exists(spec)) {
-        *out = NULL;
-        return qmm_fail(QMM_ERR_NOT_FOUND, "'%s' is neither a preset (qwen3-0.6b, qwen3-1.7b, "
-                        "qwen3-4b, qwen3-8b) nor an existing checkpoint path", spec);
+    /* "synthetic:NAME" always means the preset; a bare NAME only when no such file or
+     * directory exists (an existing path always wins) */
+    int explicit_preset = !strncmp(spec, "synthetic:", 10);
+    const char *name = explicit_preset ? spec + 10 : spec;
+    if (explicit_preset || access(spec, F_OK))
+        for (int i = 0; qmm_llm_preset_name(i); i++)
+            if (!strcmp(name, qmm_llm_preset_name(i))) {
+                qmm_llm_config_preset(name, &c);
+                return qmm_llm_model_synthetic(&c, seed, out);
+            }
+    if (explicit_preset) {
+        char list[256] = "";
+        for (int i = 0; qmm_llm_preset_name(i); i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     qmm_llm_preset_name(i));
+        return qmm_fail(QMM_ERR_NOT_FOUND, "no preset '%s' (presets: %s)", name, list);
     }
+    if (!strchr(spec, '/') && access(spec, F_OK)) /* a bare name: neither preset nor path */
+        return qmm_fail(QMM_ERR_NOT_FOUND, "'%s' is neither a preset (synthetic:NAME) nor an "
+                        "existing checkpoint path", spec);
     return qmm_llm_model_load(spec, out);
 }

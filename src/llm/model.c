@@ -56,6 +56,8 @@ const qmm_llm_config *qmm_llm_model_config(const qmm_llm_model *m) { return m ? 
 
 size_t qmm_llm_model_weight_bytes(const qmm_llm_model *m) { return m ? m->weight_bytes : 0; }
 
+int qmm_llm_model_is_synthetic(const qmm_llm_model *m) { return m && m->synthetic; }
+
 qmm_status qmm_llm_model_linear(const qmm_llm_model *m, int64_t layer, qmm_llm_linear which,
                                 const qmm_w4 **out)
 {

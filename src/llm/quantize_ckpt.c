@@ -184,6 +184,7 @@ static qmm_status write_all(qjob *j, st_writer *w, qmm_llm_quantize_report *rep)
             if (err.rel_frob > rep->worst_rel_frob) rep->worst_rel_frob = err.rel_frob;
         }
         qmm_w4_free(&q);
+        qmm_progress("quantizing", (double)(i + 1), (double)j->nlin);
     }
     for (size_t i = 0; i < j->nlin && !st; i++) {
         uint64_t bytes = (uint64_t)j->lin[i].n * (uint64_t)(j->lin[i].k / j->group) * 2;

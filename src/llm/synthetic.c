@@ -31,6 +31,7 @@ typedef struct syn_pool {
     size_t count;
     size_t next;
     pthread_mutex_t lock;
+    pthread_t owner; /* the calling thread: the one that reports progress */
 } syn_pool;
 
 static uint64_t mix64(uint64_t z)
@@ -81,12 +82,14 @@ static void run_job(const syn_job *j)
 static void *worker(void *arg)
 {
     syn_pool *pool = arg;
+    int reports = pthread_equal(pthread_self(), pool->owner); /* the hook runs on the caller */
     for (;;) {
         pthread_mutex_lock(&pool->lock);
         size_t i = pool->next < pool->count ? pool->next++ : pool->count;
         pthread_mutex_unlock(&pool->lock);
         if (i == pool->count) return NULL;
         run_job(&pool->jobs[i]);
+        if (reports) qmm_progress("synthetic weights", (double)i, (double)pool->count);
     }
 }
 
@@ -196,6 +199,7 @@ qmm_status qmm_llm_model_synthetic(const qmm_llm_config *c, uint64_t seed, qmm_l
     qmm_llm_model *m;
     qmm_status st = llm_model_new(c, &m);
     if (st) return st;
+    m->synthetic = 1;
     syn_pool pool = {0};
     size_t cap = 0;
     st = queue_all(m, seed, &pool.jobs, &pool.count, &cap);
@@ -207,12 +211,14 @@ qmm_status qmm_llm_model_synthetic(const qmm_llm_config *c, uint64_t seed, qmm_l
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int nthreads = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
     pthread_mutex_init(&pool.lock, NULL);
+    pool.owner = pthread_self();
     pthread_t tids[64];
     int started = 0;
     for (int i = 1; i < nthreads; i++)
         if (!pthread_create(&tids[started], NULL, worker, &pool)) started++;
     worker(&pool); /* this thread works too; with no helper threads it does everything */
     for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    qmm_progress("synthetic weights", (double)pool.count, (double)pool.count);
     pthread_mutex_destroy(&pool.lock);
     free(pool.jobs);
     *out = m;

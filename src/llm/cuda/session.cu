@@ -128,6 +128,7 @@ static qmm_status upload_weights(qmm_llm_cuda_session *s)
                 (st = upload_stacked(s, gu, 2, &s->layers[l].gate_up)))
                 return st;
         }
+        qmm_progress("uploading weights", (double)(l + 1), (double)c->num_layers);
     }
     if ((st = qmm_cuda_weight_upload(s->ctx, &m->lm_head, &s->head))) return st;
     /* the embedding's raw layout for row lookups */
