@@ -14,12 +14,15 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: qmm run --model DIR|FILE|PRESET (--prompt-ids 1,2,3 | --prompt-len N)\n"
             "               [--max-new-tokens N] [--device cpu|cuda|auto] [--seed S]\n"
-            "               [--split-k on|off] [--graph on|off] [--fuse on|off] [--threads T]\n"
+            "               [--split-k on|off] [--graph on|off] [--fuse on|off] [--pdl on|off]\n"
+            "               [--threads T]\n"
             "               [--max-seq N] [--offload-weights [--buffers B] [--resident on|off]]\n"
             "  PRESET: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b (synthetic weights from --seed)\n"
             "  --prompt-len N: N random token ids from --seed instead of --prompt-ids\n"
             "  --split-k off: the unsplit tiled kernel for every prefill projection (CUDA)\n"
-            "  --fuse on: q|k|v and gate|up as one stacked weight each (CUDA; 4 matmuls a layer)\n"
+            "  --fuse on (default): q|k|v and gate|up as one stacked weight each (CUDA; 4 matmuls\n"
+            "      a layer); off: 7 separate projections\n"
+            "  --pdl on (default): the engine's kernels with programmatic dependent launch (CUDA)\n"
             "  --max-seq: KV cache positions (default prompt + new tokens)\n"
             "  --offload-weights: stream the layers' weights from pinned host memory into B\n"
             "      device slots (default 2) while earlier layers compute (CUDA)\n"
@@ -141,7 +144,8 @@ int cmd_run(int argc, char **argv)
 {
     const char *model = NULL, *ids_arg = NULL, *device = "auto";
     long long prompt_len = 0, max_new = 16, max_seq = 0, seed = 1;
-    int split_k = 1, graph = 1, fuse = 0, threads = 0, offload = 0, buffers = 2, resident = 1;
+    int split_k = 1, graph = 1, fuse = 1, pdl = 1, threads = 0, offload = 0, buffers = 2;
+    int resident = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -176,6 +180,8 @@ int cmd_run(int argc, char **argv)
             if (!on_off(v, &graph)) end = (char *)v;
         } else if (!strcmp(a, "--fuse")) {
             if (!on_off(v, &fuse)) end = (char *)v;
+        } else if (!strcmp(a, "--pdl")) {
+            if (!on_off(v, &pdl)) end = (char *)v;
         } else {
             fprintf(stderr, "qmm run: unknown option %s\n", a);
             usage(stderr);
@@ -261,6 +267,7 @@ int cmd_run(int argc, char **argv)
         o.split_k = split_k;
         o.use_graph = graph;
         o.fuse_projections = fuse;
+        o.pdl = pdl;
         if (!offload) {
             st = cuda_generate(m, max_seq, &o, ids, n, max_new, out, &t, NULL, NULL, NULL, 0);
         } else {
