@@ -181,7 +181,7 @@ typedef struct qmm_llm_cuda_options {
     int pdl;             /* 1 (default): the engine's kernels are launched with programmatic
                             dependent launch, so each is resident and waiting before its
                             predecessor ends; 0: plain launches (the comparison). Same results
-                            bit for bit */
+                            bit for bit. Off with offload_weights */
 } qmm_llm_cuda_options;
 
 qmm_llm_cuda_options qmm_llm_cuda_options_default(void);

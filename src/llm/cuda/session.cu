@@ -276,7 +276,8 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     s->use_graph = o.use_graph != 0;
     s->attention_ref = o.attention_ref != 0;
     s->fuse = o.fuse_projections != 0;
-    s->pdl = o.pdl != 0;
+    /* weight streaming interleaves event waits between the kernels: keep its launches plain */
+    s->pdl = o.pdl != 0 && !o.offload_weights;
     s->max_seq = max_seq;
     s->chunk = o.max_chunk ? o.max_chunk : 4096;
     if (s->chunk > max_seq) s->chunk = max_seq;
