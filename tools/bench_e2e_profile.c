@@ -87,8 +87,14 @@ void e2e_graph_profile_md(FILE *f, const char *title, const char *json)
                "|---|---:|---:|---:|---:|---:|---:|\n");
     const char *p = strstr(json, "[");
     while (p && (p = strstr(p, "{\"name\": \""))) {
-        char name[64];
-        e2e_json_str(p, "name", name, sizeof name);
+        char raw[64], name[128];
+        e2e_json_str(p, "name", raw, sizeof raw);
+        size_t k = 0; /* "q|k|v matmul": escape the pipes of a markdown cell */
+        for (const char *c = raw; *c && k + 2 < sizeof name; c++) {
+            if (*c == '|') name[k++] = '\\';
+            name[k++] = *c;
+        }
+        name[k] = 0;
         double us = e2e_json_num(p, "us"), bytes = e2e_json_num(p, "bytes");
         double l = e2e_json_num(p, "launches"), gbs = us > 0 ? bytes / (us * 1e3) : 0;
         fprintf(f, "| %s%s | %.0f | %.1f | %.1f%% | %.2f | %.0f | %.0f%% |\n", name,
