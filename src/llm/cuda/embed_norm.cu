@@ -1,8 +1,5 @@
-/* Embedding lookup (W4 rows dequantized) and the fused residual add + RMSNorm. The embedding
- * stays a plain launch: it is the first kernel of every forward, and the PDL contract (pdl.cuh)
- * relies on it waiting for all earlier work. */
+/* Embedding lookup (W4 rows dequantized) and the fused residual add + RMSNorm. */
 #include "llm/cuda/llm_kernels.cuh"
-#include "llm/cuda/pdl.cuh"
 
 namespace qmm_llm {
 

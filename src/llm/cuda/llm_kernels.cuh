@@ -8,18 +8,15 @@
 #ifndef QMM_LLM_KERNELS_CUH
 #define QMM_LLM_KERNELS_CUH
 
+/* launchers taking `ln` launch as it says (PDL, timestamps); NULL: a plain launch */
+#include "llm/cuda/pdl.cuh"
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "llm/cuda/pdl.cuh"
-
 namespace qmm_llm {
 
 typedef __nv_bfloat16 bf16;
-
-/* Launchers that take `ln` launch with PDL and timestamps as it says (pdl.cuh); NULL: a plain
- * launch. */
 
 /* ---- embed_norm.cu ---- */
 

@@ -3,7 +3,6 @@
 #include <math.h>
 
 #include "llm/cuda/llm_kernels.cuh"
-#include "llm/cuda/pdl.cuh"
 
 namespace qmm_llm {
 
