@@ -11,8 +11,8 @@ static int chunk_rows(const qmm_llm_cuda_session *s, int64_t left)
     return (int)(left < s->chunk ? left : s->chunk);
 }
 
-qmm_status llm_check_ids(const qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
-                         int64_t extra)
+static qmm_status check_ids(const qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
+                            int64_t extra)
 {
     if (n < 1) return qmm_fail(QMM_ERR_ARG, "n = %lld tokens", (long long)n);
     if (n > s->max_seq - s->pos || extra > s->max_seq - s->pos - n)
@@ -28,7 +28,7 @@ qmm_status llm_check_ids(const qmm_llm_cuda_session *s, const int32_t *ids, int6
 }
 
 /* ids -> the device token history at the current position (stream-ordered). */
-qmm_status llm_put_ids(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n)
+static qmm_status put_ids(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n)
 {
     memcpy(s->h_tokens, ids, (size_t)n * 4);
     LLM_CUDA_TRY(cudaMemcpyAsync(s->d_tokens + s->pos, s->h_tokens, (size_t)n * 4,
@@ -37,7 +37,7 @@ qmm_status llm_put_ids(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n)
 }
 
 /* The prefill forwards of n tokens already in the history (chunked), ending with the argmax. */
-qmm_status llm_enqueue_prefill(qmm_llm_cuda_session *s, int64_t n)
+static qmm_status enqueue_prefill(qmm_llm_cuda_session *s, int64_t n)
 {
     for (int64_t done = 0; done < n;) {
         int rows = chunk_rows(s, n - done);
@@ -76,10 +76,10 @@ extern "C" qmm_status qmm_llm_cuda_prefill(qmm_llm_cuda_session *s, const int32_
                                            float *logits_out, int32_t *next_out)
 {
     if (!s || !ids) return qmm_fail(QMM_ERR_NULL, "qmm_llm_cuda_prefill: NULL argument");
-    qmm_status st = llm_check_ids(s, ids, n, 0);
+    qmm_status st = check_ids(s, ids, n, 0);
     if (st) return st;
     LLM_CUDA_TRY(cudaSetDevice(s->device));
-    if ((st = llm_put_ids(s, ids, n)) || (st = llm_enqueue_prefill(s, n))) return st;
+    if ((st = put_ids(s, ids, n)) || (st = enqueue_prefill(s, n))) return st;
     s->pos += n;
     st = finish(s, logits_out, next_out);
     if (!st) qmm_clear_error();
@@ -90,10 +90,10 @@ extern "C" qmm_status qmm_llm_cuda_decode(qmm_llm_cuda_session *s, int32_t id, f
                                           int32_t *next_out)
 {
     if (!s) return qmm_fail(QMM_ERR_NULL, "qmm_llm_cuda_decode: NULL argument");
-    qmm_status st = llm_check_ids(s, &id, 1, 0);
+    qmm_status st = check_ids(s, &id, 1, 0);
     if (st) return st;
     LLM_CUDA_TRY(cudaSetDevice(s->device));
-    if ((st = llm_put_ids(s, &id, 1)) || (st = llm_cuda_run_forward(s, 1, 1))) return st;
+    if ((st = put_ids(s, &id, 1)) || (st = llm_cuda_run_forward(s, 1, 1))) return st;
     s->pos += 1;
     st = finish(s, logits_out, next_out);
     if (!st) qmm_clear_error();
@@ -105,13 +105,13 @@ extern "C" qmm_status qmm_llm_cuda_generate(qmm_llm_cuda_session *s, const int32
 {
     if (!s || !ids || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_cuda_generate: NULL argument");
     if (max_new < 1) return qmm_fail(QMM_ERR_ARG, "max_new = %lld", (long long)max_new);
-    qmm_status st = llm_check_ids(s, ids, n, max_new - 1);
+    qmm_status st = check_ids(s, ids, n, max_new - 1);
     if (st) return st;
     LLM_CUDA_TRY(cudaSetDevice(s->device));
     int64_t p0 = s->pos;
-    if ((st = llm_put_ids(s, ids, n))) return st;
+    if ((st = put_ids(s, ids, n))) return st;
     LLM_CUDA_TRY(cudaEventRecord(s->ev[0], s->stream));
-    if ((st = llm_enqueue_prefill(s, n))) return st;
+    if ((st = enqueue_prefill(s, n))) return st;
     LLM_CUDA_TRY(cudaEventRecord(s->ev[1], s->stream));
     /* each step's argmax wrote the next input into the history: no host round trip */
     for (int64_t i = 1; i < max_new; i++)
@@ -165,14 +165,14 @@ extern "C" qmm_status qmm_llm_cuda_profile(qmm_llm_cuda_session *s, const int32_
                         "%lld rows", (long long)n, (long long)s->chunk);
     qmm_status st = qmm_llm_cuda_reset(s);
     if (st) return st;
-    if ((st = llm_check_ids(s, ids, n, 1))) return st;
+    if ((st = check_ids(s, ids, n, 1))) return st;
     llm_prof *p = (llm_prof *)calloc(1, sizeof *p);
     if (!p) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
     int made = 0;
     for (; made < LLM_PROF_EVENTS && !st; made++)
         if (cudaEventCreate(&p->ev[made]) != cudaSuccess)
             st = qmm_fail(QMM_ERR_CUDA, "cudaEventCreate failed");
-    if (!st) st = llm_put_ids(s, ids, n);
+    if (!st) st = put_ids(s, ids, n);
     if (!st) st = llm_cuda_forward(s, (int)n, 1, p);
     if (!st && cudaStreamSynchronize(s->stream) != cudaSuccess)
         st = qmm_fail(QMM_ERR_CUDA, "profiled prefill failed");
@@ -189,3 +189,17 @@ extern "C" qmm_status qmm_llm_cuda_profile(qmm_llm_cuda_session *s, const int32_
     qmm_status rs = qmm_llm_cuda_reset(s);
     return st ? st : rs;
 }
+
+/* The helpers above for graph_profile.cu (session.h). */
+qmm_status llm_check_ids(const qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
+                         int64_t extra)
+{
+    return check_ids(s, ids, n, extra);
+}
+
+qmm_status llm_put_ids(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n)
+{
+    return put_ids(s, ids, n);
+}
+
+qmm_status llm_enqueue_prefill(qmm_llm_cuda_session *s, int64_t n) { return enqueue_prefill(s, n); }

@@ -182,6 +182,8 @@ static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
         (st = dev_alloc(&s->pair_i, (size_t)s->npairs, "argmax pairs")) ||
         (st = dev_alloc(&s->d_stamps, (size_t)LLM_STAMP_SLOTS * 4, "profile timestamps")))
         return st;
+    /* zero from here on: every launch of the fused decode attention leaves them at zero */
+    QMM_CUDA_TRY(cudaMemset(s->counters, 0, (size_t)c->num_kv_heads * sizeof(int)));
     if (s->fuse) {
         /* one [chunk, q + 2 kv] and one [chunk, 2 I] output; SwiGLU writes a separate [chunk, I] */
         if ((st = dev_alloc(&s->q, ch * (qd + 2 * kvd), "q|k|v")) ||
@@ -208,7 +210,6 @@ static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
     LLM_CUDA_TRY(cudaMemset(s->vc, 0, cache * 2));
     LLM_CUDA_TRY(cudaMemset(s->d_pos, 0, 4));
     LLM_CUDA_TRY(cudaMemset(s->d_err, 0, 4));
-    LLM_CUDA_TRY(cudaMemset(s->counters, 0, (size_t)c->num_kv_heads * sizeof(int)));
     LLM_CUDA_TRY(cudaMemset(s->d_tokens, 0, ((size_t)s->max_seq + 1) * 4));
     LLM_CUDA_TRY(cudaMallocHost((void **)&s->h_logits, (size_t)c->vocab_size * 2));
     LLM_CUDA_TRY(cudaMallocHost((void **)&s->h_tokens, ((size_t)s->max_seq + 1) * 4));
@@ -357,9 +358,6 @@ extern "C" qmm_status qmm_llm_cuda_reset(qmm_llm_cuda_session *s)
     LLM_CUDA_TRY(cudaSetDevice(s->device));
     LLM_CUDA_TRY(cudaMemsetAsync(s->d_pos, 0, 4, s->stream));
     LLM_CUDA_TRY(cudaMemsetAsync(s->d_err, 0, 4, s->stream));
-    /* zero after every complete launch; cleared here too so no aborted step can leak into the next */
-    LLM_CUDA_TRY(cudaMemsetAsync(s->counters, 0, (size_t)s->cfg.num_kv_heads * sizeof(int),
-                                 s->stream));
     LLM_CUDA_TRY(cudaStreamSynchronize(s->stream));
     s->pos = 0;
     return QMM_OK;
