@@ -3,9 +3,10 @@
  * (and workspaces) poisoned with NaN first:
  *   fused decode attention vs llm_head_norm_rope (q heads, new k) + the cache append +
  *     llm_attend_row: output relative Frobenius <= 5e-3 (bf16 output; the sums run in another
- *     order), the new K row within 1 bf16 ulp, the new V row and every other cache row bit for
- *     bit (rows past the position stay poisoned: they are never read or written), the split
- *     counters back at zero; the same bits twice and with PDL on and off;
+ *     order), the new K row within 1 bf16 ulp (+1e-5 where RoPE cancels), the new V row and
+ *     every other cache row bit for bit (rows past the position stay poisoned: they are never
+ *     read or written), the split counters back at zero; the same bits twice and with PDL on
+ *     and off;
  *   two-stage argmax vs qmm_llm_argmax: the same index (ties, NaN, -inf, all NaN -> error 2);
  *   swiglu vs llm_swiglu and add + rmsnorm vs llm_add_row + llm_rmsnorm_row: the residual bit for
  *     bit, bf16 outputs within 1 ulp (expf and the sum of squares differ in the last bits);
@@ -158,14 +159,18 @@ static void run_attention_case(const attn_case *c)
         llm_head_norm_rope(q + (size_t)h * hd, qw, hd, eps, cs + p * half, sn + p * half, qr);
         llm_attend_row(qr, kc + base, vc + base, c->len, hd, scores, ref + (size_t)h * hd);
     }
-    int worst = 0, other = 0;
+    int worst = 0, other = 0, far = 0;
     for (int h = 0; h < kvh; h++)
         for (int64_t r = 0; r < ms; r++) {
             size_t at = ((size_t)h * (size_t)ms + (size_t)r) * (size_t)hd;
             if (r == p) {
                 for (int d = 0; d < hd; d++) {
+                    /* 1 bf16 ulp, or 1e-5 absolute where the rotation cancels (a result near 0
+                     * carries the operands' fp32 rounding) */
+                    float a = qmm_bf16_to_f32(gkc[at + d]), b = qmm_bf16_to_f32(kc[at + d]);
                     int u = ulps(gkc[at + d], kc[at + d]);
                     if (u > worst) worst = u;
+                    far += !(fabsf(a - b) <= fabsf(b) / 128.0f + 1e-5f);
                 }
                 CHECKF(!memcmp(gvc + at, vc + at, (size_t)hd * 2), "new V row of KV head %d", h);
             } else {
@@ -173,7 +178,8 @@ static void run_attention_case(const attn_case *c)
                 other += memcmp(gvc + at, vc + at, (size_t)hd * 2) != 0;
             }
         }
-    CHECKF(worst <= 1, "new K row: %d bf16 ulps from the CPU", worst);
+    CHECKF(far == 0, "new K row: %d values beyond 1 ulp + 1e-5 of the CPU (worst %d ulps)", far,
+           worst);
     CHECKF(other == 0, "%d cache rows other than the new one changed", other);
     double num = 0, den = 0;
     int finite = 1;
