@@ -197,11 +197,13 @@ static int child_main(const e2e_args *a, int split_k)
                 e2e_print_profile("PROFILE_PREFILL", &pp);
                 e2e_print_profile("PROFILE_DECODE", &pd);
             }
-            qmm_llm_graph_profile gp;
-            int steps = out - 1 < 20 ? (int)(out - 1) : 20;
-            if (!st && steps >= 1 && !qmm_llm_cuda_profile_graph(s, ids, n, steps, &gp))
-                e2e_print_graph_profile("PROFILE_GRAPH", &gp);
         }
+        /* the decode step in its graph: any prompt length (the prefill runs in chunks) */
+        qmm_llm_graph_profile gp;
+        int steps = out - 1 < 20 ? (int)(out - 1) : 20;
+        if (a->profile && !a->cpu && steps >= 1 &&
+            !qmm_llm_cuda_profile_graph(s, ids, n, steps, &gp))
+            e2e_print_graph_profile("PROFILE_GRAPH", &gp);
     }
     qmm_llm_cuda_session_destroy(s);
     qmm_llm_cpu_session_destroy(cs);
