@@ -29,6 +29,11 @@ int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not fou
 
 #define POISON_F32 0x7FC00BADu
 
+/* Kernels run on their own non-blocking stream (PDL is a property of a stream's launches); the
+ * copies are synchronous cudaMemcpy on the legacy stream, so every upload is followed by a device
+ * synchronisation before the next launch. */
+static cudaStream_t g_stream;
+
 /* Device copy of host bytes (NULL on failure, the case is failed). */
 static void *up(const void *h, size_t bytes)
 {
@@ -38,6 +43,7 @@ static void *up(const void *h, size_t bytes)
         return NULL;
     }
     if (h) cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize(); /* a pageable copy may return before its DMA lands */
     return d;
 }
 
@@ -122,6 +128,7 @@ static void run_attention_case(const attn_case *c)
     void *dpart = up(part, part_n * 4), *dout = up(out, (size_t)heads * hd * 2);
     void *dpos = up(&pos, 4), *dcnt = up(NULL, (size_t)kvh * 4);
     if (dcnt) cudaMemset(dcnt, 0, (size_t)kvh * 4);
+    cudaDeviceSynchronize();
     if (!dq || !dk || !dv || !dqw || !dkw || !dkc || !dvc || !dcs || !dsn || !dpart || !dout ||
         !dpos || !dcnt)
         goto done;
@@ -130,9 +137,10 @@ static void run_attention_case(const attn_case *c)
             cudaMemcpy(dkc, kc, cache_n * 2, cudaMemcpyHostToDevice);
             cudaMemcpy(dvc, vc, cache_n * 2, cudaMemcpyHostToDevice);
             cudaMemcpy(dout, out, (size_t)heads * hd * 2, cudaMemcpyHostToDevice);
+            cudaDeviceSynchronize();
         }
         CHECK_OK(llm_cuda_op_attention_decode(dq, dk, dv, dqw, dkw, dcs, dsn, eps, dpos, heads, kvh,
-                                              hd, ms, nsplit, dkc, dvc, dpart, dcnt, dout, NULL,
+                                              hd, ms, nsplit, dkc, dvc, dpart, dcnt, dout, g_stream,
                                               run < 2));
         cudaError_t e = cudaDeviceSynchronize();
         CHECKF(e == cudaSuccess, "kernel: %s", cudaGetErrorString(e));
@@ -233,7 +241,8 @@ static void run_argmax(const qmm_bf16 *logits, int64_t vocab, const char *what, 
     void *dt = up(tokens, sizeof tokens), *dp = up(&pos, 4), *de = up(&err, 4);
     if (dl && dv && di && dt && dp && de) {
         cudaMemset(dv, 0xFF, (size_t)nb * 4);
-        CHECK_OK(llm_cuda_op_argmax(dl, vocab, dv, di, dt, dp, m, de, NULL, pdl));
+        cudaDeviceSynchronize();
+        CHECK_OK(llm_cuda_op_argmax(dl, vocab, dv, di, dt, dp, m, de, g_stream, pdl));
         cudaError_t e = cudaDeviceSynchronize();
         CHECKF(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
         down(tokens, dt, sizeof tokens);
@@ -283,7 +292,8 @@ static void argmax_matches_cpu(void)
     /* a logits pointer that is not 16-byte aligned is refused before any launch */
     void *d = up(NULL, 64);
     if (d) {
-        CHECK_STATUS(llm_cuda_op_argmax((qmm_bf16 *)d + 1, 8, NULL, NULL, NULL, NULL, 1, NULL, NULL, 1),
+        CHECK_STATUS(llm_cuda_op_argmax((qmm_bf16 *)d + 1, 8, NULL, NULL, NULL, NULL, 1, NULL,
+                                        g_stream, 1),
                      QMM_ERR_CUDA);
         cudaFree(d);
     }
@@ -321,7 +331,8 @@ static void swiglu_matches_cpu(void)
                 break;
             }
             qmm_bf16 *dgate = dg, *dup = (qmm_bf16 *)dg + up_off;
-            CHECK_OK(llm_cuda_op_swiglu(dgate, dup, rows, w, st, inplace ? dgate : dout, NULL, pdl));
+            CHECK_OK(llm_cuda_op_swiglu(dgate, dup, rows, w, st, inplace ? dgate : dout, g_stream,
+                                        pdl));
             CHECK(cudaDeviceSynchronize() == cudaSuccess);
             if (inplace) {
                 down(o, dgate, out_n * 2);
@@ -376,7 +387,7 @@ static void add_rmsnorm_matches_cpu(void)
             void *dh = up(h, (hn + guard) * 2);
             if (dx && da && dw && dh) {
                 CHECK_OK(llm_cuda_op_add_rmsnorm(dx, with_add ? da : NULL, dw, n, eps, row0, m, dh,
-                                                 NULL, pdl));
+                                                 g_stream, pdl));
                 CHECK(cudaDeviceSynchronize() == cudaSuccess);
                 down(xg, dx, xn * 4);
                 down(h, dh, (hn + guard) * 2);
@@ -408,6 +419,10 @@ int main(int argc, char **argv)
         snprintf(msg, sizeof msg, "no CUDA device (%s): the decode kernels are not tested here",
                  why[0] ? why : "none found");
         test_skip_all(msg);
+    }
+    if (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess) {
+        fprintf(stderr, "FAIL: cudaStreamCreateWithFlags\n");
+        return 1;
     }
     static const test_case cases[] = {
         {"attention_decode_matches_cpu", attention_decode_matches_cpu},
