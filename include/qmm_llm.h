@@ -193,11 +193,13 @@ typedef struct qmm_llm_cuda_options {
                             0: the unsplit tiled kernel for every projection with M > 8 */
     int use_graph;       /* 1: decode steps replay one captured CUDA graph */
     int64_t max_chunk;   /* rows per prefill forward (longer prompts run in chunks); 0 = min(max_seq, 4096) */
-    int attention_ref;   /* 1: prefill attention in fp32 on CUDA cores (the reference of the default
-                            tensor-core kernel; slower) */
-    int fuse_projections; /* 1: q|k|v and gate|up stacked into one W4 weight each (rows
-                             concatenated at upload), 4 matmuls per layer instead of 7. Off by
-                             default: the split-K comparison is defined on the separate shapes */
+    int attention_ref;   /* 1: reference attention kernels: prefill in fp32 on CUDA cores (the
+                            reference of the default tensor-core kernel; slower), and decode as
+                            a separate qk-norm + rope + cache kernel before the attention (the
+                            reference of the default fused decode kernel) */
+    int fuse_projections; /* 1 (default): q|k|v and gate|up stacked into one W4 weight each (rows
+                             concatenated at upload), 4 matmuls per layer instead of 7; 0: the
+                             separate shapes (on which the split-K comparison is defined) */
     int offload_weights; /* 1: weight streaming. The layers' weights stay in pinned host memory
                             (their device images, built at session creation) and are uploaded
                             layer by layer on a copy stream into offload_buffers device slots while
@@ -206,6 +208,10 @@ typedef struct qmm_llm_cuda_options {
     int offload_buffers; /* device layer slots b >= 1 (default 2); more than the layer count acts
                             as the layer count. Layer l uses slot l % b and is uploaded as soon
                             as layer l - b has finished with that slot */
+    int pdl;             /* 1 (default): the engine's kernels are launched with programmatic
+                            dependent launch, so each is resident and waiting before its
+                            predecessor ends; 0: plain launches (the comparison). Same results
+                            bit for bit. Off with offload_weights */
 } qmm_llm_cuda_options;
 
 qmm_llm_cuda_options qmm_llm_cuda_options_default(void);
@@ -255,6 +261,33 @@ typedef struct qmm_llm_profile {
  * after it; either output may be NULL. Leaves the session reset. */
 qmm_status qmm_llm_cuda_profile(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
                                 qmm_llm_profile *prefill, qmm_llm_profile *decode);
+
+/* The decode step as it runs in its CUDA graph, from %globaltimer stamps the engine's kernels
+ * write (first block start, return from the PDL wait, last block end). Entries in step order:
+ * stamped = 1, an engine kernel family timed from its wait to its end; stamped = 0, the time
+ * from the previous engine kernel's end to the next one's wait, charged to the matmuls launched
+ * in between (their launch gaps included). */
+#define QMM_LLM_GRAPH_PROFILE_MAX 24
+typedef struct qmm_llm_graph_profile {
+    int count;
+    const char *name[QMM_LLM_GRAPH_PROFILE_MAX];   /* static strings */
+    int stamped[QMM_LLM_GRAPH_PROFILE_MAX];
+    int launches[QMM_LLM_GRAPH_PROFILE_MAX];       /* per step */
+    double us[QMM_LLM_GRAPH_PROFILE_MAX];          /* per step, median over the steps */
+    double bytes[QMM_LLM_GRAPH_PROFILE_MAX];       /* moved per step (weights, KV cache, activations) */
+    double stamped_us;     /* median of (last stamped end - first stamped start) */
+    double event_us;       /* median step time by CUDA events around each replay */
+    int kernels_per_step;  /* kernel nodes in the decode graph */
+    int steps;
+    int64_t context;       /* positions cached before the first profiled step */
+    int pdl;
+} qmm_llm_graph_profile;
+
+/* Prefill ids[n] from position 0 (the cache is reset first), then replay a stamped copy of the
+ * decode graph `steps` times (1..1000) and summarise. Leaves the session reset. Builds without
+ * CUDA answer QMM_ERR_UNSUPPORTED. */
+qmm_status qmm_llm_cuda_profile_graph(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
+                                      int steps, qmm_llm_graph_profile *out);
 
 /* ---- checkpoint writer ---------------------------------------------------------------------- */
 

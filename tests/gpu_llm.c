@@ -349,6 +349,7 @@ static void fused_projections_match_separate(void)
     float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
     qmm_llm_cuda_session *sep = NULL, *fus = NULL;
+    o.fuse_projections = 0; /* fused is the default */
     CHECK_OK(qmm_llm_cuda_session_create(m, 64, &o, &sep));
     o.fuse_projections = 1;
     CHECK_OK(qmm_llm_cuda_session_create(m, 64, &o, &fus));

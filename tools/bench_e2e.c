@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_e2e_profile.h"
 #include "commands.h"
 #include "qmm.h"
 
@@ -34,7 +35,8 @@ typedef struct e2e_args {
     int variants[2], nvar; /* split-K on (1) / off (0), in order */
     int warmup, repeats, profile, verify;
     int cpu; /* --device cpu: the CPU reference forward (no verify, no profile) */
-    int fuse; /* --fuse on: stacked q|k|v and gate|up weights in every variant */
+    int fuse; /* --fuse on (default): stacked q|k|v and gate|up weights in every variant */
+    int pdl;  /* --pdl on (default): engine kernels with programmatic dependent launch */
     long long seed;
 } e2e_args;
 
@@ -45,7 +47,7 @@ static void usage(FILE *f)
             "                     [--output-len 33,129,129 | N] [--warmup 2] [--repeats 4]\n"
             "                     [--split-k on,off] [--seed S] [--profile] [--no-verify]\n"
             "                     [--out FILE.md] [--json FILE.json] [--device cuda|cpu]\n"
-            "                     [--fuse on|off]\n"
+            "                     [--fuse on|off] [--pdl on|off]\n"
             "  each repeat runs in a fresh process; variants alternate; medians are reported\n"
             "  --device cpu times the CPU reference forward instead (split-K does not apply)\n");
 }
@@ -89,15 +91,6 @@ static void prompt_ids(int32_t *ids, int64_t n, long long seed, int64_t vocab)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         ids[i] = (int32_t)((s >> 33) % (uint64_t)vocab);
     }
-}
-
-static void print_profile(const char *tag, const qmm_llm_profile *p)
-{
-    printf("%s {\"total_ms\": %.6f, \"entries\": [", tag, p->total_ms);
-    for (int i = 0; i < p->count; i++)
-        printf("%s{\"name\": \"%s\", \"ms\": %.6f, \"launches\": %d}", i ? ", " : "", p->name[i],
-               p->ms[i], p->launches[i]);
-    printf("]}\n");
 }
 
 /* --verify: GPU vs CPU on an 8-token prompt. */
@@ -155,6 +148,7 @@ static int child_main(const e2e_args *a, int split_k)
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
     o.split_k = split_k;
     o.fuse_projections = a->fuse;
+    o.pdl = a->pdl;
     qmm_llm_cuda_session *s = NULL;
     qmm_llm_cpu_session *cs = NULL;
     qmm_llm_timing t;
@@ -200,10 +194,16 @@ static int child_main(const e2e_args *a, int split_k)
             qmm_llm_profile pp, pd;
             st = qmm_llm_cuda_profile(s, ids, n, &pp, &pd);
             if (!st) {
-                print_profile("PROFILE_PREFILL", &pp);
-                print_profile("PROFILE_DECODE", &pd);
+                e2e_print_profile("PROFILE_PREFILL", &pp);
+                e2e_print_profile("PROFILE_DECODE", &pd);
             }
         }
+        /* the decode step in its graph: any prompt length (the prefill runs in chunks) */
+        qmm_llm_graph_profile gp;
+        int steps = out - 1 < 20 ? (int)(out - 1) : 20;
+        if (a->profile && !a->cpu && steps >= 1 &&
+            !qmm_llm_cuda_profile_graph(s, ids, n, steps, &gp))
+            e2e_print_graph_profile("PROFILE_GRAPH", &gp);
     }
     qmm_llm_cuda_session_destroy(s);
     qmm_llm_cpu_session_destroy(cs);
@@ -221,33 +221,9 @@ typedef struct run_out {
     int sm_count, driver, runtime;
     char cc[16];
     size_t weight_bytes;
-    char prof_prefill[8192], prof_decode[8192];
+    char prof_prefill[8192], prof_decode[8192], prof_graph[8192];
     char verify[256];
 } run_out;
-
-/* A number after "key": in a RESULT line. */
-static double json_num(const char *line, const char *key)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    const char *p = strstr(line, pat);
-    return p ? strtod(p + strlen(pat), NULL) : NAN;
-}
-
-static void json_str(const char *line, const char *key, char *out, size_t size)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(line, pat);
-    out[0] = 0;
-    if (!p) return;
-    p += strlen(pat);
-    const char *e = strchr(p, '"');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    if (n >= size) n = size - 1;
-    memcpy(out, p, n);
-    out[n] = 0;
-}
 
 /* Copy src (up to its newline) into dst[size], truncating. */
 static void copy_line(char *dst, size_t size, const char *src)
@@ -275,7 +251,7 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
         snprintf(sout, sizeof sout, "%lld", (long long)outn);
         snprintf(sw, sizeof sw, "%d", a->warmup);
         snprintf(sseed, sizeof sseed, "%lld", a->seed);
-        char *argv[24];
+        char *argv[32];
         int k = 0;
         argv[k++] = "qmm";
         argv[k++] = "bench";
@@ -298,10 +274,10 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
             argv[k++] = "--device";
             argv[k++] = "cpu";
         }
-        if (a->fuse) {
-            argv[k++] = "--fuse";
-            argv[k++] = "on";
-        }
+        argv[k++] = "--fuse";
+        argv[k++] = a->fuse ? "on" : "off";
+        argv[k++] = "--pdl";
+        argv[k++] = a->pdl ? "on" : "off";
         if (verify) argv[k++] = "--verify";
         argv[k] = NULL;
         execv("/proc/self/exe", argv);
@@ -314,19 +290,21 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
     r->prefill_ms = r->decode_ms = NAN;
     while (f && fgets(line, sizeof line, f)) {
         if (!strncmp(line, "RESULT ", 7)) {
-            r->prefill_ms = json_num(line, "prefill_ms");
-            r->decode_ms = json_num(line, "decode_ms");
-            r->hash = (unsigned)json_num(line, "tokens_hash");
-            r->sm_count = (int)json_num(line, "sm_count");
-            r->driver = (int)json_num(line, "driver");
-            r->runtime = (int)json_num(line, "runtime");
-            r->weight_bytes = (size_t)json_num(line, "weight_bytes");
-            json_str(line, "gpu", r->gpu, sizeof r->gpu);
-            json_str(line, "cc", r->cc, sizeof r->cc);
+            r->prefill_ms = e2e_json_num(line, "prefill_ms");
+            r->decode_ms = e2e_json_num(line, "decode_ms");
+            r->hash = (unsigned)e2e_json_num(line, "tokens_hash");
+            r->sm_count = (int)e2e_json_num(line, "sm_count");
+            r->driver = (int)e2e_json_num(line, "driver");
+            r->runtime = (int)e2e_json_num(line, "runtime");
+            r->weight_bytes = (size_t)e2e_json_num(line, "weight_bytes");
+            e2e_json_str(line, "gpu", r->gpu, sizeof r->gpu);
+            e2e_json_str(line, "cc", r->cc, sizeof r->cc);
         } else if (!strncmp(line, "PROFILE_PREFILL ", 16)) {
             copy_line(r->prof_prefill, sizeof r->prof_prefill, line + 16);
         } else if (!strncmp(line, "PROFILE_DECODE ", 15)) {
             copy_line(r->prof_decode, sizeof r->prof_decode, line + 15);
+        } else if (!strncmp(line, "PROFILE_GRAPH ", 14)) {
+            copy_line(r->prof_graph, sizeof r->prof_graph, line + 14);
         } else if (!strncmp(line, "VERIFY ", 7)) {
             copy_line(r->verify, sizeof r->verify, line + 7);
         }
@@ -370,26 +348,8 @@ typedef struct cell {
     int n;
     unsigned hash;
     int hash_varies;
-    char prof_prefill[8192], prof_decode[8192];
+    char prof_prefill[8192], prof_decode[8192], prof_graph[8192];
 } cell;
-
-/* Markdown table of one profile JSON ({"total_ms": x, "entries": [{"name","ms","launches"}]}). */
-static void profile_md(FILE *f, const char *title, const char *json)
-{
-    if (!json[0]) return;
-    fprintf(f, "\n%s (eager, CUDA events around each kernel family; total %.3f ms)\n\n", title,
-            json_num(json, "total_ms"));
-    fprintf(f, "| kernels | ms | share | launches |\n|---|---:|---:|---:|\n");
-    double total = json_num(json, "total_ms");
-    const char *p = strstr(json, "[");
-    while (p && (p = strstr(p, "{\"name\": \""))) {
-        char name[64];
-        json_str(p, "name", name, sizeof name);
-        double ms = json_num(p, "ms"), l = json_num(p, "launches");
-        fprintf(f, "| %s | %.4f | %.1f%% | %.0f |\n", name, ms, total > 0 ? 100 * ms / total : 0, l);
-        p++;
-    }
-}
 
 static int parent_main(const e2e_args *a, int argc, char **argv)
 {
@@ -431,6 +391,7 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                 if (prof) {
                     snprintf(c->prof_prefill, sizeof c->prof_prefill, "%s", r.prof_prefill);
                     snprintf(c->prof_decode, sizeof c->prof_decode, "%s", r.prof_decode);
+                    snprintf(c->prof_graph, sizeof c->prof_graph, "%s", r.prof_graph);
                 }
                 if (!meta.gpu[0]) meta = r;
                 fprintf(stderr, "  repeat %d, %lld -> %lld, split-K %s: prefill %.3f ms, decode "
@@ -473,8 +434,9 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
             strchr(a->model, '/') ? "checkpoint" : "synthetic, seeded", cmd);
     fprintf(md, "Correctness before timing: GPU vs CPU reference, 8-token prompt: %s  \n", verify);
     if (!a->cpu)
-        fprintf(md, "Projections: %s.  \n", a->fuse ? "fused (q|k|v and gate|up stacked, 4 matmuls "
-                                                       "a layer)" : "separate (7 matmuls a layer)");
+        fprintf(md, "Projections: %s. Engine kernels: PDL %s.  \n",
+                a->fuse ? "fused (q|k|v and gate|up stacked, 4 matmuls a layer)"
+                        : "separate (7 matmuls a layer)", a->pdl ? "on" : "off");
     fprintf(md, "Protocol: each repeat a fresh process (%d untimed generations, then one timed); "
             "variants alternate; median of %d [min - max]. Prefill tok/s = prompt tokens / time "
             "of the forward that yields the first token; decode tok/s = (new tokens - 1) / time "
@@ -511,10 +473,13 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
             char title[128];
             snprintf(title, sizeof title, "### Prefill of %lld tokens, split-K %s",
                      (long long)a->in_len[li], a->variants[v] ? "on" : "off");
-            profile_md(md, title, cells[li][v].prof_prefill);
+            e2e_profile_md(md, title, cells[li][v].prof_prefill);
             snprintf(title, sizeof title, "### One decode step after %lld tokens, split-K %s",
                      (long long)a->in_len[li], a->variants[v] ? "on" : "off");
-            profile_md(md, title, cells[li][v].prof_decode);
+            e2e_profile_md(md, title, cells[li][v].prof_decode);
+            snprintf(title, sizeof title, "### Decode step after %lld tokens, split-K %s",
+                     (long long)a->in_len[li], a->variants[v] ? "on" : "off");
+            e2e_graph_profile_md(md, title, cells[li][v].prof_graph);
         }
     if (md != stdout) fclose(md);
 
@@ -532,8 +497,8 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                 date, meta.weight_bytes);
         fprintf(j, "  \"warmup\": %d,\n  \"repeats\": %d,\n  \"verify\": %s,\n", a->warmup,
                 a->repeats, a->verify ? verify : "null");
-        fprintf(j, "  \"device\": \"%s\",\n  \"fused_projections\": %s,\n", a->cpu ? "cpu" : "cuda",
-                a->fuse ? "true" : "false");
+        fprintf(j, "  \"device\": \"%s\",\n  \"fused_projections\": %s,\n  \"pdl\": %s,\n",
+                a->cpu ? "cpu" : "cuda", a->fuse ? "true" : "false", a->pdl ? "true" : "false");
         fprintf(j, "  \"results\": [\n");
         int first = 1;
         for (int li = 0; li < a->nlen; li++) {
@@ -552,9 +517,10 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                 fprintf(j, "], \"decode_ms\": [");
                 for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->decode[i]);
                 fprintf(j, "], \"tokens_identical\": %s", c->hash_varies ? "false" : "true");
-                fprintf(j, ", \"profile_prefill\": %s, \"profile_decode\": %s}",
-                        c->prof_prefill[0] ? c->prof_prefill : "null",
-                        c->prof_decode[0] ? c->prof_decode : "null");
+                fprintf(j, ", \"profile_prefill\": %s, \"profile_decode\": %s, "
+                        "\"profile_graph\": %s}", c->prof_prefill[0] ? c->prof_prefill : "null",
+                        c->prof_decode[0] ? c->prof_decode : "null",
+                        c->prof_graph[0] ? c->prof_graph : "null");
                 first = 0;
             }
         }
@@ -573,6 +539,7 @@ int bench_e2e_main(int argc, char **argv)
     a.out_len[0] = 33, a.out_len[1] = 129, a.out_len[2] = 129, a.nout = 3;
     a.variants[0] = 1, a.variants[1] = 0, a.nvar = 2;
     a.warmup = 2, a.repeats = 4, a.seed = 1;
+    a.fuse = 1, a.pdl = 1;
     int child = 0, split_k = 1, verify_child = 0;
     a.verify = 1;
     for (int i = 1; i < argc; i++) {
@@ -604,6 +571,9 @@ int bench_e2e_main(int argc, char **argv)
             else if (!strcmp(o, "--fuse")) {
                 bad = strcmp(v, "on") && strcmp(v, "off");
                 a.fuse = !strcmp(v, "on");
+            } else if (!strcmp(o, "--pdl")) {
+                bad = strcmp(v, "on") && strcmp(v, "off");
+                a.pdl = !strcmp(v, "on");
             } else if (!strcmp(o, "--device")) {
                 bad = strcmp(v, "cpu") && strcmp(v, "cuda");
                 a.cpu = !strcmp(v, "cpu");

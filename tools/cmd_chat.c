@@ -127,6 +127,7 @@ int cmd_chat(int argc, char **argv)
     co.split_k = o.split_k;
     co.use_graph = o.graph;
     co.fuse_projections = o.fuse;
+    co.pdl = o.pdl;
     gen_engine e;
     qmm_sampler *sp = NULL;
     qmm_status st = qmm_sampler_create(c->vocab_size, &s.gc.sampling, (uint64_t)o.seed, &sp);

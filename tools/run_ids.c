@@ -119,7 +119,7 @@ int run_ids(const run_opts *o)
     const char *model = o->model, *ids_arg = o->ids_arg;
     long long prompt_len = o->prompt_len, max_new = o->max_new, max_seq = o->max_seq,
               seed = o->seed;
-    int split_k = o->split_k, graph = o->graph, fuse = o->fuse, threads = (int)o->threads,
+    int split_k = o->split_k, graph = o->graph, fuse = o->fuse, pdl = o->pdl, threads = (int)o->threads,
         offload = o->offload, buffers = (int)o->buffers, resident = o->resident;
     int use_cuda = run_use_cuda("run", o);
     g_info = o->json ? stderr : stdout;
@@ -174,6 +174,7 @@ int run_ids(const run_opts *o)
         o.split_k = split_k;
         o.use_graph = graph;
         o.fuse_projections = fuse;
+        o.pdl = pdl;
         if (!offload) {
             st = cuda_generate(m, max_seq, &o, ids, n, max_new, out, &t, NULL, NULL, NULL, 0);
         } else {

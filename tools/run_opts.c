@@ -13,7 +13,7 @@ int run_parse(const char *cmd, int argc, char **argv, run_opts *o, void (*usage)
     o->device = "auto";
     o->max_new = 16;
     o->seed = 1;
-    o->split_k = o->graph = o->resident = 1;
+    o->split_k = o->graph = o->resident = o->fuse = o->pdl = 1;
     o->buffers = 2;
     o->think = 1;
     o->chat_template = -1;
@@ -33,7 +33,7 @@ int run_parse(const char *cmd, int argc, char **argv, run_opts *o, void (*usage)
             !strcmp(a, "--max-new-tokens") || !strcmp(a, "--temperature") ||
             !strcmp(a, "--top-k") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
             !strcmp(a, "--think") || !strcmp(a, "--system") || !strcmp(a, "--split-k") ||
-            !strcmp(a, "--graph") || !strcmp(a, "--fuse") ||
+            !strcmp(a, "--graph") || !strcmp(a, "--fuse") || !strcmp(a, "--pdl") ||
             (!chat && (!strcmp(a, "--prompt") || !strcmp(a, "--prompt-ids") ||
                        !strcmp(a, "--prompt-len") || !strcmp(a, "--buffers") ||
                        !strcmp(a, "--resident") || !strcmp(a, "--chat-template")))))
@@ -61,6 +61,7 @@ int run_parse(const char *cmd, int argc, char **argv, run_opts *o, void (*usage)
         else if (!strcmp(a, "--split-k")) ok = cli_on_off(cmd, a, v, &o->split_k);
         else if (!strcmp(a, "--graph")) ok = cli_on_off(cmd, a, v, &o->graph);
         else if (!strcmp(a, "--fuse")) ok = cli_on_off(cmd, a, v, &o->fuse);
+        else if (!strcmp(a, "--pdl")) ok = cli_on_off(cmd, a, v, &o->pdl);
         else if (!strcmp(a, "--think")) ok = cli_on_off(cmd, a, v, &o->think);
         else if (!strcmp(a, "--chat-template")) ok = cli_on_off(cmd, a, v, &o->chat_template);
         if (!ok) return EXIT_USAGE;

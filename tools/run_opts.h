@@ -12,7 +12,7 @@ typedef struct run_opts {
     long long prompt_len, max_new, max_seq, seed, threads, buffers, top_k;
     double temperature, top_p, min_p;
     int have_max_new, have_temperature, have_top_k, have_top_p, have_min_p, have_seed;
-    int split_k, graph, fuse, offload, resident, json, think, chat_template;
+    int split_k, graph, fuse, pdl, offload, resident, json, think, chat_template;
 } run_opts;
 
 /* Parse argv[1..argc) for command cmd ("run" or "chat"); returns -1 to go on, else the exit code

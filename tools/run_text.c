@@ -61,6 +61,7 @@ int run_text(const run_opts *o)
     co.split_k = o->split_k;
     co.use_graph = o->graph;
     co.fuse_projections = o->fuse;
+    co.pdl = o->pdl;
     gen_engine e;
     qmm_sampler *sp = NULL;
     gen_result r;

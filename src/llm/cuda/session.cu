@@ -55,7 +55,7 @@ extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
                     s->kc, s->vc, s->d_pos, s->d_tokens, s->d_err, s->x, s->h, s->q,
                     s->fuse ? NULL : s->k, s->fuse ? NULL : s->v, s->att, s->proj, s->gate,
                     s->fuse ? NULL : s->up, s->act == s->gate ? NULL : s->act, s->logits,
-                    s->partials, s->ws};
+                    s->partials, s->ws, s->counters, s->pair_v, s->pair_i, s->d_stamps};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (s->h_logits) cudaFreeHost(s->h_logits);
@@ -67,8 +67,9 @@ extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
     free(s);
 }
 
-/* Splits of the decode attention: one range per ~128 cached positions (at most 32), so a long
- * context spreads over kv_heads x nsplit blocks; short contexts need no combine kernel. */
+/* Splits of the reference decode attention (attention_ref): one range per ~128 cached positions
+ * (at most 32), so a long context spreads over kv_heads x nsplit blocks; short contexts need no
+ * combine kernel. The default fused kernel sizes its own (attention_decode_splits). */
 static int decode_splits(int64_t max_seq)
 {
     if (max_seq <= 128) return 1;
@@ -172,9 +173,18 @@ static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
         (st = dev_alloc(&s->att, ch * qd, "attention")) ||
         (st = dev_alloc(&s->proj, ch * H, "projection")) ||
         (st = dev_alloc(&s->logits, (size_t)c->vocab_size, "logits")) ||
-        (st = dev_alloc(&s->partials, (size_t)c->num_heads * (size_t)s->nsplit * (hd + 2),
-                        "attention partials")))
+        (st = dev_alloc(&s->partials,
+                        (size_t)c->num_heads *
+                            (size_t)(s->nsplit > s->nsplit_fused ? s->nsplit : s->nsplit_fused) *
+                            (hd + 2),
+                        "attention partials")) ||
+        (st = dev_alloc(&s->counters, (size_t)c->num_kv_heads, "attention split counters")) ||
+        (st = dev_alloc(&s->pair_v, (size_t)s->npairs, "argmax pairs")) ||
+        (st = dev_alloc(&s->pair_i, (size_t)s->npairs, "argmax pairs")) ||
+        (st = dev_alloc(&s->d_stamps, (size_t)LLM_STAMP_SLOTS * 4, "profile timestamps")))
         return st;
+    /* zero from here on: every launch of the fused decode attention leaves them at zero */
+    QMM_CUDA_TRY(cudaMemset(s->counters, 0, (size_t)c->num_kv_heads * sizeof(int)));
     if (s->fuse) {
         /* one [chunk, q + 2 kv] and one [chunk, 2 I] output; SwiGLU writes a separate [chunk, I] */
         if ((st = dev_alloc(&s->q, ch * (qd + 2 * kvd), "q|k|v")) ||
@@ -291,10 +301,13 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     s->use_graph = o.use_graph != 0;
     s->attention_ref = o.attention_ref != 0;
     s->fuse = o.fuse_projections != 0;
+    /* weight streaming interleaves event waits between the kernels: keep its launches plain */
+    s->pdl = o.pdl != 0 && !o.offload_weights;
     s->max_seq = max_seq;
     s->chunk = o.max_chunk ? o.max_chunk : 4096;
     if (s->chunk > max_seq) s->chunk = max_seq;
     s->nsplit = decode_splits(max_seq);
+    s->npairs = argmax_blocks(c->vocab_size);
     if (o.offload_weights) {
         s->off = (llm_offload *)calloc(1, sizeof *s->off);
         if (!s->off) {
@@ -311,6 +324,12 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
         cudaGetLastError();
         st = qmm_fail(QMM_ERR_NO_DEVICE, "CUDA device %d: %s", o.device, cudaGetErrorString(e));
     }
+    if (!st && cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, o.device) !=
+                   cudaSuccess) {
+        cudaGetLastError();
+        s->sm_count = 0; /* the split rule's default */
+    }
+    s->nsplit_fused = attention_decode_splits(max_seq, (int)c->num_kv_heads, s->sm_count);
     if (!st) st = qmm_cuda_create(o.device, s->stream, &s->ctx);
     if (!st) st = upload_weights(s);
     if (!st && s->off) st = llm_offload_create(s);
@@ -347,7 +366,7 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
         }
         if (!st) st = qmm_llm_cuda_reset(s);
     }
-    if (!st && s->use_graph) st = llm_cuda_capture(s, 1, 1, &s->decode_graph);
+    if (!st && s->use_graph) st = llm_cuda_capture(s, 1, 1, &s->decode_graph, NULL);
     if (st) {
         qmm_llm_cuda_session_destroy(s);
         return st;
