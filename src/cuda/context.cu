@@ -48,10 +48,15 @@ static const double tuned_launch_us = 1.0;
 static const int matvec_limit_m = 16;
 static const double tuned_dense_tflops = 400.0; /* cuBLAS bf16 at these shapes (not 8192^3) */
 static const int tuned_dense_min_m = 128;
-static const int tuned_sm90_min_m = 1; /* the wgmma kernel from this M up */
+/* Where each path wins on the H200 (bench ops, bench/results/2026-11-30-*): the matvec at
+ * M <= 4, the wgmma kernel from 5 to 384 tokens, dequantize + cuBLAS beyond. */
+static const int tuned_sm90_min_m = 5;
+static const int tuned_sm90_max_m = 384;
 
 /* The Hopper wgmma kernel for this call? */
-static bool should_use_sm90(int64_t m) { return m >= tuned_sm90_min_m; }
+static bool should_use_sm90(int64_t m) { return m >= tuned_sm90_min_m && m <= tuned_sm90_max_m; }
+/* Long prompts: the dense path. */
+static bool should_use_dense(int64_t m) { return m > tuned_sm90_max_m; }
 
 extern "C" int qmm_cuda_built(void) { return 1; }
 
@@ -330,6 +335,7 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
     if (o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && should_use_sm90(m))
         return qmm_plan_sm90(m, n, k, ctx->info.sm_count, o->split == 1 ? QMM_SM90_SPLIT : QMM_SM90_AUTO,
                              1, p);
+    const bool dense = o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && should_use_dense(m);
 
     const qmm_device_desc *d = &ctx->desc;
     qmm_status st;
@@ -344,7 +350,7 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
         if (st != QMM_OK) return st;
     }
 
-    if (o->path == QMM_PATH_DENSE || (o->path == QMM_PATH_AUTO && p->path == QMM_PATH_DENSE)) {
+    if (o->path == QMM_PATH_DENSE || dense || (o->path == QMM_PATH_AUTO && p->path == QMM_PATH_DENSE)) {
         p->path = QMM_PATH_DENSE;
         p->split = 1;
         p->k_per_split = (int)k;
