@@ -11,7 +11,7 @@ BUILD := build
 ASAN := build-asan
 QMM := ./$(BUILD)/qmm
 
-.PHONY: all build run test test-asan clean
+.PHONY: all build run test test-asan clean mlx-venv
 
 all: build
 
@@ -36,6 +36,14 @@ test-asan:
 	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQMM_SANITIZE=ON -DQMM_CUDA=OFF
 	cmake --build $(ASAN) -j $(JOBS)
 	ctest --test-dir $(ASAN) --output-on-failure -j $(JOBS)
+
+# The MLX wheels for the MLX reference test (tests/mlx/requirements.txt, pinned), in a venv the
+# CMake build finds. Needs PyPI; bash .ci/run calls it, and fails when it fails.
+MLX_VENV := $(BUILD)/mlx-venv
+mlx-venv:
+	@test -x $(MLX_VENV)/bin/python3 || python3 -m venv $(MLX_VENV)
+	$(MLX_VENV)/bin/python3 -m pip install -q --disable-pip-version-check -r tests/mlx/requirements.txt
+	$(MLX_VENV)/bin/python3 -c "import mlx.core as mx, mlx_lm; print('mlx', mx.__version__, 'on', mx.default_device())"
 
 clean:
 	rm -rf $(BUILD) $(ASAN)

@@ -3,9 +3,10 @@
  *
  * One public header. Names and math (see DESIGN.md):
  *   C[M, N] = A[M, K] · W[N, K]ᵀ      M tokens, K in_features (reduced), N out_features.
- * Weights: 4-bit codes in groups of 128 along K, one bf16 scale and bias per (row, group):
- *   w[n][j] = scales[n][j/128] * q + biases[n][j/128],  q = (packed[n][j/8] >> 4*(j%8)) & 0xF.
- * Scales may be negative. Byte-compatible with MLX mx.quantize(w, group_size=128, bits=4).
+ * Weights: 4-bit codes in groups of g = 32, 64 or 128 along K, one bf16 scale and bias per
+ * (row, group):
+ *   w[n][j] = scales[n][j/g] * q + biases[n][j/g],  q = (packed[n][j/8] >> 4*(j%8)) & 0xF.
+ * Scales may be negative. Byte-compatible with MLX mx.quantize(w, group_size=g, bits=4).
  *
  * Conventions: every function returns qmm_status; on error nothing is written to outputs and
  * qmm_last_error() holds a sentence saying what was wrong. The library never prints or aborts.
@@ -26,7 +27,7 @@ extern "C" {
 #define QMM_STATUS_LIST(X)                                                                   \
     X(QMM_OK, "ok", "success")                                                               \
     X(QMM_ERR_NULL, "null", "a required pointer is NULL")                                    \
-    X(QMM_ERR_SHAPE, "shape", "invalid shape (M, N, K must be >= 1, K a multiple of 128)")   \
+    X(QMM_ERR_SHAPE, "shape", "invalid shape (M, N, K >= 1, K a multiple of the group size)")   \
     X(QMM_ERR_OVERFLOW, "overflow", "shape too large: byte size overflows size_t")           \
     X(QMM_ERR_SIZE_MISMATCH, "size-mismatch", "buffer sizes do not match the shape")         \
     X(QMM_ERR_DTYPE, "dtype", "unknown or unsupported element type")                         \
@@ -73,31 +74,39 @@ qmm_bf16 qmm_f32_to_bf16(float x);
 float qmm_f16_to_f32(qmm_f16 x);
 qmm_f16 qmm_f32_to_f16(float x);
 
-/* ---- the W4 g128 weight format ----------------------------------------------------------- */
+/* ---- the W4 weight format ---------------------------------------------------------------- */
 
-#define QMM_GROUP 128 /* columns per quantization group */
-#define QMM_BITS 4
+#define QMM_GROUP 128 /* default columns per quantization group (the CUDA kernels' group) */
+#define QMM_BITS 4    /* the only bit width: any other is rejected */
+/* 1 when g is a supported group size: 32, 64 or 128. */
+#define QMM_GROUP_OK(g) ((g) == 32 || (g) == 64 || (g) == 128)
 
 /* A view of one quantized weight matrix W[N, K] in host memory; the caller owns the buffers.
  * The counts are element counts of the buffers and must equal what the shape requires. */
 typedef struct qmm_w4 {
     int64_t n;            /* out_features (rows of W), >= 1 */
-    int64_t k;            /* in_features (reduced), multiple of 128 */
+    int64_t k;            /* in_features (reduced), multiple of group */
     uint32_t *packed;     /* [n, k/8]: 8 codes per word, column j at bits 4*(j%8) (LSB first) */
-    qmm_bf16 *scales;     /* [n, k/128], any sign */
-    qmm_bf16 *biases;     /* [n, k/128] */
+    qmm_bf16 *scales;     /* [n, k/group], any sign */
+    qmm_bf16 *biases;     /* [n, k/group] */
     size_t packed_count;  /* words in packed: n*k/8 */
-    size_t scales_count;  /* elements in scales: n*k/128 */
-    size_t biases_count;  /* elements in biases: n*k/128 */
+    size_t scales_count;  /* elements in scales: n*k/group */
+    size_t biases_count;  /* elements in biases: n*k/group */
+    int group;            /* columns per group: 32, 64 or 128 (0 is rejected, not a default) */
 } qmm_w4;
 
-/* Buffer sizes for a shape, with overflow checks. Any output pointer may be NULL. */
+/* Buffer sizes for a shape and group size, with overflow checks. Any output may be NULL. */
+qmm_status qmm_w4_sizes_group(int64_t n, int64_t k, int group, size_t *packed_words,
+                              size_t *group_count, size_t *total_bytes);
+/* The same for groups of 128. */
 qmm_status qmm_w4_sizes(int64_t n, int64_t k, size_t *packed_words, size_t *group_count,
                         size_t *total_bytes);
 /* Allocate the three buffers of a weight (malloc); qmm_w4_free releases them. */
+qmm_status qmm_w4_alloc_group(int64_t n, int64_t k, int group, qmm_w4 *w);
+/* The same for groups of 128. */
 qmm_status qmm_w4_alloc(int64_t n, int64_t k, qmm_w4 *w);
 void qmm_w4_free(qmm_w4 *w);
-/* Check pointers, shape and counts of a descriptor. */
+/* Check pointers, group size, shape and counts of a descriptor. */
 qmm_status qmm_w4_validate(const qmm_w4 *w);
 
 /* What quantization achieved (over all n*k weights). */
@@ -107,14 +116,17 @@ typedef struct qmm_quant_error {
     double rel_frob;   /* ||w - dequant||_F / ||w||_F  (0 when w = 0) */
 } qmm_quant_error;
 
-/* src[N, K] row-major (dtype bf16, f16 or f32) -> w (shape taken from w->n, w->k; buffers
+/* src[N, K] row-major (dtype bf16, f16 or f32) -> w (shape and group from w; buffers
  * preallocated). Round-to-nearest affine per group: the edge of larger magnitude becomes the bias
  * (so the scale's sign follows the data, as in MLX), scale = ±(max-min)/15, both rounded to bf16,
  * codes = clamp(rint((x - bias) / scale), 0, 15) computed with the rounded scale and bias.
  * err may be NULL. Non-finite inputs are rejected (QMM_ERR_RANGE). */
 qmm_status qmm_quantize(const void *src, qmm_dtype src_type, qmm_w4 *w, qmm_quant_error *err);
 
-/* w -> dst[N, K] row-major in dst_type; dst_count is the element count of dst (must be n*k). */
+/* w -> dst[N, K] row-major in dst_type; dst_count is the element count of dst (must be n*k).
+ * Every dtype is the f32 value fmaf(scale, q, bias) rounded once. That f32 value equals MLX's
+ * mx.dequantize on f32 scales and biases bit for bit; mx.dequantize on bf16 scales computes in
+ * bf16 (s*q rounded, then + bias rounded) and can differ from the bf16 output here by 1 ulp. */
 qmm_status qmm_dequantize(const qmm_w4 *w, void *dst, qmm_dtype dst_type, size_t dst_count);
 
 /* Dequantize one row n of W into f32 out[K]. */
@@ -177,8 +189,10 @@ qmm_plan_params qmm_plan_seed_params(void);
 qmm_status qmm_plan_seed(int64_t m, int64_t n, int64_t k, const qmm_plan_params *p,
                          qmm_plan *out);
 
-/* Largest split <= want that divides K into equal whole groups (>= 1). */
+/* Largest split <= want that divides K into equal whole groups of 128 (>= 1). */
 int qmm_split_align(int64_t k, int want);
+/* The same for groups of `group` columns (a weight's w->group): 1 when group or K is invalid. */
+int qmm_split_align_group(int64_t k, int group, int want);
 
 /* A GPU's capabilities as the models see them (one struct: the performance model's presets and
  * the planner's device description both use it). qmm_gpu_info is what CUDA reports about a device
@@ -218,10 +232,13 @@ typedef struct qmm_device_desc {
     qmm_tile_config config[QMM_MAX_TILE_CONFIGS];
     double tiled_tflops;  /* the tiled kernel's achievable bf16 rate (the model's compute) */
     /* the Hopper wgmma kernel (tile rows: tune/sm90.h QMM_SM90_CONFIGS, plan_sm90.c) */
-    int wgmma_min_m;      /* AUTO under the device policy takes it from this M on; 0 = never */
+    int wgmma_min_m;      /* AUTO under the device policy takes it for wgmma_min_m <= M <= */
+    int wgmma_max_m;      /* wgmma_max_m; wgmma_min_m = 0: never */
     /* dense fallback (dequantize + cuBLAS) */
     double dense_tflops;  /* cuBLAS bf16 rate for the dense path; 0 = never use it */
     int dense_min_m;      /* the dense path is considered only for M >= this */
+    int dense_force_m;    /* AUTO under the device policy takes it from this M on; 0 = the
+                             model decides */
 } qmm_device_desc;
 
 /* The shipped tuning table's description of a GPU family: compute capability 9.x -> "sm90" (the
@@ -250,6 +267,7 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
 #include "qmm_perf.h"
 #include "qmm_cuda.h"
 #include "qmm_llm.h"
+#include "qmm_text.h"
 #include "qmm_pipeline.h"
 
 #endif /* QMM_H */

@@ -14,10 +14,13 @@
  *         the attention output, the SwiGLU output.
  * Logits are the bf16 head outputs widened to float; argmax takes the lowest index on ties.
  *
- * Checkpoints: MLX 4-bit g128 safetensors (model.safetensors, or shards listed by
- * model.safetensors.index.json) beside a Hugging Face config.json. Weights are memory-mapped and
- * the W4 views point into the mapping (read-only by contract); qmm_llm_model_load_mode can copy
- * them into memory instead (see there: a mapped file must not shrink while its model lives).
+ * Checkpoints: MLX 4-bit safetensors as mlx_lm saves them (model.safetensors, or shards listed by
+ * model.safetensors.index.json) beside a Hugging Face config.json whose "quantization" (or
+ * "quantization_config") gives {group_size: 32, 64 or 128, bits: 4}, optionally per layer.
+ * Weights are memory-mapped and the W4 views point into the mapping (read-only by contract);
+ * qmm_llm_model_load_mode can copy them into memory instead (see there: a mapped file must not
+ * shrink while its model lives). The CPU engine runs every group size; the CUDA engine groups of
+ * 128 only.
  */
 #ifndef QMM_LLM_H
 #define QMM_LLM_H
@@ -29,22 +32,27 @@ extern "C" {
 /* ---- model description -------------------------------------------------------------------- */
 
 typedef struct qmm_llm_config {
-    int64_t hidden_size;             /* model width; multiple of 128 */
-    int64_t intermediate_size;       /* MLP width; multiple of 128 */
+    int64_t hidden_size;             /* model width; multiple of group_size */
+    int64_t intermediate_size;       /* MLP width; multiple of group_size */
     int64_t num_layers;              /* num_hidden_layers */
     int64_t num_heads;               /* query heads (num_attention_heads) */
     int64_t num_kv_heads;            /* key/value heads; divides num_heads */
-    int64_t head_dim;                /* even; num_heads*head_dim a multiple of 128 */
+    int64_t head_dim;                /* even; num_heads*head_dim a multiple of group_size */
     int64_t vocab_size;
     int64_t max_position_embeddings; /* context limit */
     double rope_theta;
     double rms_norm_eps;
     int tie_word_embeddings;         /* 1: the LM head is the embedding matrix */
+    int64_t group_size;              /* quantization group: 32, 64 or 128 (config.json's
+                                        "quantization"; when absent the largest that divides
+                                        every K; 0 here means 128). Layers that config.json
+                                        overrides by name may differ */
 } qmm_llm_config;
 
 /* Parse a Qwen3 config.json held in json[len]. Unknown keys are ignored; keys the engine cannot
- * honour (another model_type, rope_scaling, attention bias, a quantization other than 4-bit g128)
- * are QMM_ERR_UNSUPPORTED; malformed JSON or wrong types are QMM_ERR_FORMAT. */
+ * honour (another model_type, rope_scaling, attention bias, a quantization other than 4-bit
+ * affine in groups of 32, 64 or 128) are QMM_ERR_UNSUPPORTED; malformed JSON or wrong types are
+ * QMM_ERR_FORMAT. Per-layer entries of "quantization" are checked when the weights load. */
 qmm_status qmm_llm_config_parse(const char *json, size_t len, qmm_llm_config *out);
 /* Read and parse a config.json file. */
 qmm_status qmm_llm_config_load(const char *path, qmm_llm_config *out);
@@ -52,7 +60,7 @@ qmm_status qmm_llm_config_load(const char *path, qmm_llm_config *out);
 qmm_status qmm_llm_config_preset(const char *name, qmm_llm_config *out);
 /* Name of preset i (0, 1, ...), NULL past the last. */
 const char *qmm_llm_preset_name(int i);
-/* Check the sizes the engine needs (multiples of 128, heads divisible, ranges). */
+/* Check the sizes the engine needs (multiples of the group size, heads divisible, ranges). */
 qmm_status qmm_llm_config_validate(const qmm_llm_config *c);
 
 /* The linear layers of one decoder layer. */
@@ -82,13 +90,23 @@ const char *qmm_llm_linear_name(qmm_llm_linear which);
 qmm_status qmm_llm_linear_shape(const qmm_llm_config *c, qmm_llm_linear which, int64_t *n,
                                 int64_t *k);
 
+/* ---- progress ------------------------------------------------------------------------------ */
+
+/* Long operations (synthetic weights, checkpoint quantization) report their progress through
+ * fn(ctx, what, done, total) on the calling thread, done == total last. One hook per process;
+ * NULL (the default) turns it off. The library never prints: the CLI draws the bar. */
+typedef void (*qmm_progress_fn)(void *ctx, const char *what, double done, double total);
+void qmm_set_progress(qmm_progress_fn fn, void *ctx);
+
 /* ---- a loaded model (weights + config) ------------------------------------------------------ */
 
 typedef struct qmm_llm_model qmm_llm_model;
 
 /* path: a directory holding config.json and model.safetensors or model.safetensors.index.json,
  * or a .safetensors file with config.json beside it. Every tensor is validated against the
- * config: a missing one is QMM_ERR_NOT_FOUND naming it, a wrong dtype or shape QMM_ERR_FORMAT. */
+ * config: a missing one is QMM_ERR_NOT_FOUND naming it, a wrong dtype or shape (scales that do
+ * not match the configured group size included) QMM_ERR_FORMAT; a layer that config.json
+ * quantizes with other bits, or leaves unquantized, QMM_ERR_UNSUPPORTED naming it. */
 qmm_status qmm_llm_model_load(const char *path, qmm_llm_model **out);
 /* How the weight files are read. MAP (qmm_llm_model_load): memory-mapped, fast, no copy; the
  * files must then stay as they are while the model lives: a file truncated or rewritten in place
@@ -101,11 +119,15 @@ qmm_status qmm_llm_model_load_mode(const char *path, qmm_llm_load_mode mode, qmm
  * biases centring the codes (so each projection keeps activations near unit RMS), norms near 1.
  * The same seed gives the same weights. Uses all cores to fill qwen3-4b (2.2 GB) quickly. */
 qmm_status qmm_llm_model_synthetic(const qmm_llm_config *c, uint64_t seed, qmm_llm_model **out);
-/* spec: a preset name (synthetic weights from seed) or a path as in qmm_llm_model_load. */
+/* spec: "synthetic:NAME" (a preset's shapes with synthetic weights from seed), a path as in
+ * qmm_llm_model_load, or a bare preset NAME when no file or directory of that name exists (an
+ * existing path always wins). */
 qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **out);
 void qmm_llm_model_destroy(qmm_llm_model *m);
 
 const qmm_llm_config *qmm_llm_model_config(const qmm_llm_model *m);
+/* 1 when the weights were generated (qmm_llm_model_synthetic), 0 when read from a checkpoint. */
+int qmm_llm_model_is_synthetic(const qmm_llm_model *m);
 /* Bytes of all weights (quantized linears, embedding, head when untied, norms). */
 size_t qmm_llm_model_weight_bytes(const qmm_llm_model *m);
 /* Read-only views of the weights (valid while the model lives). */
@@ -171,11 +193,13 @@ typedef struct qmm_llm_cuda_options {
                             0: the unsplit tiled kernel for every projection with M > 8 */
     int use_graph;       /* 1: decode steps replay one captured CUDA graph */
     int64_t max_chunk;   /* rows per prefill forward (longer prompts run in chunks); 0 = min(max_seq, 4096) */
-    int attention_ref;   /* 1: prefill attention in fp32 on CUDA cores (the reference of the default
-                            tensor-core kernel; slower) */
-    int fuse_projections; /* 1: q|k|v and gate|up stacked into one W4 weight each (rows
-                             concatenated at upload), 4 matmuls per layer instead of 7. Off by
-                             default: the split-K comparison is defined on the separate shapes */
+    int attention_ref;   /* 1: reference attention kernels: prefill in fp32 on CUDA cores (the
+                            reference of the default tensor-core kernel; slower), and decode as
+                            a separate qk-norm + rope + cache kernel before the attention (the
+                            reference of the default fused decode kernel) */
+    int fuse_projections; /* 1 (default): q|k|v and gate|up stacked into one W4 weight each (rows
+                             concatenated at upload), 4 matmuls per layer instead of 7; 0: the
+                             separate shapes (on which the split-K comparison is defined) */
     int offload_weights; /* 1: weight streaming. The layers' weights stay in pinned host memory
                             (their device images, built at session creation) and are uploaded
                             layer by layer on a copy stream into offload_buffers device slots while
@@ -184,6 +208,10 @@ typedef struct qmm_llm_cuda_options {
     int offload_buffers; /* device layer slots b >= 1 (default 2); more than the layer count acts
                             as the layer count. Layer l uses slot l % b and is uploaded as soon
                             as layer l - b has finished with that slot */
+    int pdl;             /* 1 (default): the engine's kernels are launched with programmatic
+                            dependent launch, so each is resident and waiting before its
+                            predecessor ends; 0: plain launches (the comparison). Same results
+                            bit for bit. Off with offload_weights */
 } qmm_llm_cuda_options;
 
 qmm_llm_cuda_options qmm_llm_cuda_options_default(void);
@@ -234,6 +262,33 @@ typedef struct qmm_llm_profile {
 qmm_status qmm_llm_cuda_profile(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
                                 qmm_llm_profile *prefill, qmm_llm_profile *decode);
 
+/* The decode step as it runs in its CUDA graph, from %globaltimer stamps the engine's kernels
+ * write (first block start, return from the PDL wait, last block end). Entries in step order:
+ * stamped = 1, an engine kernel family timed from its wait to its end; stamped = 0, the time
+ * from the previous engine kernel's end to the next one's wait, charged to the matmuls launched
+ * in between (their launch gaps included). */
+#define QMM_LLM_GRAPH_PROFILE_MAX 24
+typedef struct qmm_llm_graph_profile {
+    int count;
+    const char *name[QMM_LLM_GRAPH_PROFILE_MAX];   /* static strings */
+    int stamped[QMM_LLM_GRAPH_PROFILE_MAX];
+    int launches[QMM_LLM_GRAPH_PROFILE_MAX];       /* per step */
+    double us[QMM_LLM_GRAPH_PROFILE_MAX];          /* per step, median over the steps */
+    double bytes[QMM_LLM_GRAPH_PROFILE_MAX];       /* moved per step (weights, KV cache, activations) */
+    double stamped_us;     /* median of (last stamped end - first stamped start) */
+    double event_us;       /* median step time by CUDA events around each replay */
+    int kernels_per_step;  /* kernel nodes in the decode graph */
+    int steps;
+    int64_t context;       /* positions cached before the first profiled step */
+    int pdl;
+} qmm_llm_graph_profile;
+
+/* Prefill ids[n] from position 0 (the cache is reset first), then replay a stamped copy of the
+ * decode graph `steps` times (1..1000) and summarise. Leaves the session reset. Builds without
+ * CUDA answer QMM_ERR_UNSUPPORTED. */
+qmm_status qmm_llm_cuda_profile_graph(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
+                                      int steps, qmm_llm_graph_profile *out);
+
 /* ---- checkpoint writer ---------------------------------------------------------------------- */
 
 typedef struct qmm_llm_quantize_report {
@@ -246,11 +301,16 @@ typedef struct qmm_llm_quantize_report {
 
 /* in_path: a bf16/f16/f32 Hugging Face checkpoint (directory with config.json and
  * model.safetensors or an index, or a .safetensors file with config.json beside it).
- * Writes out_dir/model.safetensors (MLX 4-bit g128 layout) and out_dir/config.json (the input's,
- * with a "quantization" entry added), each to a temporary name first, fsynced, then renamed:
- * on error nothing is left behind. out_dir is created when missing. report may be NULL. */
+ * Writes out_dir/model.safetensors (MLX 4-bit layout, groups of 128) and out_dir/config.json (the
+ * input's, with "quantization" and "quantization_config" entries added, as mlx_lm saves them),
+ * each to a temporary name first, fsynced, then renamed: on error nothing is left behind.
+ * tokenizer.json, tokenizer_config.json and generation_config.json beside the input are copied.
+ * out_dir is created when missing. report may be NULL. */
 qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
                                        qmm_llm_quantize_report *report);
+/* The same with groups of group_size columns (32, 64 or 128; mlx_lm.convert's default is 64). */
+qmm_status qmm_llm_quantize_checkpoint_group(const char *in_path, const char *out_dir,
+                                             int group_size, qmm_llm_quantize_report *report);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
-/* The W4 g128 weight format (DESIGN.md §3): sizes, allocation, validation, quantize, dequantize. */
+/* The W4 weight format (DESIGN.md §3), groups of 32, 64 or 128: sizes, allocation, validation,
+ * quantize, dequantize. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,37 +10,45 @@
 
 /* ---- sizes and descriptors ---- */
 
-qmm_status qmm_w4_sizes(int64_t n, int64_t k, size_t *packed_words, size_t *group_count,
-                        size_t *total_bytes)
+qmm_status qmm_w4_sizes_group(int64_t n, int64_t k, int group, size_t *packed_words,
+                              size_t *group_count, size_t *total_bytes)
 {
     qmm_clear_error();
+    if (!QMM_GROUP_OK(group))
+        return qmm_fail(QMM_ERR_ARG, "group size %d is not supported (32, 64 or 128)", group);
     if (n < 1 || k < 1)
         return qmm_fail(QMM_ERR_SHAPE, "W is [N = %lld, K = %lld]; both must be >= 1",
                         (long long)n, (long long)k);
-    if (k % QMM_GROUP)
-        return qmm_fail(QMM_ERR_SHAPE, "K = %lld is not a multiple of %d", (long long)k,
-                        QMM_GROUP);
+    if (k % group)
+        return qmm_fail(QMM_ERR_SHAPE, "K = %lld is not a multiple of the group size %d",
+                        (long long)k, group);
     /* Everything else is a fraction of the element count, so checking n*k once is enough:
-     * words = nk/8, groups = nk/128, bytes = 4*words + 2*2*groups < nk. */
+     * words = nk/8, groups = nk/g, bytes = 4*words + 2*2*groups < nk. */
     size_t elems;
     if ((uint64_t)n > SIZE_MAX || (uint64_t)k > SIZE_MAX || !qmm_mul_size((size_t)n, (size_t)k, &elems))
         return qmm_fail(QMM_ERR_OVERFLOW, "W [%lld, %lld] has more elements than size_t holds",
                         (long long)n, (long long)k);
-    size_t words = elems / 8, groups = elems / QMM_GROUP;
+    size_t words = elems / 8, groups = elems / (size_t)group;
     if (packed_words) *packed_words = words;
     if (group_count) *group_count = groups;
     if (total_bytes) *total_bytes = words * sizeof(uint32_t) + 2 * groups * sizeof(qmm_bf16);
     return QMM_OK;
 }
 
-qmm_status qmm_w4_alloc(int64_t n, int64_t k, qmm_w4 *w)
+qmm_status qmm_w4_sizes(int64_t n, int64_t k, size_t *packed_words, size_t *group_count,
+                        size_t *total_bytes)
+{
+    return qmm_w4_sizes_group(n, k, QMM_GROUP, packed_words, group_count, total_bytes);
+}
+
+qmm_status qmm_w4_alloc_group(int64_t n, int64_t k, int group, qmm_w4 *w)
 {
     if (!w) return qmm_fail(QMM_ERR_NULL, "qmm_w4_alloc: w is NULL");
     size_t words, groups;
-    qmm_status st = qmm_w4_sizes(n, k, &words, &groups, NULL);
+    qmm_status st = qmm_w4_sizes_group(n, k, group, &words, &groups, NULL);
     if (st) return st;
     qmm_w4 out = {n, k, calloc(words, sizeof(uint32_t)), calloc(groups, sizeof(qmm_bf16)),
-                  calloc(groups, sizeof(qmm_bf16)), words, groups, groups};
+                  calloc(groups, sizeof(qmm_bf16)), words, groups, groups, group};
     if (!out.packed || !out.scales || !out.biases) {
         qmm_w4_free(&out);
         return qmm_fail(QMM_ERR_NOMEM, "cannot allocate a [%lld, %lld] W4 weight",
@@ -47,6 +56,11 @@ qmm_status qmm_w4_alloc(int64_t n, int64_t k, qmm_w4 *w)
     }
     *w = out;
     return QMM_OK;
+}
+
+qmm_status qmm_w4_alloc(int64_t n, int64_t k, qmm_w4 *w)
+{
+    return qmm_w4_alloc_group(n, k, QMM_GROUP, w);
 }
 
 void qmm_w4_free(qmm_w4 *w)
@@ -63,8 +77,11 @@ qmm_status qmm_w4_validate(const qmm_w4 *w)
 {
     qmm_clear_error();
     if (!w) return qmm_fail(QMM_ERR_NULL, "weight descriptor is NULL");
+    if (!QMM_GROUP_OK(w->group))
+        return qmm_fail(QMM_ERR_ARG, "weight descriptor: group size %d is not supported (32, 64 "
+                        "or 128; set w->group)", w->group);
     size_t words, groups;
-    qmm_status st = qmm_w4_sizes(w->n, w->k, &words, &groups, NULL);
+    qmm_status st = qmm_w4_sizes_group(w->n, w->k, w->group, &words, &groups, NULL);
     if (st) return st;
     if (!w->packed || !w->scales || !w->biases)
         return qmm_fail(QMM_ERR_NULL, "weight buffer is NULL (packed %p, scales %p, biases %p)",
@@ -77,19 +94,19 @@ qmm_status qmm_w4_validate(const qmm_w4 *w)
                         (void *)w->packed, (void *)w->scales, (void *)w->biases);
     if (w->packed_count != words || w->scales_count != groups || w->biases_count != groups)
         return qmm_fail(QMM_ERR_SIZE_MISMATCH,
-                        "W [%lld, %lld] needs %zu packed words and %zu scales and biases; "
-                        "the descriptor says %zu, %zu, %zu",
-                        (long long)w->n, (long long)w->k, words, groups, w->packed_count,
+                        "W [%lld, %lld] in groups of %d needs %zu packed words and %zu scales "
+                        "and biases; the descriptor says %zu, %zu, %zu",
+                        (long long)w->n, (long long)w->k, w->group, words, groups, w->packed_count,
                         w->scales_count, w->biases_count);
     return QMM_OK;
 }
 
 /* ---- quantize ---- */
 
-/* x[0..127] = src[at..at+127] as f32 */
-static void load_group(const void *src, qmm_dtype t, size_t at, float *x)
+/* x[0..g-1] = src[at..at+g-1] as f32 */
+static void load_group(const void *src, qmm_dtype t, size_t at, int g, float *x)
 {
-    for (int i = 0; i < QMM_GROUP; i++) {
+    for (int i = 0; i < g; i++) {
         switch (t) {
         case QMM_BF16: x[i] = qmm_bf16_to_f32(((const qmm_bf16 *)src)[at + i]); break;
         case QMM_F16: x[i] = qmm_f16_to_f32(((const qmm_f16 *)src)[at + i]); break;
@@ -98,14 +115,14 @@ static void load_group(const void *src, qmm_dtype t, size_t at, float *x)
     }
 }
 
-/* The affine parameters of one group x[128] (finite). The edge of larger magnitude is the bias
+/* The affine parameters of one group x[g] (finite). The edge of larger magnitude is the bias
  * so the scale's sign follows the data (MLX's rule). A zero or tiny range gets the smallest
  * normal scale, so division stays finite; *flat says every code is 0 (all values equal).
  * Returns 0 when the group's magnitude does not fit bf16 (its scale or bias would be Inf). */
-static int group_params(const float *x, qmm_bf16 *scale, qmm_bf16 *bias, int *flat)
+static int group_params(const float *x, int g, qmm_bf16 *scale, qmm_bf16 *bias, int *flat)
 {
     float lo = x[0], hi = x[0];
-    for (int i = 1; i < QMM_GROUP; i++) {
+    for (int i = 1; i < g; i++) {
         if (x[i] < lo) lo = x[i];
         if (x[i] > hi) hi = x[i];
     }
@@ -145,36 +162,37 @@ qmm_status qmm_quantize(const void *src, qmm_dtype src_type, qmm_w4 *w, qmm_quan
     qmm_status st = qmm_w4_validate(w);
     if (st) return st;
 
-    size_t n = (size_t)w->n, k = (size_t)w->k, groups_per_row = k / QMM_GROUP;
-    float x[QMM_GROUP];
+    int gs = w->group;
+    size_t n = (size_t)w->n, k = (size_t)w->k, groups_per_row = k / (size_t)gs;
+    float x[QMM_GROUP]; /* the largest group */
 
     /* Pass 1 checks everything (non-finite input, groups too large for bf16) so that a failure
      * leaves w untouched; pass 2 writes. */
     for (size_t g = 0; g < n * groups_per_row; g++) {
-        load_group(src, src_type, g * QMM_GROUP, x);
-        for (int i = 0; i < QMM_GROUP; i++)
+        load_group(src, src_type, g * (size_t)gs, gs, x);
+        for (int i = 0; i < gs; i++)
             if (!isfinite(x[i]))
                 return qmm_fail(QMM_ERR_RANGE, "qmm_quantize: src[%zu][%zu] = %g is not finite",
-                                g / groups_per_row, (g % groups_per_row) * QMM_GROUP + i, x[i]);
+                                g / groups_per_row, (g % groups_per_row) * (size_t)gs + (size_t)i, x[i]);
         qmm_bf16 s, b;
         int flat;
-        if (!group_params(x, &s, &b, &flat))
+        if (!group_params(x, gs, &s, &b, &flat))
             return qmm_fail(QMM_ERR_RANGE, "qmm_quantize: row %zu, columns %zu..%zu: the scale or "
                             "bias of this group does not fit bf16", g / groups_per_row,
-                            (g % groups_per_row) * QMM_GROUP, (g % groups_per_row) * QMM_GROUP + 127);
+                            (g % groups_per_row) * (size_t)gs, (g % groups_per_row + 1) * (size_t)gs - 1);
     }
 
     double max_abs = 0, sum_err2 = 0, sum_w2 = 0;
     for (size_t g = 0; g < n * groups_per_row; g++) {
-        load_group(src, src_type, g * QMM_GROUP, x);
+        load_group(src, src_type, g * (size_t)gs, gs, x);
         qmm_bf16 s, b;
         int flat;
-        group_params(x, &s, &b, &flat);
+        group_params(x, gs, &s, &b, &flat);
         float sf = qmm_bf16_to_f32(s), bf = qmm_bf16_to_f32(b);
         w->scales[g] = s;
         w->biases[g] = b;
-        uint32_t *words = w->packed + g * (QMM_GROUP / 8);
-        for (int i = 0; i < QMM_GROUP; i += 8) {
+        uint32_t *words = w->packed + g * (size_t)(gs / 8);
+        for (int i = 0; i < gs; i += 8) {
             uint32_t word = 0;
             for (int c = 0; c < 8; c++) {
                 uint32_t q = flat ? 0u : quant_code(x[i + c], sf, bf);
@@ -200,11 +218,11 @@ qmm_status qmm_quantize(const void *src, qmm_dtype src_type, qmm_w4 *w, qmm_quan
 /* out[K] = row r of W (descriptor already validated) */
 static void dequant_row(const qmm_w4 *w, size_t r, float *out)
 {
-    size_t k = (size_t)w->k, gpr = k / QMM_GROUP;
+    size_t k = (size_t)w->k, g = (size_t)w->group, gpr = k / g;
     const uint32_t *words = w->packed + r * (k / 8);
     for (size_t j = 0; j < k; j++) {
-        float s = qmm_bf16_to_f32(w->scales[r * gpr + j / QMM_GROUP]);
-        float b = qmm_bf16_to_f32(w->biases[r * gpr + j / QMM_GROUP]);
+        float s = qmm_bf16_to_f32(w->scales[r * gpr + j / g]);
+        float b = qmm_bf16_to_f32(w->biases[r * gpr + j / g]);
         out[j] = dequant(s, (words[j / 8] >> (4 * (j % 8))) & 0xFu, b);
     }
 }

@@ -52,17 +52,18 @@ static inline double qmm_unit_f64(uint64_t *state)
 /* Milliseconds on the monotonic clock (status.c). */
 double qmm_now_ms(void);
 
-/* w over caller-owned buffers: packed [n, k/8] words, scales and biases [n, k/128]. */
-static inline void qmm_w4_view(qmm_w4 *w, int64_t n, int64_t k, void *packed, void *scales,
-                               void *biases)
+/* w over caller-owned buffers: packed [n, k/8] words, scales and biases [n, k/group]. */
+static inline void qmm_w4_view(qmm_w4 *w, int64_t n, int64_t k, int64_t group, void *packed,
+                               void *scales, void *biases)
 {
     w->n = n;
     w->k = k;
+    w->group = group;
     w->packed = (uint32_t *)packed;
     w->scales = (qmm_bf16 *)scales;
     w->biases = (qmm_bf16 *)biases;
     w->packed_count = (size_t)n * (size_t)(k / 8);
-    w->scales_count = w->biases_count = (size_t)n * (size_t)(k / QMM_GROUP);
+    w->scales_count = w->biases_count = (size_t)n * (size_t)(k / group);
 }
 
 /* Order of two byte strings (pointer, length): memcmp, then the shorter first. */
@@ -71,6 +72,9 @@ static inline int qmm_cmp_bytes(const char *a, size_t na, const char *b, size_t 
     int c = memcmp(a, b, na < nb ? na : nb);
     return c ? c : (na > nb) - (na < nb);
 }
+
+/* Report progress to the hook of qmm_set_progress (nothing when none is set). */
+void qmm_progress(const char *what, double done, double total);
 
 /* a*b into *out; 0 on overflow. */
 static inline int qmm_mul_size(size_t a, size_t b, size_t *out)

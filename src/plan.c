@@ -8,13 +8,15 @@ qmm_plan_params qmm_plan_seed_params(void)
     return p;
 }
 
-int qmm_split_align(int64_t k, int want)
+int qmm_split_align_group(int64_t k, int group, int want)
 {
-    if (k < QMM_GROUP || k % QMM_GROUP || want < 1) return 1;
+    if (!QMM_GROUP_OK(group) || k < group || k % group || want < 1) return 1;
     int s = want;
-    while (s > 1 && k % ((int64_t)s * QMM_GROUP)) s--;
+    while (s > 1 && k % ((int64_t)s * group)) s--;
     return s;
 }
+
+int qmm_split_align(int64_t k, int want) { return qmm_split_align_group(k, QMM_GROUP, want); }
 
 // the plan for C[M, N] = A[M, K] · W[N, K]ᵀ
 qmm_status qmm_plan_seed(int64_t m, int64_t n, int64_t k, const qmm_plan_params *p,

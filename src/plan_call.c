@@ -65,9 +65,13 @@ static int wants(const qmm_cuda_options *o, const qmm_plan *policy, qmm_path pat
     return o->path == path || (o->path == QMM_PATH_AUTO && policy->path == path);
 }
 
-static int should_use_dense(const qmm_cuda_options *o, const qmm_plan *policy)
+/* Forced, the device policy's choice, or a long prompt past the table's dense_force_m. */
+static int should_use_dense(const qmm_device_desc *d, const qmm_cuda_options *o,
+                            const qmm_plan *policy, int64_t m)
 {
-    return wants(o, policy, QMM_PATH_DENSE);
+    int long_prompt = o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE &&
+                      d->dense_force_m > 0 && m >= d->dense_force_m;
+    return long_prompt || wants(o, policy, QMM_PATH_DENSE);
 }
 
 static int should_use_matvec(const qmm_cuda_options *o, const qmm_plan *policy)
@@ -75,13 +79,13 @@ static int should_use_matvec(const qmm_cuda_options *o, const qmm_plan *policy)
     return wants(o, policy, QMM_PATH_MATVEC);
 }
 
-/* The Hopper wgmma kernel: forced (WGMMA, STREAMK), or AUTO under the device policy from the
- * tuning table's wgmma_min_m on (0: never). */
+/* The Hopper wgmma kernel: forced (WGMMA, STREAMK), or AUTO under the device policy in the
+ * tuning table's M range (wgmma_min_m = 0: never). */
 static int should_use_wgmma(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m)
 {
     if (o->path == QMM_PATH_WGMMA || o->path == QMM_PATH_STREAMK) return 1;
     return o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && d->wgmma_min_m > 0 &&
-           m >= d->wgmma_min_m;
+           m >= d->wgmma_min_m && m <= d->wgmma_max_m;
 }
 
 /* Partitions of K for the tiled kernel: the policy's, unless the options hold it at 1 (TILED, or
@@ -210,7 +214,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     }
     p.stages = 0;
 
-    if (should_use_dense(&o, &p)) {
+    if (should_use_dense(d, &o, &p, m)) {
         p.path = QMM_PATH_DENSE;
         p.split = 1;
         p.k_per_split = (int)k;

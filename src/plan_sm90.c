@@ -75,7 +75,9 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90
     p.base_blocks = tiles;
     p.predicted_us = -1;
     int64_t iters = tiles * groups, ctas;
-    int streamk = req == QMM_SM90_STREAMK || (req == QMM_SM90_AUTO && !fills_gpu(tiles, sm_count));
+    /* one group a tile leaves nothing to share: unsplit */
+    int streamk = req == QMM_SM90_STREAMK ||
+                  (req == QMM_SM90_AUTO && groups > 1 && !fills_gpu(tiles, sm_count));
     if (req == QMM_SM90_SPLIT && split < 1) split = 1;
     if (req == QMM_SM90_AUTO && !streamk) split = 1;
     if (streamk) {

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "cpu/threads.h"
 #include "internal.h"
 
 int64_t qmm_w4_device_rows(int64_t n)
@@ -10,30 +11,59 @@ int64_t qmm_w4_device_rows(int64_t n)
     return (n + QMM_W4_ROW_PAD - 1) / QMM_W4_ROW_PAD * QMM_W4_ROW_PAD;
 }
 
+typedef struct layout_job {
+    const qmm_w4 *w;
+    uint32_t *packed, *sb;
+    int64_t n_pad;
+    int threads;
+} layout_job;
+
+/* Rows [n*t/T, n*(t+1)/T) of the transform: rows are independent, so threads split them. */
+static void layout_rows(void *arg, int t)
+{
+    const layout_job *j = arg;
+    const qmm_w4 *w = j->w;
+    int64_t k = w->k, g = k / QMM_GROUP, n_pad = j->n_pad;
+    int64_t r0 = w->n * t / j->threads, r1 = w->n * (t + 1) / j->threads;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint32_t *src = w->packed + r * (k / 8);
+        for (int64_t gi = 0; gi < g; gi++) {
+            /* qmm_w4_device_position, a source word at a time: word sw holds codes
+             * k = 8sw..8sw+7, i.e. chunk c = sw/2, half hi8 = sw%2; its nibble pair t (codes
+             * 16c+8hi8+2t, +1) goes to word 4t + c/2 at bits 8(c%2) + 4hi8 and 16 above */
+            uint32_t out[16] = {0};
+            const uint32_t *gs = src + gi * 16;
+            for (int sw = 0; sw < 16; sw++) {
+                uint32_t x = gs[sw];
+                int c = sw / 2, base = 8 * (c % 2) + 4 * (sw % 2);
+                for (int t = 0; t < 4; t++, x >>= 8)
+                    out[4 * t + c / 2] |= ((x & 0xF) | ((x & 0xF0) << 12)) << base;
+            }
+            memcpy(j->packed + qmm_w4_device_offset(r, gi, g), out, sizeof out);
+            j->sb[gi * n_pad + r] =
+                (uint32_t)w->scales[r * g + gi] | ((uint32_t)w->biases[r * g + gi] << 16);
+        }
+    }
+}
+
 qmm_status qmm_w4_to_device_layout(const qmm_w4 *w, uint32_t *packed_out, uint32_t *sb_out)
 {
     qmm_status st = qmm_w4_validate(w);
     if (st != QMM_OK) return st;
     if (!packed_out || !sb_out) return qmm_fail(QMM_ERR_NULL, "output buffers are NULL");
-    int64_t n = w->n, k = w->k, g = k / QMM_GROUP, n_pad = qmm_w4_device_rows(n);
-    int word_of[QMM_GROUP], bit_of[QMM_GROUP];
-    for (int j = 0; j < QMM_GROUP; j++) qmm_w4_device_position(j, &word_of[j], &bit_of[j]);
-
-    memset(packed_out, 0, (size_t)n_pad * (size_t)(k / 8) * sizeof(uint32_t));
-    memset(sb_out, 0, (size_t)g * (size_t)n_pad * sizeof(uint32_t));
-    for (int64_t r = 0; r < n; r++) {
-        const uint32_t *src = w->packed + r * (k / 8);
+    layout_job j = {.w = w, .packed = packed_out, .sb = sb_out, .n_pad = qmm_w4_device_rows(w->n)};
+    /* padding rows are zero codes, scales and biases (the real rows are written whole) */
+    int64_t g = w->k / QMM_GROUP;
+    for (int64_t r = w->n; r < j.n_pad; r++)
         for (int64_t gi = 0; gi < g; gi++) {
-            uint32_t out[16] = {0};
-            for (int j = 0; j < QMM_GROUP; j++) {
-                uint32_t q = (src[gi * 16 + j / 8] >> (4 * (j % 8))) & 0xF;
-                out[word_of[j]] |= q << bit_of[j];
-            }
-            memcpy(packed_out + qmm_w4_device_offset(r, gi, g), out, sizeof out);
-            sb_out[gi * n_pad + r] =
-                (uint32_t)w->scales[r * g + gi] | ((uint32_t)w->biases[r * g + gi] << 16);
+            memset(packed_out + qmm_w4_device_offset(r, gi, g), 0, 16 * sizeof(uint32_t));
+            sb_out[gi * j.n_pad + r] = 0;
         }
-    }
+    /* every core for large weights (Qwen3-4B's session spends seconds here), one for small */
+    int64_t bytes = w->n * w->k / 2;
+    j.threads = bytes < ((int64_t)1 << 20) ? 1 : qmm_cpu_online();
+    if (j.threads > w->n) j.threads = (int)w->n;
+    qmm_parallel_run(j.threads, layout_rows, &j);
     return QMM_OK;
 }
 

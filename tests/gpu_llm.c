@@ -12,7 +12,7 @@
 #include "harness.h"
 #include "llm/hf_random.h"
 
-static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 1024, 1e6, 1e-6, 1};
+static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 1024, 1e6, 1e-6, 1, 128};
 
 
 /* Token `got` is an acceptable greedy choice under the reference logits: the argmax, or within
@@ -307,6 +307,7 @@ static void fused_projections_match_separate(void)
     float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
     qmm_llm_cuda_session *sep = NULL, *fus = NULL;
+    o.fuse_projections = 0; /* fused is the default */
     CHECK_OK(qmm_llm_cuda_session_create(m, 64, &o, &sep));
     o.fuse_projections = 1;
     CHECK_OK(qmm_llm_cuda_session_create(m, 64, &o, &fus));

@@ -10,7 +10,7 @@
 #include "harness.h"
 
 /* 5 layers: b = 1, 2, 3 each leave some layers to stream and 5 is a multiple of none */
-static const qmm_llm_config tiny5 = {256, 512, 5, 4, 2, 64, 1000, 1024, 1e6, 1e-6, 1};
+static const qmm_llm_config tiny5 = {256, 512, 5, 4, 2, 64, 1000, 1024, 1e6, 1e-6, 1, 128};
 
 #ifndef QMM_HAVE_CUDA
 int main(void)

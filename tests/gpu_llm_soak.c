@@ -41,7 +41,7 @@ static int near_tie(const float *ref, int64_t n, int32_t got)
 
 static void small_model_prefill_decode(void)
 {
-    static const qmm_llm_config c = {256, 512, 2, 4, 2, 64, 500, 256, 1e6, 1e-6, 1};
+    static const qmm_llm_config c = {256, 512, 2, 4, 2, 64, 500, 256, 1e6, 1e-6, 1, 128};
     qmm_llm_model *m = NULL;
     CHECK_OK(qmm_llm_model_synthetic(&c, 21, &m));
     if (!m) return;
@@ -140,7 +140,7 @@ static void small_matmul_paths(void)
 
 static void decode_10000_steps(void)
 {
-    static const qmm_llm_config c = {256, 512, 2, 4, 2, 64, 1000, 16384, 1e6, 1e-6, 1};
+    static const qmm_llm_config c = {256, 512, 2, 4, 2, 64, 1000, 16384, 1e6, 1e-6, 1, 128};
     qmm_llm_model *m = NULL;
     CHECK_OK(qmm_llm_model_synthetic(&c, 5, &m));
     if (!m) return;

@@ -276,7 +276,7 @@ static void job_free(job *j)
 
 static void two_threads_matmuls_and_sessions(void)
 {
-    static const qmm_llm_config small = {512, 1024, 2, 8, 2, 64, 2000, 256, 1e6, 1e-6, 1};
+    static const qmm_llm_config small = {512, 1024, 2, 8, 2, 64, 2000, 256, 1e6, 1e-6, 1, 128};
     qmm_llm_model *m = NULL;
     CHECK_OK(qmm_llm_model_synthetic(&small, 3, &m));
     qmm_w4 w[2];

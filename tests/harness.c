@@ -45,13 +45,13 @@ void test_random_w4(qmm_w4 *w, double scale_lo, double scale_hi)
 
 void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c)
 {
-    int64_t n = w->n, k = w->k, g = k / QMM_GROUP;
+    int64_t n = w->n, k = w->k, gs = w->group, g = k / gs;
     double *row = malloc((size_t)k * sizeof *row);
     for (int64_t r = 0; r < n; r++) {
         for (int64_t j = 0; j < k; j++) {
             uint32_t q = (w->packed[r * (k / 8) + j / 8] >> (4 * (j % 8))) & 0xF;
-            double s = qmm_bf16_to_f32(w->scales[r * g + j / QMM_GROUP]);
-            double b = qmm_bf16_to_f32(w->biases[r * g + j / QMM_GROUP]);
+            double s = qmm_bf16_to_f32(w->scales[r * g + j / gs]);
+            double b = qmm_bf16_to_f32(w->biases[r * g + j / gs]);
             row[j] = s * q + b;
         }
         for (int64_t i = 0; i < m; i++) {

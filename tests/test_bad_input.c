@@ -45,7 +45,7 @@ static weight poisoned_weight(void)
     x.scales = poisoned(4 * 2 * 2);
     x.biases = poisoned(4 * 2 * 2);
     qmm_w4 w = {4, 256, (uint32_t *)x.packed.p, (qmm_bf16 *)x.scales.p, (qmm_bf16 *)x.biases.p,
-                128, 8, 8};
+                128, 8, 8, 128};
     x.w = w;
     return x;
 }
@@ -95,6 +95,10 @@ static int broken_weights(const qmm_w4 *good, broken *out)
     BROKEN("scales_count 0", scales_count, 0, QMM_ERR_SIZE_MISMATCH);
     BROKEN("biases_count * 2", biases_count, good->biases_count * 2, QMM_ERR_SIZE_MISMATCH);
     BROKEN("k = 512 (counts for 256)", k, 512, QMM_ERR_SIZE_MISMATCH);
+    BROKEN("group 0", group, 0, QMM_ERR_ARG);
+    BROKEN("group 16", group, 16, QMM_ERR_ARG);
+    BROKEN("group 256", group, 256, QMM_ERR_ARG);
+    BROKEN("group 64 (counts for 128)", group, 64, QMM_ERR_SIZE_MISMATCH);
     BROKEN("n = 2^40, k = 2^40", n, BIG, QMM_ERR_OVERFLOW);
     out[n - 1].w.k = BIG;
 #undef BROKEN
@@ -186,7 +190,7 @@ static void dequantize(void)
         EXPECT_FAIL(qmm_dequantize(&b[i].w, dst.p, QMM_F32, 1024), b[i].want);
     /* 2^62 elements fit size_t, 2^64 f32 bytes do not (the buffers are never touched) */
     qmm_w4 huge = {1LL << 31, 1LL << 31, x.w.packed, x.w.scales, x.w.biases,
-                   (size_t)1 << 59, (size_t)1 << 55, (size_t)1 << 55};
+                   (size_t)1 << 59, (size_t)1 << 55, (size_t)1 << 55, 128};
     EXPECT_FAIL(qmm_dequantize(&huge, dst.p, QMM_F32, 1024), QMM_ERR_OVERFLOW);
     EXPECT_FAIL(qmm_dequantize(&huge, dst.p, QMM_BF16, 1024), QMM_ERR_SIZE_MISMATCH);
     check_untouched(dst, "qmm_dequantize");

@@ -83,13 +83,13 @@ static void unknown_model_is_named(void)
     char out[8192];
     int rc = run("run --model qwen3-5b --prompt-len 2 --device cpu", out, sizeof out);
     printf("    %s", out);
-    CHECK(rc == 1);
+    CHECK(rc == 2); /* the exit-code rule: a missing model is the environment */
     CHECK(strstr(out, "neither a preset") != NULL && !strstr(out, "config.json"));
 }
 
 static void tiny_checkpoint_runs(void)
 {
-    static const qmm_llm_config tiny = {128, 128, 1, 1, 1, 128, 64, 64, 1e6, 1e-6, 1};
+    static const qmm_llm_config tiny = {128, 128, 1, 1, 1, 128, 64, 64, 1e6, 1e-6, 1, 128};
     char hf[600], mlx[600], args[1400], out[8192];
     snprintf(hf, sizeof hf, "%s/hf", g_dir);
     snprintf(mlx, sizeof mlx, "%s/mlx", g_dir);
@@ -105,11 +105,11 @@ static void tiny_checkpoint_runs(void)
     snprintf(args, sizeof args, "run --model %s --prompt-len 5 --max-new-tokens 3 --device cpu "
              "--threads 1 --max-seq 6", mlx);
     rc = run(args, out, sizeof out);
-    CHECKF(rc == 1, "exit %d:\n%s", rc, out);
+    CHECKF(rc == 2, "exit %d:\n%s", rc, out); /* the exit-code rule: a usage error */
     /* more positions than the config allows */
     snprintf(args, sizeof args, "run --model %s --prompt-len 100 --device cpu --threads 1", mlx);
     rc = run(args, out, sizeof out);
-    CHECKF(rc == 1, "exit %d:\n%s", rc, out);
+    CHECKF(rc == 2, "exit %d:\n%s", rc, out);
 }
 
 int main(int argc, char **argv)

@@ -1,5 +1,6 @@
 /* CPU matmuls: the reference against an fp64 product, the fast path against the reference on
- * ragged shapes and thread counts (including K split across threads), determinism, guards. */
+ * ragged shapes, group sizes 32, 64 and 128 and thread counts (including K split across threads),
+ * determinism, guards. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +17,18 @@ typedef struct problem {
     qmm_bf16 *a;
 } problem;
 
-static problem make_problem(int64_t m, int64_t n, int64_t k)
+static problem make_problem_group(int64_t m, int64_t n, int64_t k, int group)
 {
     problem p = {m, n, k, {0}, malloc((size_t)(m * k) * sizeof(qmm_bf16))};
-    CHECK_OK(qmm_w4_alloc(n, k, &p.w));
+    CHECK_OK(qmm_w4_alloc_group(n, k, group, &p.w));
     test_random_w4(&p.w, 0.002, 0.02);
     test_fill_bf16(p.a, (size_t)(m * k), 1.0);
     return p;
+}
+
+static problem make_problem(int64_t m, int64_t n, int64_t k)
+{
+    return make_problem_group(m, n, k, QMM_GROUP);
 }
 
 static void free_problem(problem *p)
@@ -58,18 +64,20 @@ static double bf16_ulp(double x)
 /* The reference against fp64 on a few shapes. */
 static void ref_vs_fp64(void)
 {
-    const int64_t shapes[][3] = {{1, 1, 128}, {3, 31, 256}, {17, 64, 2560}, {40, 129, 1024}};
+    const int64_t shapes[][4] = {{1, 1, 128, 128}, {3, 31, 256, 128}, {17, 64, 2560, 128},
+                                 {40, 129, 1024, 128}, {1, 1, 32, 32},  {5, 33, 96, 32},
+                                 {9, 40, 64, 64},      {17, 64, 2496, 64}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
-        problem p = make_problem(m, n, k);
+        problem p = make_problem_group(m, n, k, (int)shapes[s][3]);
         size_t mn = (size_t)(m * n);
         double *ref = malloc(mn * sizeof *ref);
         qmm_bf16 *c = poisoned_output(mn);
         test_matmul_f64(p.a, m, &p.w, ref);
         CHECK_OK(qmm_matmul_ref(p.a, m, &p.w, c));
         double e = test_rel_frob_bf16(c, ref, mn);
-        printf("    M=%lld N=%lld K=%lld  ref vs fp64 %.2e\n", (long long)m, (long long)n,
-               (long long)k, e);
+        printf("    M=%lld N=%lld K=%lld g%d  ref vs fp64 %.2e\n", (long long)m, (long long)n,
+               (long long)k, p.w.group, e);
         CHECKF(e <= MAX_REL, "M=%lld N=%lld K=%lld: rel. Frobenius %g", (long long)m,
                (long long)n, (long long)k, e);
         check_guard(c, mn, "qmm_matmul_ref");
@@ -87,7 +95,7 @@ static void fast_vs_ref(problem *p, int threads)
 {
     int64_t m = p->m, n = p->n, k = p->k;
     size_t mn = (size_t)(m * n);
-    qmm_cpu_schedule sc = qmm_cpu_schedule_for(m, n, k, threads);
+    qmm_cpu_schedule sc = qmm_cpu_schedule_for(m, n, k, p->w.group, threads);
     qmm_bf16 *c_ref = poisoned_output(mn), *c_fast = poisoned_output(mn),
              *c_again = poisoned_output(mn);
     CHECK_OK(qmm_matmul_ref(p->a, m, &p->w, c_ref));
@@ -116,9 +124,9 @@ static void fast_vs_ref(problem *p, int threads)
         }
     }
     double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-    printf("    M=%-4lld N=%-5lld K=%-5lld threads %d -> %d used, K split %d: fast vs ref %.2e, "
-           "worst diff/tolerance %.3f\n",
-           (long long)m, (long long)n, (long long)k, threads, sc.threads, sc.split, rel,
+    printf("    M=%-4lld N=%-5lld K=%-5lld g%-3d threads %d -> %d used, K split %d: fast vs ref "
+           "%.2e, worst diff/tolerance %.3f\n",
+           (long long)m, (long long)n, (long long)k, p->w.group, threads, sc.threads, sc.split, rel,
            max_ratio);
     CHECKF(rel <= MAX_REL && bad == 0, "fast vs ref: rel %g, %d elements out of bound", rel, bad);
     CHECKF(!memcmp(c_fast, c_again, mn * sizeof *c_fast), "fast path not deterministic");
@@ -130,14 +138,17 @@ static void fast_vs_ref(problem *p, int threads)
     free(c_again);
 }
 
-/* The grid: M in {1,3,17,33,128} x N in {1,31,1032} x K in {128,2560}, all CPUs. */
+/* The issue's grid: M in {1,3,17,33,128} x N in {1,31,1032} x K in {128,2560}, all CPUs;
+ * the group size cycles through 128, 64, 32 so every size meets every kind of shape. */
 static void fast_grid(void)
 {
     const int64_t ms[] = {1, 3, 17, 33, 128}, ns[] = {1, 31, 1032}, ks[] = {128, 2560};
+    const int groups[] = {128, 64, 32};
+    int c = 0;
     for (int ki = 0; ki < 2; ki++)
         for (int ni = 0; ni < 3; ni++)
             for (int mi = 0; mi < 5; mi++) {
-                problem p = make_problem(ms[mi], ns[ni], ks[ki]);
+                problem p = make_problem_group(ms[mi], ns[ni], ks[ki], groups[c++ % 3]);
                 fast_vs_ref(&p, 0);
                 free_problem(&p);
             }
@@ -146,33 +157,38 @@ static void fast_grid(void)
 /* Thread counts 1..8 on shapes where some split K across threads and some do not. */
 static void fast_thread_counts(void)
 {
-    const int64_t shapes[][3] = {{33, 1, 2560}, {128, 31, 2560}, {17, 9, 1024}, {300, 5, 1280},
-                                 {3, 1032, 384}, {64, 100, 640}};
+    const int64_t shapes[][4] = {{33, 1, 2560, 128}, {128, 31, 2560, 128}, {17, 9, 1024, 128},
+                                 {300, 5, 1280, 128}, {3, 1032, 384, 128}, {64, 100, 640, 128},
+                                 {33, 1, 160, 32},    {17, 9, 192, 64},    {40, 3, 2496, 64}};
     const int threads[] = {1, 2, 3, 4, 7, 8};
     int splits = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        problem p = make_problem(shapes[s][0], shapes[s][1], shapes[s][2]);
+        problem p = make_problem_group(shapes[s][0], shapes[s][1], shapes[s][2], (int)shapes[s][3]);
         for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
             fast_vs_ref(&p, threads[t]);
-            splits += qmm_cpu_schedule_for(p.m, p.n, p.k, threads[t]).split > 1;
+            splits += qmm_cpu_schedule_for(p.m, p.n, p.k, p.w.group, threads[t]).split > 1;
         }
         free_problem(&p);
     }
     CHECKF(splits >= 10, "only %d cases split K across threads", splits);
 }
 
-/* The schedule: split only when panels are too few, group aligned, never more than K/128. */
+/* The schedule: split only when panels are too few, group aligned, never more than K/group. */
 static void schedule_rules(void)
 {
-    qmm_cpu_schedule s = qmm_cpu_schedule_for(128, 4096, 2560, 2);
+    qmm_cpu_schedule s = qmm_cpu_schedule_for(128, 4096, 2560, 128, 2);
     CHECK(s.threads == 2 && s.split == 1 && s.panels == 512);
-    s = qmm_cpu_schedule_for(128, 1, 2560, 4);
+    s = qmm_cpu_schedule_for(128, 1, 2560, 128, 4);
     CHECK(s.threads == 4 && s.split == 8 && s.panels == 1);
-    s = qmm_cpu_schedule_for(1024, 1, 256, 4); /* only 2 groups */
+    s = qmm_cpu_schedule_for(1024, 1, 256, 128, 4); /* only 2 groups */
     CHECK(s.split == 2 && s.threads == 2);
-    s = qmm_cpu_schedule_for(1, 1, 128, 8); /* tiny: one thread */
+    s = qmm_cpu_schedule_for(1024, 1, 256, 64, 4); /* 4 groups of 64 */
+    CHECK(s.split == 4 && s.threads == 4);
+    s = qmm_cpu_schedule_for(1024, 1, 256, 32, 4); /* 8 groups of 32: the rule wants 8 */
+    CHECK(s.split == 8 && s.threads == 4);
+    s = qmm_cpu_schedule_for(1, 1, 128, 128, 8); /* tiny: one thread */
     CHECK(s.threads == 1 && s.split == 1);
-    s = qmm_cpu_schedule_for(1, 4096, 2560, 0); /* all CPUs */
+    s = qmm_cpu_schedule_for(1, 4096, 2560, 128, 0); /* all CPUs */
     CHECK(s.threads >= 1 && s.split == 1);
 }
 

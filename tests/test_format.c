@@ -1,4 +1,4 @@
-/* The W4 g128 format: sizes, bit layout against hand-computed words, quantize/dequantize round
+/* The W4 format (groups of 32, 64, 128): sizes, bit layout against hand-computed words, quantize/dequantize round
  * trip within the error bound, signed scales, zero-range groups, and source dtypes agreeing. */
 #include <math.h>
 #include <stdlib.h>
@@ -89,23 +89,23 @@ static void check_round_trip(int64_t n, int64_t k, const float *x, const qmm_w4 
 {
     float *d = malloc((size_t)(n * k) * sizeof *d);
     CHECK_OK(qmm_dequantize(w, d, QMM_F32, (size_t)(n * k)));
-    int64_t groups = k / QMM_GROUP;
+    int64_t gs = w->group, groups = k / gs;
     double max_abs = 0, e2 = 0, x2 = 0;
     int bad = 0;
     for (int64_t r = 0; r < n; r++) {
         for (int64_t g = 0; g < groups; g++) {
-            const float *xg = x + r * k + g * QMM_GROUP, *dg = d + r * k + g * QMM_GROUP;
+            const float *xg = x + r * k + g * gs, *dg = d + r * k + g * gs;
             float lo = xg[0], hi = xg[0];
-            for (int i = 0; i < QMM_GROUP; i++) lo = fminf(lo, xg[i]), hi = fmaxf(hi, xg[i]);
+            for (int i = 0; i < gs; i++) lo = fminf(lo, xg[i]), hi = fmaxf(hi, xg[i]);
             float s = qmm_bf16_to_f32(w->scales[r * groups + g]);
             float b = qmm_bf16_to_f32(w->biases[r * groups + g]);
             /* the scale's sign follows the data: the larger-magnitude edge is the bias */
             CHECK((fabsf(lo) > fabsf(hi)) == (s > 0));
-            for (int i = 0; i < QMM_GROUP; i++) {
+            for (int i = 0; i < gs; i++) {
                 double e = (double)xg[i] - dg[i];
                 if (!within_bound(xg[i], dg[i], s, b, hi - lo) && bad++ < 5)
                     CHECKF(0, "row %lld col %lld: w %g dq %g (scale %g bias %g)", (long long)r,
-                           (long long)(g * QMM_GROUP + i), xg[i], dg[i], s, b);
+                           (long long)(g * gs + i), xg[i], dg[i], s, b);
                 max_abs = fmax(max_abs, fabs(e));
                 e2 += e * e;
                 x2 += (double)xg[i] * xg[i];
@@ -145,18 +145,71 @@ static void round_trip_f32(void)
     free(x);
 }
 
+/* Round trip at every group size; smaller groups fit the data more closely. */
 static void round_trip_stats(void)
 {
     int64_t n = 64, k = 1024;
     float *x = malloc((size_t)(n * k) * sizeof *x);
     for (int64_t i = 0; i < n * k; i++) x[i] = (float)(0.02 * test_rand_normal());
-    qmm_w4 w;
-    CHECK_OK(qmm_w4_alloc(n, k, &w));
-    qmm_quant_error qe;
-    CHECK_OK(qmm_quantize(x, QMM_F32, &w, &qe));
-    check_round_trip(n, k, x, &w, &qe);
-    qmm_w4_free(&w);
+    const int groups[] = {128, 64, 32};
+    double last = 1;
+    for (int i = 0; i < 3; i++) {
+        qmm_w4 w;
+        CHECK_OK(qmm_w4_alloc_group(n, k, groups[i], &w));
+        CHECK(w.group == groups[i] && w.scales_count == (size_t)(n * k / groups[i]));
+        qmm_quant_error qe;
+        CHECK_OK(qmm_quantize(x, QMM_F32, &w, &qe));
+        printf("    g%-3d rel_frob %.4f\n", groups[i], qe.rel_frob);
+        check_round_trip(n, k, x, &w, &qe);
+        CHECKF(qe.rel_frob < last, "g%d: error %g not below the larger group's %g", groups[i],
+               qe.rel_frob, last);
+        last = qe.rel_frob;
+        qmm_w4_free(&w);
+    }
     free(x);
+}
+
+/* Groups of 32 and 64: column j reads the scale and bias of group j / g (hand-set values). */
+static void small_group_indexing(void)
+{
+    const int groups[] = {32, 64};
+    for (int t = 0; t < 2; t++) {
+        int g = groups[t];
+        int64_t n = 3, k = 4 * g;
+        qmm_w4 w;
+        CHECK_OK(qmm_w4_alloc_group(n, k, g, &w));
+        for (size_t i = 0; i < w.packed_count; i++) w.packed[i] = 0x76543210u;
+        for (size_t i = 0; i < w.scales_count; i++) {
+            w.scales[i] = qmm_f32_to_bf16(i % 2 ? -(float)(i + 1) : (float)(i + 1));
+            w.biases[i] = qmm_f32_to_bf16((float)(8 * i)); /* exact in bf16 */
+        }
+        float *d = malloc((size_t)(n * k) * sizeof *d);
+        CHECK_OK(qmm_dequantize(&w, d, QMM_F32, (size_t)(n * k)));
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t j = 0; j < k; j++) {
+                size_t gi = (size_t)(r * 4 + j / g);
+                float want = (gi % 2 ? -(float)(gi + 1) : (float)(gi + 1)) * (float)(j % 8) +
+                             (float)(8 * gi);
+                CHECKF(d[r * k + j] == want, "g%d [%lld][%lld] = %g, want %g", g, (long long)r,
+                       (long long)j, d[r * k + j], want);
+            }
+        free(d);
+        qmm_w4_free(&w);
+    }
+    /* unsupported group sizes and K not a multiple of the group */
+    qmm_w4 w;
+    CHECK_STATUS(qmm_w4_alloc_group(2, 256, 16, &w), QMM_ERR_ARG);
+    CHECK_STATUS(qmm_w4_alloc_group(2, 256, 0, &w), QMM_ERR_ARG);
+    CHECK_STATUS(qmm_w4_alloc_group(2, 96, 64, &w), QMM_ERR_SHAPE);
+    CHECK(strstr(qmm_last_error(), "group size 64") != NULL);
+    CHECK_OK(qmm_w4_alloc_group(2, 96, 32, &w));
+    w.group = 48; /* a descriptor edited by hand is checked too */
+    CHECK_STATUS(qmm_w4_validate(&w), QMM_ERR_ARG);
+    w.group = 64;
+    CHECK_STATUS(qmm_w4_validate(&w), QMM_ERR_SHAPE);
+    w.group = 32;
+    CHECK_OK(qmm_w4_validate(&w));
+    qmm_w4_free(&w);
 }
 
 static void signed_scales(void)
@@ -337,7 +390,8 @@ static void quantize_rejects_without_writing(void)
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, sizes, layout_hand_computed, layout_dequantize_hand_words, round_trip_f32,
-               round_trip_stats, signed_scales, zero_range_groups, source_dtypes_agree,
-               dequantize_dtypes, requantize_dequantized, quantize_rejects_without_writing);
+               round_trip_stats, small_group_indexing, signed_scales, zero_range_groups,
+               source_dtypes_agree, dequantize_dtypes, requantize_dequantized,
+               quantize_rejects_without_writing);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

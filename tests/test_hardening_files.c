@@ -19,7 +19,7 @@
 #include "llm/safetensors.h"
 
 /* The smallest Qwen3 the engine accepts: one layer, one head of 128, a vocabulary of 64. */
-static const qmm_llm_config tiny = {128, 128, 1, 1, 1, 128, 64, 64, 1e6, 1e-6, 1};
+static const qmm_llm_config tiny = {128, 128, 1, 1, 1, 128, 64, 64, 1e6, 1e-6, 1, 128};
 
 static double now_s(void)
 {

@@ -14,7 +14,7 @@
 #include "llm/model.h"
 #include "llm/st_writer.h"
 
-static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 512, 1e6, 1e-6, 1};
+static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 512, 1e6, 1e-6, 1, 128};
 
 
 

@@ -207,8 +207,19 @@ static void config_errors(void)
         {"\"rope_theta\": 1000000", "\"rope_theta\": 0.5", QMM_ERR_RANGE},
         {"\"rms_norm_eps\": 1e-06", "\"rms_norm_eps\": 0", QMM_ERR_RANGE},
         {"\"vocab_size\": 151936", "\"vocab_size\": 151936,", QMM_ERR_FORMAT},
-        {"\"use_cache\": true", "\"quantization\": {\"group_size\": 64, \"bits\": 4}",
+        {"\"use_cache\": true", "\"quantization\": {\"group_size\": 16, \"bits\": 4}",
          QMM_ERR_UNSUPPORTED},
+        {"\"use_cache\": true", "\"quantization\": {\"group_size\": 100, \"bits\": 4}",
+         QMM_ERR_UNSUPPORTED},
+        {"\"use_cache\": true", "\"quantization\": {\"group_size\": 64, \"bits\": 3}",
+         QMM_ERR_UNSUPPORTED},
+        {"\"use_cache\": true", "\"quantization\": {\"group_size\": 64, \"bits\": 4, "
+         "\"mode\": \"mxfp4\"}", QMM_ERR_UNSUPPORTED},
+        {"\"use_cache\": true", "\"quantization\": {\"group_size\": 64, \"bits\": 4}, "
+         "\"quantization_config\": {\"group_size\": 128, \"bits\": 4}", QMM_ERR_FORMAT},
+        {"\"use_cache\": true", "\"quantization\": {\"group_size\": 64, \"bits\": 4}", QMM_OK},
+        {"\"use_cache\": true", "\"quantization_config\": {\"group_size\": 32, \"bits\": 4}",
+         QMM_OK},
         {"\"use_cache\": true", "\"quantization\": {\"group_size\": 128, \"bits\": 8}",
          QMM_ERR_UNSUPPORTED},
         {"\"use_cache\": true", "\"quantization\": {\"group_size\": 128, \"bits\": 4}", QMM_OK},
@@ -222,6 +233,22 @@ static void config_errors(void)
                qmm_status_name(cases[i].want));
         if (st) CHECKF(qmm_last_error()[0] != 0, "edit %zu left no message", i);
     }
+    /* the group size: from "quantization", else "quantization_config", else 128 */
+    CHECK_OK(parse_edited("\"use_cache\": true", "\"quantization\": {\"group_size\": 64, "
+                          "\"bits\": 4, \"mode\": \"affine\"}", &c));
+    CHECK(c.group_size == 64);
+    CHECK_OK(parse_edited("\"use_cache\": true", "\"quantization_config\": {\"group_size\": 32, "
+                          "\"bits\": 4}", &c));
+    CHECK(c.group_size == 32);
+    CHECK_OK(parse_edited("\"use_cache\": true", "\"use_cache\": false", &c));
+    CHECK(c.group_size == 128);
+    /* a width that fits groups of 64 but not of 128: refused when quantized in groups of 128,
+     * read as groups of 64 when config.json names no quantization (a bf16 checkpoint) */
+    CHECK_STATUS(parse_edited("\"intermediate_size\": 9728", "\"intermediate_size\": 9664, "
+                              "\"quantization\": {\"group_size\": 128, \"bits\": 4}", &c),
+                 QMM_ERR_SHAPE);
+    CHECK_OK(parse_edited("\"intermediate_size\": 9728", "\"intermediate_size\": 9664", &c));
+    CHECK(c.group_size == 64);
     /* transformers 5 puts rope_theta inside rope_parameters */
     CHECK_OK(parse_edited("\"rope_theta\": 1000000", "\"rope_parameters\": {\"rope_type\": "
                           "\"default\", \"rope_theta\": 5000}", &c));

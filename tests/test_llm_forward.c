@@ -11,7 +11,7 @@
 #include "harness.h"
 #include "llm/hf_random.h"
 
-static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 512, 1e6, 1e-6, 1};
+static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 512, 1e6, 1e-6, 1, 128};
 
 /* ---- an independent fp64 forward: dequantized weights, no rounding anywhere ---- */
 

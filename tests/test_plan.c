@@ -80,6 +80,16 @@ static void split_align(void)
     CHECK(qmm_split_align(2560, -5) == 1);
     CHECK(qmm_split_align(100, 4) == 1);
     CHECK(qmm_split_align(0, 4) == 1);
+    /* a weight's own group: partitions of whole groups of 64 or 32 */
+    CHECK(qmm_split_align_group(2560, 128, 16) == qmm_split_align(2560, 16));
+    CHECK(qmm_split_align_group(2560, 64, 16) == 10); /* 40 groups */
+    CHECK(qmm_split_align_group(2560, 64, 9) == 8);
+    CHECK(qmm_split_align_group(2496, 64, 16) == 13); /* 39 groups = 3 · 13; K % 128 != 0 */
+    CHECK(qmm_split_align(2496, 16) == 1);
+    CHECK(qmm_split_align_group(9728, 32, 16) == 16); /* 304 groups */
+    CHECK(qmm_split_align_group(128, 32, 16) == 4);
+    CHECK(qmm_split_align_group(2560, 48, 4) == 1); /* not a supported group */
+    CHECK(qmm_split_align_group(96, 64, 4) == 1);   /* K not a multiple of the group */
 }
 
 static void rule_limits(void)

@@ -18,6 +18,7 @@ static qmm_device_desc sm90_tiled(void)
 {
     qmm_device_desc d = sm90();
     d.wgmma_min_m = 0;
+    d.dense_force_m = 0;
     return d;
 }
 
@@ -60,35 +61,41 @@ static void qwen3_4b_tiled_table(void)
     }
 }
 
-/* The shipped default since the wgmma kernel (plan_sm90.c, commit bae0d7b): every M takes it,
- * stream-K where the tiles do not fill the GPU in whole waves. Cells: path/split/CTAs x token
- * tile x weight rows, as `qmm plan --policy device` prints them. */
-static const int64_t wg_tokens[4] = {1, 16, 64, 2048};
+/* The shipped default since the wgmma kernel (commits bae0d7b, 27ea9a0): the matvec to M = 4,
+ * the wgmma kernel from 5 to 384 tokens (stream-K where the tiles do not fill the GPU in whole
+ * waves), the dense path beyond. Cells as `qmm plan --policy device` prints them:
+ * path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight rows. */
+static const int64_t wg_tokens[5] = {1, 16, 64, 384, 2048};
 static const struct {
     const char *proj;
     int64_t k, n;
-    const char *cells[4];
-} qwen3_4b_wgmma[] = {
-    {"q", 2560, 4096, {"streamk/1/320x8x64", "streamk/1/320x16x64", "streamk/1/132x64x64", "wgmma/1/512x128x128"}},
-    {"k", 2560, 1024, {"streamk/1/80x8x64", "streamk/1/80x16x64", "streamk/1/80x64x64", "streamk/1/132x128x128"}},
-    {"o", 4096, 2560, {"streamk/1/320x8x64", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128"}},
-    {"gate", 2560, 9728, {"streamk/1/396x8x64", "streamk/1/396x16x64", "streamk/1/132x64x128", "wgmma/1/1216x128x128"}},
-    {"down", 9728, 2560, {"streamk/1/396x8x64", "streamk/1/396x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128"}},
+    const char *cells[5];
+} qwen3_4b_default[] = {
+    {"q", 2560, 4096, {"matvec/1/3.8", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
+    {"k", 2560, 1024, {"matvec/1/3.8", "streamk/1/80x16x64", "streamk/1/80x64x64", "streamk/1/120x128x128", "dense/1/30.5"}},
+    {"o", 4096, 2560, {"matvec/1/5.4", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
+    {"gate", 2560, 9728, {"matvec/1/6.5", "streamk/1/396x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "dense/1/273.2"}},
+    {"down", 9728, 2560, {"matvec/1/11.5", "streamk/1/396x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/273.2"}},
 };
 
-static void qwen3_4b_wgmma_table(void)
+static void qwen3_4b_default_table(void)
 {
     qmm_device_desc d = sm90();
-    CHECK(d.wgmma_min_m == 1);
-    for (size_t i = 0; i < sizeof qwen3_4b_wgmma / sizeof qwen3_4b_wgmma[0]; i++)
-        for (int t = 0; t < 4; t++) {
+    CHECK(d.wgmma_min_m == 5 && d.wgmma_max_m == 384 && d.dense_force_m == 385);
+    for (size_t i = 0; i < sizeof qwen3_4b_default / sizeof qwen3_4b_default[0]; i++)
+        for (int t = 0; t < 5; t++) {
             qmm_plan p;
-            CHECK_OK(qmm_plan_call(&d, wg_tokens[t], qwen3_4b_wgmma[i].n, qwen3_4b_wgmma[i].k, NULL, &p));
+            CHECK_OK(qmm_plan_call(&d, wg_tokens[t], qwen3_4b_default[i].n, qwen3_4b_default[i].k,
+                                   NULL, &p));
             char got[64];
-            snprintf(got, sizeof got, "%s/%d/%lldx%dx%d", qmm_path_name(p.path), p.split,
-                     (long long)p.blocks, p.tile_m, p.tile_n);
-            CHECKF(!strcmp(got, qwen3_4b_wgmma[i].cells[t]), "%s M=%lld: %s, want %s",
-                   qwen3_4b_wgmma[i].proj, (long long)wg_tokens[t], got, qwen3_4b_wgmma[i].cells[t]);
+            if (p.path == QMM_PATH_WGMMA || p.path == QMM_PATH_STREAMK)
+                snprintf(got, sizeof got, "%s/%d/%lldx%dx%d", qmm_path_name(p.path), p.split,
+                         (long long)p.blocks, p.tile_m, p.tile_n);
+            else
+                snprintf(got, sizeof got, "%s/%d/%.1f", qmm_path_name(p.path), p.split, p.predicted_us);
+            CHECKF(!strcmp(got, qwen3_4b_default[i].cells[t]), "%s M=%lld: %s, want %s",
+                   qwen3_4b_default[i].proj, (long long)wg_tokens[t], got,
+                   qwen3_4b_default[i].cells[t]);
         }
 }
 
@@ -108,12 +115,17 @@ static void plan_fields(void)
             CHECK(test_plan_equal(&p, &dev));
             qmm_plan w;
             CHECK_OK(qmm_plan_call(&wg, m, n, k, NULL, &w)); /* the default: the wgmma kernel */
-            int tn = 0, wgs = 0, stages = 0;
-            CHECK(qmm_sm90_config(w.config, &tn, &wgs, &stages) && w.tile_m == tn &&
-                  w.tile_n == 64 * wgs && w.stages == stages);
-            CHECK((w.path == QMM_PATH_WGMMA && w.split == 1 && w.workspace_bytes == 0) ||
-                  (w.path == QMM_PATH_STREAMK &&
-                   w.workspace_bytes == (size_t)w.blocks * 2 * (size_t)(w.tile_m * w.tile_n) * 4));
+            int tn = 0, wgs = 0, stages = 0, wg_m = m >= wg.wgmma_min_m && m <= wg.wgmma_max_m;
+            CHECK(wg_m == (w.path == QMM_PATH_WGMMA || w.path == QMM_PATH_STREAMK));
+            if (wg_m) {
+                CHECK(qmm_sm90_config(w.config, &tn, &wgs, &stages) && w.tile_m == tn &&
+                      w.tile_n == 64 * wgs && w.stages == stages);
+                CHECK((w.path == QMM_PATH_WGMMA && w.split == 1 && w.workspace_bytes == 0) ||
+                      (w.path == QMM_PATH_STREAMK &&
+                       w.workspace_bytes == (size_t)w.blocks * 2 * (size_t)(w.tile_m * w.tile_n) * 4));
+            } else {
+                CHECK(w.path == (m <= 4 ? QMM_PATH_MATVEC : QMM_PATH_DENSE)); /* the table's ends */
+            }
             CHECK(p.split >= 1 && p.k_per_split * (int64_t)p.split == k && p.predicted_us > 0);
             switch (p.path) {
             case QMM_PATH_MATVEC:
@@ -253,6 +265,6 @@ static void bad_input(void)
 
 int main(int argc, char **argv)
 {
-    TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_wgmma_table, plan_fields, forced, generic_gpu, bad_input);
+    TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, plan_fields, forced, generic_gpu, bad_input);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -13,8 +13,9 @@ static uint32_t code_mlx(const qmm_w4 *w, int64_t r, int64_t j)
 
 static void extraction_matches_fragments(void)
 {
-    static const int64_t shapes[][2] = {{1, 128}, {31, 256}, {130, 384}, {7, 2560}};
-    for (int s = 0; s < 4; s++) {
+    /* 1030 x 2048 (1 MB of codes) takes the threaded transform, with a ragged last tile */
+    static const int64_t shapes[][2] = {{1, 128}, {31, 256}, {130, 384}, {7, 2560}, {1030, 2048}};
+    for (int s = 0; s < 5; s++) {
         qmm_w4 w;
         CHECK_OK(qmm_w4_alloc(shapes[s][0], shapes[s][1], &w));
         test_random_w4(&w, 0.01, 0.1);
@@ -23,6 +24,8 @@ static void extraction_matches_fragments(void)
         /* the offsets tile the array exactly: every word of n_pad*K/8 is one (row, group, word) */
         CHECK(qmm_w4_device_offset(n_pad - 1, groups - 1, groups) + 16 == n_pad * kw);
         uint32_t *packed = malloc((size_t)(n_pad * kw) * 4), *sb = malloc((size_t)(groups * n_pad) * 4);
+        memset(packed, 0xA5, (size_t)(n_pad * kw) * 4); /* poison: padding must come out zero */
+        memset(sb, 0xA5, (size_t)(groups * n_pad) * 4);
         CHECK_OK(qmm_w4_to_device_layout(&w, packed, sb));
         int bad = 0;
         for (int64_t r = 0; r < n_pad; r++)

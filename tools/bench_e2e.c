@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench_e2e.h"
+#include "bench_e2e_profile.h"
 #include "commands.h"
 #include "common/common.h"
 #include "qmm.h"
@@ -33,7 +34,7 @@ static void usage(FILE *f)
             "                     [--output-len 33,129,129 | N] [--warmup 2] [--repeats 4]\n"
             "                     [--split-k on,off] [--seed S] [--profile] [--no-verify]\n"
             "                     [--out FILE.md] [--json FILE.json] [--device cuda|cpu]\n"
-            "                     [--fuse on|off]\n"
+            "                     [--fuse on|off] [--pdl on|off]\n"
             "  each repeat runs in a fresh process; variants alternate; medians are reported\n"
             "  --device cpu times the CPU reference forward instead (split-K does not apply)\n");
 }
@@ -77,33 +78,9 @@ typedef struct run_out {
     int sm_count, driver, runtime;
     char cc[16];
     size_t weight_bytes;
-    char prof_prefill[8192], prof_decode[8192];
+    char prof_prefill[8192], prof_decode[8192], prof_graph[8192];
     char verify[256];
 } run_out;
-
-/* A number after "key": in a RESULT line. */
-static double json_num(const char *line, const char *key)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    const char *p = strstr(line, pat);
-    return p ? strtod(p + strlen(pat), NULL) : NAN;
-}
-
-static void json_str(const char *line, const char *key, char *out, size_t size)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(line, pat);
-    out[0] = 0;
-    if (!p) return;
-    p += strlen(pat);
-    const char *e = strchr(p, '"');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    if (n >= size) n = size - 1;
-    memcpy(out, p, n);
-    out[n] = 0;
-}
 
 /* Copy src (up to its newline) into dst[size], truncating. */
 static void copy_line(char *dst, size_t size, const char *src)
@@ -131,7 +108,7 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
         snprintf(sout, sizeof sout, "%lld", (long long)outn);
         snprintf(sw, sizeof sw, "%d", a->warmup);
         snprintf(sseed, sizeof sseed, "%lld", a->seed);
-        char *argv[24];
+        char *argv[32];
         int k = 0;
         argv[k++] = "qmm";
         argv[k++] = "bench";
@@ -154,10 +131,10 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
             argv[k++] = "--device";
             argv[k++] = "cpu";
         }
-        if (a->fuse) {
-            argv[k++] = "--fuse";
-            argv[k++] = "on";
-        }
+        argv[k++] = "--fuse";
+        argv[k++] = a->fuse ? "on" : "off";
+        argv[k++] = "--pdl";
+        argv[k++] = a->pdl ? "on" : "off";
         if (verify) argv[k++] = "--verify";
         argv[k] = NULL;
         execv("/proc/self/exe", argv);
@@ -170,19 +147,21 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
     r->prefill_ms = r->decode_ms = NAN;
     while (f && fgets(line, sizeof line, f)) {
         if (!strncmp(line, "RESULT ", 7)) {
-            r->prefill_ms = json_num(line, "prefill_ms");
-            r->decode_ms = json_num(line, "decode_ms");
-            r->hash = (unsigned)json_num(line, "tokens_hash");
-            r->sm_count = (int)json_num(line, "sm_count");
-            r->driver = (int)json_num(line, "driver");
-            r->runtime = (int)json_num(line, "runtime");
-            r->weight_bytes = (size_t)json_num(line, "weight_bytes");
-            json_str(line, "gpu", r->gpu, sizeof r->gpu);
-            json_str(line, "cc", r->cc, sizeof r->cc);
+            r->prefill_ms = e2e_json_num(line, "prefill_ms");
+            r->decode_ms = e2e_json_num(line, "decode_ms");
+            r->hash = (unsigned)e2e_json_num(line, "tokens_hash");
+            r->sm_count = (int)e2e_json_num(line, "sm_count");
+            r->driver = (int)e2e_json_num(line, "driver");
+            r->runtime = (int)e2e_json_num(line, "runtime");
+            r->weight_bytes = (size_t)e2e_json_num(line, "weight_bytes");
+            e2e_json_str(line, "gpu", r->gpu, sizeof r->gpu);
+            e2e_json_str(line, "cc", r->cc, sizeof r->cc);
         } else if (!strncmp(line, "PROFILE_PREFILL ", 16)) {
             copy_line(r->prof_prefill, sizeof r->prof_prefill, line + 16);
         } else if (!strncmp(line, "PROFILE_DECODE ", 15)) {
             copy_line(r->prof_decode, sizeof r->prof_decode, line + 15);
+        } else if (!strncmp(line, "PROFILE_GRAPH ", 14)) {
+            copy_line(r->prof_graph, sizeof r->prof_graph, line + 14);
         } else if (!strncmp(line, "VERIFY ", 7)) {
             copy_line(r->verify, sizeof r->verify, line + 7);
         }
@@ -193,51 +172,24 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+/* median, min, max of v[n] (tools/common) */
+static double stat_of(const double *v, int n, int which)
+{
+    double r[3];
+    bench_summary(v, n, &r[0], &r[1], &r[2]);
+    return r[which];
+}
+#define median(v, n) stat_of(v, n, 0)
+#define vmin(v, n) stat_of(v, n, 1)
+#define vmax(v, n) stat_of(v, n, 2)
+
 typedef struct cell {
     double prefill[MAX_REPEATS], decode[MAX_REPEATS];
     int n;
     unsigned hash;
     int hash_varies;
-    char prof_prefill[8192], prof_decode[8192];
+    char prof_prefill[8192], prof_decode[8192], prof_graph[8192];
 } cell;
-
-/* One result line: the cell's medians, spreads and rates. */
-typedef struct cell_sum {
-    int64_t in, out;
-    const char *split_k;
-    double pm, pmin, pmax, dm, dmin, dmax, prefill_tps, decode_tps;
-} cell_sum;
-
-static cell_sum summarize(const e2e_args *a, const cell *c, int li, int v)
-{
-    cell_sum r;
-    r.in = a->in_len[li];
-    r.out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
-    r.split_k = a->cpu ? "n/a" : a->variants[v] ? "on" : "off";
-    bench_summary(c->prefill, c->n, &r.pm, &r.pmin, &r.pmax);
-    bench_summary(c->decode, c->n, &r.dm, &r.dmin, &r.dmax);
-    r.prefill_tps = (double)r.in / (r.pm * 1e-3);
-    r.decode_tps = r.out > 1 ? (double)(r.out - 1) / (r.dm * 1e-3) : 0.0;
-    return r;
-}
-
-/* Markdown table of one profile JSON ({"total_ms": x, "entries": [{"name","ms","launches"}]}). */
-static void profile_md(FILE *f, const char *title, const char *json)
-{
-    if (!json[0]) return;
-    fprintf(f, "\n%s (eager, CUDA events around each kernel family; total %.3f ms)\n\n", title,
-            json_num(json, "total_ms"));
-    fprintf(f, "| kernels | ms | share | launches |\n|---|---:|---:|---:|\n");
-    double total = json_num(json, "total_ms");
-    const char *p = strstr(json, "[");
-    while (p && (p = strstr(p, "{\"name\": \""))) {
-        char name[64];
-        json_str(p, "name", name, sizeof name);
-        double ms = json_num(p, "ms"), l = json_num(p, "launches");
-        fprintf(f, "| %s | %.4f | %.1f%% | %.0f |\n", name, ms, total > 0 ? 100 * ms / total : 0, l);
-        p++;
-    }
-}
 
 static int parent_main(const e2e_args *a, int argc, char **argv)
 {
@@ -279,6 +231,7 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                 if (prof) {
                     snprintf(c->prof_prefill, sizeof c->prof_prefill, "%s", r.prof_prefill);
                     snprintf(c->prof_decode, sizeof c->prof_decode, "%s", r.prof_decode);
+                    snprintf(c->prof_graph, sizeof c->prof_graph, "%s", r.prof_graph);
                 }
                 if (!meta.gpu[0]) meta = r;
                 fprintf(stderr, "  repeat %d, %lld -> %lld, split-K %s: prefill %.3f ms, decode "
@@ -312,8 +265,9 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
             strchr(a->model, '/') ? "checkpoint" : "synthetic, seeded", cmd);
     fprintf(md, "Correctness before timing: GPU vs CPU reference, 8-token prompt: %s  \n", verify);
     if (!a->cpu)
-        fprintf(md, "Projections: %s.  \n", a->fuse ? "fused (q|k|v and gate|up stacked, 4 matmuls "
-                                                       "a layer)" : "separate (7 matmuls a layer)");
+        fprintf(md, "Projections: %s. Engine kernels: PDL %s.  \n",
+                a->fuse ? "fused (q|k|v and gate|up stacked, 4 matmuls a layer)"
+                        : "separate (7 matmuls a layer)", a->pdl ? "on" : "off");
     fprintf(md, "Protocol: each repeat a fresh process (%d untimed generations, then one timed); "
             "variants alternate; median of %d [min - max]. Prefill tok/s = prompt tokens / time "
             "of the forward that yields the first token; decode tok/s = (new tokens - 1) / time "
@@ -323,15 +277,20 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
     fprintf(md, "| prompt -> new | split-K | prefill ms | prefill tok/s | decode ms | decode tok/s "
                 "|\n|---|---|---:|---:|---:|---:|\n");
     for (int li = 0; li < a->nlen; li++) {
+        int64_t out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
         for (int v = 0; v < a->nvar; v++) {
-            cell_sum r = summarize(a, &cells[li][v], li, v);
+            cell *c = &cells[li][v];
+            double pm = median(c->prefill, c->n), dm = median(c->decode, c->n);
             fprintf(md, "| %lld -> %lld | %s | %.3f [%.3f - %.3f] | %.0f | %.2f [%.2f - %.2f] | "
-                    "%.1f |\n", (long long)r.in, (long long)r.out, r.split_k, r.pm, r.pmin, r.pmax,
-                    r.prefill_tps, r.dm, r.dmin, r.dmax, r.decode_tps);
+                    "%.1f |\n", (long long)a->in_len[li], (long long)out,
+                    a->cpu ? "n/a" : a->variants[v] ? "on" : "off", pm, vmin(c->prefill, c->n),
+                    vmax(c->prefill, c->n), (double)a->in_len[li] / (pm * 1e-3), dm,
+                    vmin(c->decode, c->n), vmax(c->decode, c->n),
+                    out > 1 ? (double)(out - 1) / (dm * 1e-3) : 0.0);
         }
         if (a->nvar == 2) {
-            double on = summarize(a, &cells[li][a->variants[0] ? 0 : 1], li, 0).pm;
-            double off = summarize(a, &cells[li][a->variants[0] ? 1 : 0], li, 0).pm;
+            double on = median(cells[li][a->variants[0] ? 0 : 1].prefill, cells[li][0].n);
+            double off = median(cells[li][a->variants[0] ? 1 : 0].prefill, cells[li][0].n);
             fprintf(md, "| | on / off | prefill speedup %.3fx | | | |\n", off / on);
         }
     }
@@ -345,10 +304,13 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
             char title[128];
             snprintf(title, sizeof title, "### Prefill of %lld tokens, split-K %s",
                      (long long)a->in_len[li], a->variants[v] ? "on" : "off");
-            profile_md(md, title, cells[li][v].prof_prefill);
+            e2e_profile_md(md, title, cells[li][v].prof_prefill);
             snprintf(title, sizeof title, "### One decode step after %lld tokens, split-K %s",
                      (long long)a->in_len[li], a->variants[v] ? "on" : "off");
-            profile_md(md, title, cells[li][v].prof_decode);
+            e2e_profile_md(md, title, cells[li][v].prof_decode);
+            snprintf(title, sizeof title, "### Decode step after %lld tokens, split-K %s",
+                     (long long)a->in_len[li], a->variants[v] ? "on" : "off");
+            e2e_graph_profile_md(md, title, cells[li][v].prof_graph);
         }
     if (md != stdout) fclose(md);
 
@@ -366,26 +328,30 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                 date, meta.weight_bytes);
         fprintf(j, "  \"warmup\": %d,\n  \"repeats\": %d,\n  \"verify\": %s,\n", a->warmup,
                 a->repeats, a->verify ? verify : "null");
-        fprintf(j, "  \"device\": \"%s\",\n  \"fused_projections\": %s,\n", a->cpu ? "cpu" : "cuda",
-                a->fuse ? "true" : "false");
+        fprintf(j, "  \"device\": \"%s\",\n  \"fused_projections\": %s,\n  \"pdl\": %s,\n",
+                a->cpu ? "cpu" : "cuda", a->fuse ? "true" : "false", a->pdl ? "true" : "false");
         fprintf(j, "  \"results\": [\n");
         int first = 1;
         for (int li = 0; li < a->nlen; li++) {
+            int64_t out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
             for (int v = 0; v < a->nvar; v++) {
                 cell *c = &cells[li][v];
-                cell_sum r = summarize(a, c, li, v);
+                double pm = median(c->prefill, c->n), dm = median(c->decode, c->n);
                 fprintf(j, "%s    {\"input_len\": %lld, \"output_len\": %lld, \"split_k\": \"%s\", "
                         "\"prefill_ms_median\": %.6f, \"decode_ms_median\": %.6f, "
                         "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"prefill_ms\": [",
-                        first ? "" : ",\n", (long long)r.in, (long long)r.out, r.split_k, r.pm,
-                        r.dm, r.prefill_tps, r.decode_tps);
+                        first ? "" : ",\n", (long long)a->in_len[li], (long long)out,
+                        a->cpu ? "n/a" : a->variants[v] ? "on" : "off", pm, dm,
+                        (double)a->in_len[li] / (pm * 1e-3),
+                        out > 1 ? (double)(out - 1) / (dm * 1e-3) : 0.0);
                 for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->prefill[i]);
                 fprintf(j, "], \"decode_ms\": [");
                 for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->decode[i]);
                 fprintf(j, "], \"tokens_identical\": %s", c->hash_varies ? "false" : "true");
-                fprintf(j, ", \"profile_prefill\": %s, \"profile_decode\": %s}",
-                        c->prof_prefill[0] ? c->prof_prefill : "null",
-                        c->prof_decode[0] ? c->prof_decode : "null");
+                fprintf(j, ", \"profile_prefill\": %s, \"profile_decode\": %s, "
+                        "\"profile_graph\": %s}", c->prof_prefill[0] ? c->prof_prefill : "null",
+                        c->prof_decode[0] ? c->prof_decode : "null",
+                        c->prof_graph[0] ? c->prof_graph : "null");
                 first = 0;
             }
         }
@@ -404,6 +370,7 @@ int bench_e2e_main(int argc, char **argv)
     a.out_len[0] = 33, a.out_len[1] = 129, a.out_len[2] = 129, a.nout = 3;
     a.variants[0] = 1, a.variants[1] = 0, a.nvar = 2;
     a.warmup = 2, a.repeats = 4, a.seed = 1;
+    a.fuse = 1, a.pdl = 1;
     int child = 0, split_k = 1, verify_child = 0;
     a.verify = 1;
     for (int i = 1; i < argc; i++) {
@@ -435,6 +402,9 @@ int bench_e2e_main(int argc, char **argv)
             else if (!strcmp(o, "--fuse")) {
                 bad = strcmp(v, "on") && strcmp(v, "off");
                 a.fuse = !strcmp(v, "on");
+            } else if (!strcmp(o, "--pdl")) {
+                bad = strcmp(v, "on") && strcmp(v, "off");
+                a.pdl = !strcmp(v, "on");
             } else if (!strcmp(o, "--device")) {
                 bad = strcmp(v, "cpu") && strcmp(v, "cuda");
                 a.cpu = !strcmp(v, "cpu");

@@ -15,7 +15,8 @@ typedef struct e2e_args {
     int variants[2], nvar; /* split-K on (1) / off (0), in order */
     int warmup, repeats, profile, verify;
     int cpu; /* --device cpu: the CPU reference forward (no verify, no profile) */
-    int fuse; /* --fuse on: stacked q|k|v and gate|up weights in every variant */
+    int fuse; /* --fuse on (default): stacked q|k|v and gate|up weights in every variant */
+    int pdl;  /* --pdl on (default): engine kernels with programmatic dependent launch */
     long long seed;
 } e2e_args;
 

@@ -7,21 +7,13 @@
 #include <unistd.h>
 
 #include "bench_e2e.h"
+#include "bench_e2e_profile.h"
 #include "common/common.h"
 #include "qmm.h"
 
 static void prompt_ids(int32_t *ids, int64_t n, long long seed, int64_t vocab)
 {
     bench_prompt_ids(ids, n, (uint64_t)seed * 0x9E3779B97F4A7C15ull + 12345, vocab);
-}
-
-static void print_profile(const char *tag, const qmm_llm_profile *p)
-{
-    printf("%s {\"total_ms\": %.6f, \"entries\": [", tag, p->total_ms);
-    for (int i = 0; i < p->count; i++)
-        printf("%s{\"name\": \"%s\", \"ms\": %.6f, \"launches\": %d}", i ? ", " : "", p->name[i],
-               p->ms[i], p->launches[i]);
-    printf("]}\n");
 }
 
 /* --verify: GPU vs CPU on an 8-token prompt. */
@@ -79,6 +71,7 @@ int e2e_child_main(const e2e_args *a, int split_k)
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
     o.split_k = split_k;
     o.fuse_projections = a->fuse;
+    o.pdl = a->pdl;
     qmm_llm_cuda_session *s = NULL;
     qmm_llm_cpu_session *cs = NULL;
     qmm_llm_timing t;
@@ -124,10 +117,16 @@ int e2e_child_main(const e2e_args *a, int split_k)
             qmm_llm_profile pp, pd;
             st = qmm_llm_cuda_profile(s, ids, n, &pp, &pd);
             if (!st) {
-                print_profile("PROFILE_PREFILL", &pp);
-                print_profile("PROFILE_DECODE", &pd);
+                e2e_print_profile("PROFILE_PREFILL", &pp);
+                e2e_print_profile("PROFILE_DECODE", &pd);
             }
         }
+        /* the decode step in its graph: any prompt length (the prefill runs in chunks) */
+        qmm_llm_graph_profile gp;
+        int steps = out - 1 < 20 ? (int)(out - 1) : 20;
+        if (a->profile && !a->cpu && steps >= 1 &&
+            !qmm_llm_cuda_profile_graph(s, ids, n, steps, &gp))
+            e2e_print_graph_profile("PROFILE_GRAPH", &gp);
     }
     qmm_llm_cuda_session_destroy(s);
     qmm_llm_cpu_session_destroy(cs);

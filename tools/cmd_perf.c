@@ -1,13 +1,14 @@
-/* qmm perf — the performance model's tables (DESIGN.md §6):
+/* qmm perf — the performance model's tables (include/qmm_perf.h):
  *   qmm perf schedule ...   pipeline schedules of three engines, with a text Gantt chart
- *   qmm perf splitk ...     split-K waves: the document model beside the refined model */
+ *   qmm perf splitk ...     split-K waves: the wave-count model beside the refined model */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
-#include "common/common.h"
+#include "cli.h"
 #include "qmm.h"
 
 #define MAX_LIST 64
@@ -17,8 +18,9 @@
 static int parse_i64(const char *s, int64_t *out)
 {
     char *end;
+    errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (end == s || *end) return 0;
+    if (end == s || *end || errno) return 0;
     *out = v;
     return 1;
 }
@@ -34,10 +36,18 @@ static int parse_int(const char *s, int *out)
 static int parse_f64(const char *s, double *out)
 {
     char *end;
+    errno = 0;
     double v = strtod(s, &end);
-    if (end == s || *end || !isfinite(v)) return 0;
+    if (end == s || *end || errno || !isfinite(v)) return 0;
     *out = v;
     return 1;
+}
+
+static int is_known(const char *o, const char *const *known)
+{
+    for (int i = 0; known[i]; i++)
+        if (!strcmp(o, known[i])) return 1;
+    return 0;
 }
 
 /* "1,2,3" or "1-16" or a mix ("1,4,6-8"), each >= 1; returns the count, 0 on a bad list. */
@@ -82,10 +92,10 @@ static void schedule_usage(FILE *f)
             "                          [--segments] [--no-gantt]\n\n"
             "Simulates three in-order engines (copy in, compute, copy out) over N tiles with\n"
             "b buffers, event by event, for each b in LIST, and prints the total beside the\n"
-            "document's closed form (b = 1: n(l+c)+s; b >= 2: l + n*max + s), each engine's\n"
+            "closed form (b = 1: n(l+c)+s; b >= 2: l + n*max + s), each engine's\n"
             "busy / idle / stall time, and a Gantt chart (tile digits where an engine works,\n"
             "'.' where it waits).\n\n"
-            "  --load, --compute, --store T  per-tile times (default 2, 3, 1: the document's\n"
+            "  --load, --compute, --store T  per-tile times (default 2, 3, 1: the textbook\n"
             "                                compute-heavy case; 3, 1.5, 1 is its copy-heavy one)\n"
             "  --tiles N                     tiles (default 6)\n"
             "  --buffers LIST                buffer counts, e.g. 1,2,3 or 1-4 (default 1,2,3)\n"
@@ -130,9 +140,11 @@ static int schedule_main(int argc, char **argv)
         }
         if (!strcmp(o, "--segments")) { segments = 1; continue; }
         if (!strcmp(o, "--no-gantt")) { gantt = 0; continue; }
+        static const char *const known[] = {"--load", "--compute", "--store", "--tiles",
+                                            "--buffers", "--jitter", "--seed", "--width", NULL};
+        if (!is_known(o, known)) return cli_unknown("model schedule", o);
         if (i + 1 >= argc) {
-            fprintf(stderr, "qmm perf schedule: unknown option or missing value: %s\n", o);
-            schedule_usage(stderr);
+            fprintf(stderr, "qmm perf schedule: %s needs a value\n", o);
             return 2;
         }
         const char *v = argv[++i];
@@ -157,7 +169,7 @@ static int schedule_main(int argc, char **argv)
     double *times = malloc(count * sizeof *times);
     qmm_model_segment *seg = malloc((size_t)nbufs * count * sizeof *seg);
     qmm_model_schedule *res = malloc((size_t)nbufs * sizeof *res);
-    int rc = 1;
+    int rc = 2; /* out of memory or a model error: environment or usage */
     if (!times || !seg || !res) {
         fprintf(stderr, "qmm perf schedule: out of memory\n");
         goto done;
@@ -267,23 +279,24 @@ static void splitk_usage(FILE *f)
 {
     fprintf(f,
             "usage: qmm perf splitk [--gpu NAME] [--m M --n N --k K] [--splits LIST]\n"
-            "                        [--model qwen3-4b --tokens M] [kernel options]\n\n"
+            "                        [--model NAME --tokens M] [kernel options]\n\n"
             "Split-K waves for C[M, N] = A[M, K] . W[N, K]^T. For one shape: a table per split\n"
-            "with the document model (tiles = ceil(M/bm)*ceil(N/bn), waves = ceil(tiles*s/SMs),\n"
+            "with the wave-count model (tiles = ceil(M/bm)*ceil(N/bn), waves = ceil(tiles*s/SMs),\n"
             "compute by waves + 8*M*N*s bytes of fp32 partials) beside the refined model\n"
             "(max(compute, operand floor) + launch + partials + reduce launch), best of each\n"
             "marked '*', then a Stream-K estimate. With --model: the best group-aligned split\n"
             "of each projection at M = --tokens.\n\n"
-            "  --gpu NAME          a100, h100, h200, h200-measured (default a100)\n"
-            "  --m, --n, --k       shape (default 512, 512, 16384: the document's example)\n"
+            "  --gpu NAME          a100, h100, h200, h200-measured (default h200)\n"
+            "  --m, --n, --k       shape (default 512, 512, 16384: a long-K example)\n"
             "  --splits LIST       splits to tabulate, e.g. 1,4,6,7,12 or 1-16 (default 1-16)\n"
-            "  --bm, --bn          document model tile (default 128, 128)\n"
-            "  --model qwen3-4b    the seven projections of Qwen3-4B (W4 weights)\n"
+            "  --bm, --bn          wave-count model tile (default 128, 128)\n"
+            "  --model NAME        the seven projections of qwen3-0.6b, qwen3-1.7b, qwen3-4b or\n"
+            "                      qwen3-8b (W4 weights)\n"
             "  --tokens M          rows M for --model (default 32)\n"
             "  --max-split S       largest split the searches try (default 16)\n"
             "  --align A           --model: splits keep K %% (s*A) == 0 (default 128; 0 = any)\n"
             "refined model kernel (defaults: preset 'document' for a shape, 'w4' for --model):\n"
-            "  --kernel NAME       document (128x128, bf16 W, fp32 partials, efficiency 1) or\n"
+            "  --kernel NAME       document (the wave-count model's kernel: 128x128, bf16 W, fp32 partials, efficiency 1) or\n"
             "                      w4 (64x64, W4 at 0.53125 B/weight, bf16 partials,\n"
             "                      efficiency 0.5)\n"
             "  --tile-m, --tile-n  refined model tile\n"
@@ -367,20 +380,25 @@ static int splitk_shape(const qmm_gpu_caps *g, const qmm_model_kernel *kn, int64
     return 0;
 }
 
-static int splitk_model(const qmm_gpu_caps *g, const qmm_model_kernel *kn, int64_t m,
-                        int max_split, int align)
+static int splitk_model(const qmm_gpu_caps *g, const qmm_model_kernel *kn, const char *model,
+                        int64_t m, int max_split, int align)
 {
+    qmm_llm_config cfg; /* the engine's presets: the same shapes as qmm plan and qmm run */
+    if (qmm_llm_config_preset(model, &cfg)) {
+        fprintf(stderr, "qmm perf splitk: unknown model '%s' (qwen3-0.6b, qwen3-1.7b, qwen3-4b, "
+                "qwen3-8b)\n", model);
+        return 2;
+    }
     print_gpu_kernel(g, kn);
-    printf("Qwen3-4B projections at M = %lld tokens; splits 1..%d", (long long)m, max_split);
+    printf("%s projections at M = %lld tokens; splits 1..%d", model, (long long)m, max_split);
     if (align > 0) printf(" with K %% (s*%d) == 0", align);
     printf("\n\n%-5s %12s %6s %9s | %5s %6s %5s %9s %8s %-6s | %8s | %9s\n", "proj", "K->N",
            "tiles", "s=1 us", "best", "blocks", "waves", "best us", "memory", "bound", "doc s",
            "stream-k");
     double sum1 = 0, sumb = 0, sumk = 0;
-    bench_proj qwen3_4b[QMM_LLM_LINEAR_COUNT];
-    int np = bench_projections("qwen3-4b", qwen3_4b);
-    for (int i = 0; i < np; i++) {
-        int64_t k = qwen3_4b[i].k, n = qwen3_4b[i].n;
+    for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) {
+        int64_t k, n;
+        qmm_llm_linear_shape(&cfg, (qmm_llm_linear)i, &n, &k);
         qmm_model_estimate one, best, doc, sk;
         if (qmm_model_splitk_refined(g, kn, m, n, k, 1, &one) != QMM_OK ||
             qmm_model_best_split(g, kn, m, n, k, max_split, align, &best) != QMM_OK ||
@@ -391,7 +409,7 @@ static int splitk_model(const qmm_gpu_caps *g, const qmm_model_kernel *kn, int64
         char shape[32];
         snprintf(shape, sizeof shape, "%lld->%lld", (long long)k, (long long)n);
         printf("%-5s %12s %6lld %9.2f | %5d %6lld %5lld %9.2f %8.2f %-6s | %8d | %9.2f\n",
-               qwen3_4b[i].name, shape, (long long)one.tiles, one.total_us, best.split,
+               qmm_llm_linear_name((qmm_llm_linear)i), shape, (long long)one.tiles, one.total_us, best.split,
                (long long)best.blocks, (long long)best.waves, best.total_us, best.memory_us,
                best.memory_bound ? "memory" : "comp", doc.split, sk.total_us);
         sum1 += one.total_us;
@@ -415,7 +433,7 @@ static int set_bytes_type(const char *v, double *bytes)
 
 static int splitk_main(int argc, char **argv)
 {
-    const char *gpu_name = "a100", *model = NULL, *kernel_name = NULL;
+    const char *gpu_name = "h200", *model = NULL, *kernel_name = NULL;
     int64_t m = 512, n = 512, k = 16384, tokens = 32;
     int bm = 128, bn = 128, max_split = 16, align = QMM_GROUP;
     int splits[MAX_LIST], nsplits = 0;
@@ -429,9 +447,14 @@ static int splitk_main(int argc, char **argv)
             splitk_usage(stdout);
             return 0;
         }
+        static const char *const known[] = {
+            "--gpu", "--model", "--kernel", "--m", "--n", "--k", "--tokens", "--splits", "--bm",
+            "--bn", "--max-split", "--align", "--tile-m", "--tile-n", "--tile-k",
+            "--blocks-per-sm", "--efficiency", "--weights", "--partials", "--launch-us",
+            "--fixup-us", NULL};
+        if (!is_known(o, known)) return cli_unknown("model splitk", o);
         if (i + 1 >= argc) {
-            fprintf(stderr, "qmm perf splitk: unknown option or missing value: %s\n", o);
-            splitk_usage(stderr);
+            fprintf(stderr, "qmm perf splitk: %s needs a value\n", o);
             return 2;
         }
         const char *v = argv[++i];
@@ -465,10 +488,6 @@ static int splitk_main(int argc, char **argv)
         if (!ok) return bad_value(o, v);
         if (!strcmp(o, "--partials")) partials = v;
     }
-    if (model && strcmp(model, "qwen3-4b")) {
-        fprintf(stderr, "qmm perf splitk: unknown model '%s' (qwen3-4b)\n", model);
-        return 2;
-    }
 
     qmm_gpu_caps g;
     qmm_model_kernel kn;
@@ -486,7 +505,7 @@ static int splitk_main(int argc, char **argv)
     if (launch >= 0) g.launch_us = launch;
     if (fixup >= 0) kn.fixup_us = fixup;
 
-    if (model) return splitk_model(&g, &kn, tokens, max_split, align);
+    if (model) return splitk_model(&g, &kn, model, tokens, max_split, align);
     if (nsplits == 0)
         for (nsplits = 0; nsplits < 16; nsplits++) splits[nsplits] = nsplits + 1;
     return splitk_shape(&g, &kn, m, n, k, bm, bn, splits, nsplits, max_split);
@@ -498,8 +517,8 @@ static void model_usage(FILE *f)
 {
     fprintf(f, "usage: qmm perf <schedule|splitk> [options]   (--help on each)\n"
                "  schedule   copy/compute/store pipeline: totals per buffer count, Gantt chart\n"
-               "  splitk     split-K waves: document model and refined model, best split;\n"
-               "             Qwen3-4B projections with --model qwen3-4b --tokens M\n");
+               "  splitk     split-K waves: wave-count model and refined model, best split;\n"
+               "             a Qwen3 model's projections with --model qwen3-4b --tokens M\n");
 }
 
 int cmd_perf(int argc, char **argv)

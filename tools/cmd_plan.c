@@ -1,8 +1,11 @@
-/* qmm plan: print split-K plans, for one shape or for every projection of a model. */
+/* qmm plan: print plans, for one shape or for every projection of a model. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "common/common.h"
 #include "qmm.h"
@@ -13,17 +16,18 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qmm plan --model NAME [--policy seed|device] [--tokens 16,32,64,128,2048]\n"
-            "       qmm plan --m M --n N --k K [--policy seed|device] [--table sm90|generic]\n"
+            "                [--table sm90|generic] [--json]\n"
+            "       qmm plan --m M --n N --k K [--policy seed|device] [--table T] [--json]\n"
             "  Prints the plan (path and K split) for each projection of a model at each token\n"
             "  count M, as 'base blocks→split', or every plan field for one shape.\n"
             "  models: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b\n"
             "  --policy seed    the reference rule (32x32 tiles, target 320, cap 16; default)\n"
-            "  --policy device  the plan qmm_cuda_matmul runs (qmm_plan_call): on GPU 0's\n"
+            "  --policy device  what qmm_cuda_matmul runs (qmm_plan_call): on GPU 0's\n"
             "                   description, or without a GPU on the shipped tuning table (sm90)\n"
-            "  --table T        plan on the shipped table's entry T (sm90, generic), GPU or not\n");
+            "  --table T        plan on the shipped table's entry T (sm90, generic), GPU or not\n"
+            "  --json           the plans as one JSON object\n"
+            "  exit: 0 ok, 2 usage or environment (bad shape, unknown model, bad table)\n");
 }
-
-/* ---- models: the linear layers of one decoder layer (K = in_features, N = out_features) ---- */
 
 /* Prints s left-aligned in `width` terminal columns (s may hold the 3-byte UTF-8 '→'). */
 static void cell(const char *s, int width)
@@ -33,62 +37,79 @@ static void cell(const char *s, int width)
     printf("%s%*s", s, width > cols ? width - cols : 0, "");
 }
 
-/* ---- a model's table: one row a projection, one column a token count ---- */
+/* ---- one plan per (projection, M): as a table cell or a JSON object ---- */
 
-/* One cell: the plan of C[m, n] = A[m, k] · Wᵀ written into out. */
-typedef qmm_status (*cell_fn)(const void *ctx, int64_t m, int64_t n, int64_t k, char *out,
-                              size_t len);
+/* The plan of C[m, n] = A[m, k] · Wᵀ under the policy in ctx. */
+typedef qmm_status (*plan_fn)(const void *ctx, int64_t m, int64_t n, int64_t k, qmm_plan *out);
+/* Its table cell. */
+typedef void (*cell_fn)(const qmm_plan *pl, char *out, size_t len);
 
-static int plan_table(const char *model, const int64_t *tokens, int nt, int width, cell_fn fn,
-                      const void *ctx)
+static int g_json; /* --json: plans as JSON objects instead of tables */
+static int g_json_first = 1;
+
+static void plan_json(const char *proj, int64_t m, int64_t n, int64_t k, const qmm_plan *pl)
+{
+    printf("%s{", g_json_first ? "" : ", ");
+    g_json_first = 0;
+    if (proj) printf("\"proj\": \"%s\", ", proj);
+    printf("\"m\": %lld, \"n\": %lld, \"k\": %lld, \"path\": \"%s\", \"split\": %d, "
+           "\"base_blocks\": %lld, \"blocks\": %lld, \"tile_m\": %d, \"tile_n\": %d, "
+           "\"k_per_split\": %d, \"config\": %d, \"stages\": %d, \"workspace_bytes\": %zu, "
+           "\"predicted_us\": ", (long long)m, (long long)n, (long long)k,
+           qmm_path_name(pl->path), pl->split, (long long)pl->base_blocks, (long long)pl->blocks,
+           pl->tile_m, pl->tile_n, pl->k_per_split, pl->config, pl->stages, pl->workspace_bytes);
+    if (pl->predicted_us < 0) printf("null}");
+    else printf("%.3f}", pl->predicted_us);
+}
+
+static void json_open(const char *model, const char *policy)
+{
+    printf("{\"model\": ");
+    if (model) printf("\"%s\"", model);
+    else printf("null");
+    printf(", \"policy\": \"%s\", \"plans\": [", policy);
+}
+
+static int fail(qmm_status st)
+{
+    fprintf(stderr, "qmm plan: %s: %s\n", qmm_status_name(st), qmm_last_error());
+    return EXIT_USAGE;
+}
+
+/* A model's projections x token counts: a table (cells of width `width`) or JSON objects. */
+static int model_plans(const char *model, const int64_t *tokens, int nt, int width, plan_fn fn,
+                       cell_fn fmt, const void *ctx)
 {
     bench_proj ps[QMM_LLM_LINEAR_COUNT];
     int np = bench_projections(model, ps);
-    cell("proj", 6);
-    cell("K→N", 13);
-    for (int t = 0; t < nt; t++) {
-        char h[32];
-        snprintf(h, sizeof h, "M=%lld", (long long)tokens[t]);
-        cell(h, t + 1 < nt ? width : 0); /* no trailing blanks */
-    }
-    printf("\n");
-    for (int i = 0; i < np; i++) {
-        char kn[48], c[64];
-        snprintf(kn, sizeof kn, "%lld→%lld", (long long)ps[i].k, (long long)ps[i].n);
-        cell(ps[i].name, 6);
-        cell(kn, 13);
+    if (!g_json) {
+        cell("proj", 6);
+        cell("K→N", 13);
         for (int t = 0; t < nt; t++) {
-            qmm_status st = fn(ctx, tokens[t], ps[i].n, ps[i].k, c, sizeof c);
-            if (st) {
-                fprintf(stderr, "\nqmm plan: %s: %s\n", qmm_status_name(st), qmm_last_error());
-                return 1;
-            }
-            cell(c, t + 1 < nt ? width : 0);
+            char h[32];
+            snprintf(h, sizeof h, "M=%lld", (long long)tokens[t]);
+            cell(h, t + 1 < nt ? width : 0); /* no trailing blanks */
         }
         printf("\n");
     }
-    return 0;
-}
-
-/* ---- seed policy ---- */
-
-static qmm_status seed_cell(const void *ctx, int64_t m, int64_t n, int64_t k, char *out, size_t len)
-{
-    qmm_plan pl;
-    qmm_status st = qmm_plan_seed(m, n, k, (const qmm_plan_params *)ctx, &pl);
-    if (st) return st;
-    if (pl.path == QMM_PATH_MATVEC) snprintf(out, len, "matvec");
-    else snprintf(out, len, "%lld→%d", (long long)pl.base_blocks, pl.split);
-    return QMM_OK;
-}
-
-static int seed_model(const char *model, const int64_t *tokens, int nt)
-{
-    qmm_plan_params pp = qmm_plan_seed_params();
-    printf("%s, seed policy: tile %dx%d, target %d blocks, cap %d, matvec for M <= %d\n",
-           model, pp.tile_m, pp.tile_n, pp.target_blocks, pp.max_split, pp.matvec_max_m);
-    printf("cells: base blocks→split (matvec: the decode kernel, K not split)\n\n");
-    return plan_table(model, tokens, nt, 10, seed_cell, &pp);
+    for (int i = 0; i < np; i++) {
+        char kn[48], c[64];
+        snprintf(kn, sizeof kn, "%lld→%lld", (long long)ps[i].k, (long long)ps[i].n);
+        if (!g_json) cell(ps[i].name, 6), cell(kn, 13);
+        for (int t = 0; t < nt; t++) {
+            qmm_plan pl;
+            qmm_status st = fn(ctx, tokens[t], ps[i].n, ps[i].k, &pl);
+            if (st) return fail(st);
+            if (g_json) {
+                plan_json(ps[i].name, tokens[t], ps[i].n, ps[i].k, &pl);
+                continue;
+            }
+            fmt(&pl, c, sizeof c);
+            cell(c, t + 1 < nt ? width : 0);
+        }
+        if (!g_json) printf("\n");
+    }
+    return EXIT_OK;
 }
 
 static void print_plan(const qmm_plan *pl)
@@ -106,20 +127,52 @@ static void print_plan(const qmm_plan *pl)
     else printf("  predicted_us  %.2f\n", pl->predicted_us);
 }
 
-static int seed_shape(int64_t m, int64_t n, int64_t k)
+/* One shape: JSON or every field. */
+static int shape_plan(plan_fn fn, const void *ctx, const char *policy, int64_t m, int64_t n,
+                      int64_t k)
+{
+    qmm_plan pl;
+    qmm_status st = fn(ctx, m, n, k, &pl);
+    if (st) return fail(st);
+    if (g_json) {
+        json_open(NULL, policy);
+        plan_json(NULL, m, n, k, &pl);
+        return EXIT_OK;
+    }
+    printf("M=%lld N=%lld K=%lld\n", (long long)m, (long long)n, (long long)k);
+    print_plan(&pl);
+    return EXIT_OK;
+}
+
+/* ---- seed policy ---- */
+
+static qmm_status seed_plan(const void *ctx, int64_t m, int64_t n, int64_t k, qmm_plan *out)
+{
+    return qmm_plan_seed(m, n, k, (const qmm_plan_params *)ctx, out);
+}
+
+static void seed_cell(const qmm_plan *pl, char *out, size_t len)
+{
+    if (pl->path == QMM_PATH_MATVEC) snprintf(out, len, "matvec");
+    else snprintf(out, len, "%lld→%d", (long long)pl->base_blocks, pl->split);
+}
+
+static int seed_plans(const char *model, const int64_t *tokens, int nt, int64_t m, int64_t n,
+                      int64_t k)
 {
     qmm_plan_params pp = qmm_plan_seed_params();
-    qmm_plan pl;
-    qmm_status st = qmm_plan_seed(m, n, k, &pp, &pl);
-    if (st) {
-        fprintf(stderr, "qmm plan: %s: %s\n", qmm_status_name(st), qmm_last_error());
-        return 1;
+    if (g_json) {
+        if (model) json_open(model, "seed");
+    } else {
+        printf("%s, seed policy: tile %dx%d, target %d blocks, cap %d, matvec for M <= %d\n",
+               model ? model : "one shape", pp.tile_m, pp.tile_n, pp.target_blocks, pp.max_split,
+               pp.matvec_max_m);
+        if (model) printf("cells: base blocks→split (matvec: the decode kernel, K not split)\n\n");
     }
-    printf("M=%lld N=%lld K=%lld, seed policy (tile %dx%d, target %d, cap %d, matvec M <= %d)\n",
-           (long long)m, (long long)n, (long long)k, pp.tile_m, pp.tile_n, pp.target_blocks,
-           pp.max_split, pp.matvec_max_m);
-    print_plan(&pl);
-    return 0;
+    int rc = model ? model_plans(model, tokens, nt, 10, seed_plan, seed_cell, &pp)
+                   : shape_plan(seed_plan, &pp, "seed", m, n, k);
+    if (g_json && rc == EXIT_OK) printf("]}\n");
+    return rc;
 }
 
 /* ---- device policy: qmm_plan_call on GPU 0's description, or the shipped table ---- */
@@ -149,65 +202,53 @@ static qmm_status device_desc(const char *table, qmm_device_desc *d, char *what,
         snprintf(note, sizeof note, "; no GPU here: %s", st ? qmm_last_error() : why);
     }
     int major = !strcmp(table, "sm90") ? 9 : !strcmp(table, "generic") ? 0 : -1;
-    if (major < 0) {
-        fprintf(stderr, "qmm plan: --table must be sm90 or generic, not '%s'\n", table);
-        return QMM_ERR_ARG;
-    }
+    if (major < 0) return QMM_ERR_ARG;
     qmm_status st = qmm_tune_desc(major, 0, 0, d);
     if (st == QMM_OK)
         snprintf(what, len, "the shipped tuning table %s (%d SMs%s)", d->family, d->gpu.sms, note);
     return st;
 }
 
-static qmm_status device_cell(const void *ctx, int64_t m, int64_t n, int64_t k, char *out,
-                              size_t len)
+static qmm_status device_plan(const void *ctx, int64_t m, int64_t n, int64_t k, qmm_plan *out)
 {
-    qmm_plan pl;
-    qmm_status st = qmm_plan_call((const qmm_device_desc *)ctx, m, n, k, NULL, &pl);
-    if (st != QMM_OK) return st;
-    if (pl.path == QMM_PATH_WGMMA || pl.path == QMM_PATH_STREAMK) /* no prediction: its grid */
-        snprintf(out, len, "%s/%d/%lldx%dx%d", qmm_path_name(pl.path), pl.split,
-                 (long long)pl.blocks, pl.tile_m, pl.tile_n);
-    else
-        snprintf(out, len, "%s/%d/%.1f", qmm_path_name(pl.path), pl.split, pl.predicted_us);
-    return st;
+    return qmm_plan_call((const qmm_device_desc *)ctx, m, n, k, NULL, out);
 }
 
-/* One shape (model == NULL) or a model's table; returns the exit code. */
-static int device_plans(const char *table, const char *model,
-                        const int64_t *tokens, int nt, int64_t m, int64_t n, int64_t k)
+static void device_cell(const qmm_plan *pl, char *out, size_t len)
+{
+    if (pl->path == QMM_PATH_WGMMA || pl->path == QMM_PATH_STREAMK) /* no prediction: its grid */
+        snprintf(out, len, "%s/%d/%lldx%dx%d", qmm_path_name(pl->path), pl->split,
+                 (long long)pl->blocks, pl->tile_m, pl->tile_n);
+    else
+        snprintf(out, len, "%s/%d/%.1f", qmm_path_name(pl->path), pl->split, pl->predicted_us);
+}
+
+static int device_plans(const char *table, const char *model, const int64_t *tokens, int nt,
+                        int64_t m, int64_t n, int64_t k)
 {
     qmm_device_desc d;
     char what[512];
     qmm_status st = device_desc(table, &d, what, sizeof what);
-    if (st == QMM_ERR_ARG && table) return 2;
-    if (st) goto fail;
-    printf("device policy on %s\n", what);
-    qmm_plan pl;
-    if (!model) {
-        if ((st = qmm_plan_call(&d, m, n, k, NULL, &pl))) goto fail;
-        printf("M=%lld N=%lld K=%lld\n", (long long)m, (long long)n, (long long)k);
-        print_plan(&pl);
-        return 0;
+    if (st == QMM_ERR_ARG && table) {
+        fprintf(stderr, "qmm plan: --table must be sm90 or generic, not '%s'\n", table);
+        return EXIT_USAGE;
     }
-    printf("%s: cells path/split/predicted µs (wgmma, streamk: path/split/CTAs x token tile x "
-           "weight rows)\n\n", model);
-    return plan_table(model, tokens, nt, 22, device_cell, &d);
-fail:
-    fprintf(stderr, "qmm plan: %s: %s\n", qmm_status_name(st), qmm_last_error());
-    return 1;
+    if (st) return fail(st);
+    if (g_json) {
+        if (model) json_open(model, "device");
+    } else {
+        printf("device policy on %s\n", what);
+        if (model)
+            printf("%s: cells path/split/predicted µs (wgmma, streamk: path/split/CTAs x token "
+                   "tile x weight rows)\n\n", model);
+    }
+    int rc = model ? model_plans(model, tokens, nt, 22, device_plan, device_cell, &d)
+                   : shape_plan(device_plan, &d, "device", m, n, k);
+    if (g_json && rc == EXIT_OK) printf("], \"table\": \"%s\", \"sms\": %d}\n", d.family, d.gpu.sms);
+    return rc;
 }
 
 /* ---- arguments ---- */
-
-static int parse_i64(const char *s, int64_t *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end) return 0;
-    *out = v;
-    return 1;
-}
 
 /* "16,32,64" -> tokens; returns the count, 0 on a malformed list */
 static int parse_tokens(const char *s, int64_t *tokens)
@@ -215,8 +256,9 @@ static int parse_tokens(const char *s, int64_t *tokens)
     int nt = 0;
     while (*s && nt < MAX_TOKENS) {
         char *end;
+        errno = 0;
         long long v = strtoll(s, &end, 10);
-        if (end == s || v < 1 || (*end && *end != ',')) return 0;
+        if (end == s || errno || v < 1 || v > INT32_MAX || (*end && *end != ',')) return 0;
         tokens[nt++] = v;
         s = *end ? end + 1 : end;
     }
@@ -226,48 +268,52 @@ static int parse_tokens(const char *s, int64_t *tokens)
 int cmd_plan(int argc, char **argv)
 {
     const char *model = NULL, *policy = "seed", *table = NULL;
-    int64_t tokens[MAX_TOKENS] = {16, 32, 64, 128, 2048}, m = 0, n = 0, k = 0;
+    int64_t tokens[MAX_TOKENS] = {16, 32, 64, 128, 2048};
+    long long m = 0, n = 0, k = 0;
     int nt = 5, have_shape = 0;
     for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *o = argv[i], *v;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             usage(stdout);
-            return 0;
+            return EXIT_OK;
         }
-        int ok = v != NULL;
-        if (ok && !strcmp(o, "--model")) model = v;
-        else if (ok && !strcmp(o, "--policy")) policy = v;
-        else if (ok && !strcmp(o, "--table")) table = v;
-        else if (ok && !strcmp(o, "--tokens")) ok = (nt = parse_tokens(v, tokens)) > 0;
-        else if (ok && !strcmp(o, "--m")) ok = parse_i64(v, &m), have_shape = 1;
-        else if (ok && !strcmp(o, "--n")) ok = parse_i64(v, &n), have_shape = 1;
-        else if (ok && !strcmp(o, "--k")) ok = parse_i64(v, &k), have_shape = 1;
-        else ok = 0;
-        if (!ok) {
-            fprintf(stderr, "qmm plan: bad option '%s'%s%s\n", o, v ? " " : "", v ? v : "");
-            usage(stderr);
-            return 2;
+        if (!strcmp(o, "--json")) {
+            g_json = 1;
+            continue;
         }
-        i++;
+        if (strcmp(o, "--model") && strcmp(o, "--policy") && strcmp(o, "--tokens") &&
+            strcmp(o, "--table") && strcmp(o, "--m") && strcmp(o, "--n") && strcmp(o, "--k"))
+            return cli_unknown("plan", o);
+        if (!(v = cli_value("plan", argc, argv, &i))) return EXIT_USAGE;
+        int ok = 1;
+        if (!strcmp(o, "--model")) model = v;
+        else if (!strcmp(o, "--policy")) policy = v;
+        else if (!strcmp(o, "--table")) table = v;
+        else if (!strcmp(o, "--tokens")) {
+            if (!(ok = (nt = parse_tokens(v, tokens)) > 0))
+                fprintf(stderr, "qmm plan: bad value '%s' for --tokens: want up to %d "
+                        "comma-separated integers in [1, %d]\n", v, MAX_TOKENS, INT32_MAX);
+        } else {
+            ok = cli_int("plan", o, v, 1, INT32_MAX, !strcmp(o, "--m") ? &m : !strcmp(o, "--n") ? &n : &k);
+            have_shape = 1;
+        }
+        if (!ok) return EXIT_USAGE;
     }
     int device = !strcmp(policy, "device");
     if (!device && strcmp(policy, "seed")) {
         fprintf(stderr, "qmm plan: --policy must be seed or device, not '%s'\n", policy);
-        return 2;
+        return EXIT_USAGE;
     }
-    if (!model == !have_shape) {
-        fprintf(stderr, "qmm plan: give either --model NAME or --m M --n N --k K\n");
-        usage(stderr);
-        return 2;
+    if (!model == !have_shape || (have_shape && (!m || !n || !k))) {
+        fprintf(stderr, "qmm plan: give either --model NAME or all of --m M --n N --k K\n");
+        return EXIT_USAGE;
     }
-    if (have_shape)
-        return device ? device_plans(table, NULL, NULL, 0, m, n, k) : seed_shape(m, n, k);
-    qmm_llm_config cfg;
-    if (qmm_llm_config_preset(model, &cfg) != QMM_OK) {
-        fprintf(stderr, "qmm plan: unknown model '%s' (qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b)\n",
-                model);
-        return 2;
+    bench_proj ps[QMM_LLM_LINEAR_COUNT];
+    if (model && !bench_projections(model, ps)) {
+        fprintf(stderr, "qmm plan: unknown model '%s' (qwen3-0.6b, qwen3-1.7b, qwen3-4b, "
+                "qwen3-8b)\n", model);
+        return EXIT_USAGE;
     }
-    return device ? device_plans(table, model, tokens, nt, 0, 0, 0)
-                  : seed_model(model, tokens, nt);
+    return device ? device_plans(table, model, tokens, nt, m, n, k)
+                  : seed_plans(model, tokens, nt, m, n, k);
 }

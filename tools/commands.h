@@ -8,6 +8,8 @@ int cmd_matmul(int argc, char **argv);    /* cmd_matmul.c: quantize, multiply, c
 int cmd_perf(int argc, char **argv);      /* cmd_perf.c: performance model tables */
 int cmd_bench(int argc, char **argv);     /* cmd_bench.c: operator / e2e / overlap benchmarks */
 int cmd_run(int argc, char **argv);       /* cmd_run.c: run a Qwen3 model */
+int cmd_chat(int argc, char **argv);      /* cmd_chat.c: multi-turn chat on stdin/stdout */
+int cmd_tokenize(int argc, char **argv);  /* cmd_tokenize.c: text <-> token ids */
 int cmd_quantize_checkpoint(int argc, char **argv); /* cmd_quantize_checkpoint.c */
 
 /* parse_int.c: s is a decimal integer in [lo, hi] (nothing else, no overflow) -> *out, 1;

@@ -8,9 +8,9 @@
 
 #ifndef QMM_HAVE_CUDA
 int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref, double tol,
-               int required, const qmm_cuda_options *opt)
+               int required, const qmm_cuda_options *opt, FILE *out)
 {
-    (void)w, (void)a, (void)m, (void)ref, (void)tol, (void)opt;
+    (void)w, (void)a, (void)m, (void)ref, (void)tol, (void)opt, (void)out;
     if (required) fprintf(stderr, "qmm matmul: this build has no CUDA backend\n");
     return required ? 2 : 3;
 }
@@ -18,14 +18,14 @@ int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref,
 #include <cuda_runtime.h>
 
 int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref, double tol,
-               int required, const qmm_cuda_options *opt)
+               int required, const qmm_cuda_options *opt, FILE *out)
 {
     int count = 0;
     char why[256] = "";
     qmm_cuda_device_count(&count, why, sizeof why);
     if (count == 0) {
         if (required) fprintf(stderr, "qmm matmul: %s\n", why);
-        else printf("gpu        skipped: %s\n", why);
+        else fprintf(out, "gpu        skipped: %s\n", why);
         return required ? 2 : 3;
     }
     int64_t n = w->n, k = w->k;
@@ -71,12 +71,12 @@ int matmul_gpu(const qmm_w4 *w, const qmm_bf16 *a, int64_t m, const double *ref,
     double us = 1e3 * ms / reps;
     qmm_gpu_info info;
     qmm_cuda_info(ctx, &info);
-    printf("gpu        %10.2f us  %8.2f TFLOP/s   rel. Frobenius vs fp64 %.3e   (%s, %s split %d, "
+    fprintf(out, "gpu        %10.2f us  %8.2f TFLOP/s   rel. Frobenius vs fp64 %.3e   (%s, %s split %d, "
            "tile %dx%d; eager, hot L2)\n",
            us, 2.0 * m * n * k / us * 1e-6, err, info.name, qmm_path_name(plan.path), plan.split,
            plan.tile_m, plan.tile_n);
     rc = err <= tol ? 0 : 1;
-    if (rc) printf("FAIL: gpu error %.3e exceeds %g\n", err, tol);
+    if (rc) fprintf(out, "FAIL: gpu error %.3e exceeds %g\n", err, tol);
 done:
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);

@@ -19,7 +19,8 @@ typedef struct qmm_cpu_schedule {
 #define QMM_CPU_NR 8 /* W rows (output columns) per panel: one micro-tile's width */
 #define QMM_CPU_MR 4 /* A rows per micro-tile */
 
-/* threads <= 0: one per online CPU. Pure function of its arguments and the CPU count. */
-qmm_cpu_schedule qmm_cpu_schedule_for(int64_t m, int64_t n, int64_t k, int threads);
+/* threads <= 0: one per online CPU. K partitions are whole groups of `group` columns.
+ * Pure function of its arguments and the CPU count. */
+qmm_cpu_schedule qmm_cpu_schedule_for(int64_t m, int64_t n, int64_t k, int group, int threads);
 
 #endif

@@ -4,7 +4,7 @@
  * reads it contiguously. The output is cut into panels of NR columns (NR rows of W); a work item
  * is one panel over one K partition. Its W rows are dequantized once into a per-thread scratch
  * panel [K, NR] (through a 16-entry table per group: the same fmaf(scale, q, bias) values as the
- * reference, 16 fmaf per 128 weights), then every MR-row slice of A is multiplied against it
+ * reference, 16 fmaf per group of 32, 64 or 128 weights), then every MR-row slice of A is multiplied against it
  * with MR x NR independent fp32 accumulators held in 16-byte vector registers (GCC vector
  * extensions: portable C that becomes SSE on x86-64 and NEON on AArch64).
  *
@@ -29,7 +29,7 @@
 typedef float v4f __attribute__((vector_size(16)));
 _Static_assert(NR == 8 && MR == 4, "micro_tile is written for 4 x 8 tiles");
 
-qmm_cpu_schedule qmm_cpu_schedule_for(int64_t m, int64_t n, int64_t k, int threads)
+qmm_cpu_schedule qmm_cpu_schedule_for(int64_t m, int64_t n, int64_t k, int group, int threads)
 {
     qmm_cpu_schedule s;
     if (threads <= 0) threads = qmm_cpu_online();
@@ -42,7 +42,8 @@ qmm_cpu_schedule qmm_cpu_schedule_for(int64_t m, int64_t n, int64_t k, int threa
     /* Fewer than two panels per thread leaves cores idle (or unbalanced): split K instead. */
     if (threads > 1 && s.panels < 2 * (int64_t)threads) {
         int64_t want = (2 * (int64_t)threads + s.panels - 1) / s.panels;
-        int64_t groups = k / QMM_GROUP;
+        int64_t groups = group > 0 ? k / group : 1;
+        if (groups < 1) groups = 1;
         s.split = (int)(want < groups ? want : groups);
     }
     int64_t items = s.panels * s.split;
@@ -62,30 +63,30 @@ typedef struct job {
 } job;
 
 /* First column of K partition p (group aligned; partitions differ by at most one group). */
-static int64_t part_start(int64_t k, int split, int p)
+static int64_t part_start(int64_t k, int group, int split, int p)
 {
-    int64_t groups = k / QMM_GROUP;
-    return groups * p / split * QMM_GROUP;
+    int64_t groups = k / group;
+    return groups * p / split * group;
 }
 
 // wp is [k1-k0, NR]: wp[j-k0][r] = W[n0+r][j], zero for rows past N
 static void dequant_panel(const qmm_w4 *w, int64_t n0, int64_t k0, int64_t k1, float *wp)
 {
-    int64_t k = w->k, groups = k / QMM_GROUP;
+    int64_t k = w->k, gs = w->group, groups = k / gs;
     for (int r = 0; r < NR; r++) {
         int64_t row = n0 + r;
         if (row >= w->n) {
             for (int64_t j = k0; j < k1; j++) wp[(j - k0) * NR + r] = 0.0f;
             continue;
         }
-        for (int64_t g = k0 / QMM_GROUP; g < k1 / QMM_GROUP; g++) {
+        for (int64_t g = k0 / gs; g < k1 / gs; g++) {
             float s = qmm_bf16_to_f32(w->scales[row * groups + g]);
             float b = qmm_bf16_to_f32(w->biases[row * groups + g]);
             float table[16];
             for (int q = 0; q < 16; q++) table[q] = fmaf(s, (float)q, b);
-            const uint32_t *words = w->packed + row * (k / 8) + g * (QMM_GROUP / 8);
-            float *out = wp + (g * QMM_GROUP - k0) * NR + r;
-            for (int i = 0; i < QMM_GROUP / 8; i++) {
+            const uint32_t *words = w->packed + row * (k / 8) + g * (gs / 8);
+            float *out = wp + (g * gs - k0) * NR + r;
+            for (int i = 0; i < gs / 8; i++) {
                 uint32_t word = words[i];
                 for (int c = 0; c < 8; c++) out[(i * 8 + c) * NR] = table[(word >> (4 * c)) & 0xFu];
             }
@@ -129,7 +130,8 @@ static void run_item(job *jb, float *wp, int64_t item)
     int split = jb->sched.split;
     int64_t n0 = item / split * NR;
     int p = (int)(item % split);
-    int64_t k0 = part_start(jb->k, split, p), k1 = part_start(jb->k, split, p + 1);
+    int gs = jb->w->group;
+    int64_t k0 = part_start(jb->k, gs, split, p), k1 = part_start(jb->k, gs, split, p + 1);
     dequant_panel(jb->w, n0, k0, k1, wp);
 
     int64_t cols = jb->n - n0 < NR ? jb->n - n0 : NR;
@@ -179,7 +181,7 @@ static void reduce_parts(const float *partial, int split, size_t mn, qmm_bf16 *c
     }
 }
 
-// a is [M, K] bf16, w is [N, K] W4 g128, c is [M, N] bf16: c = a · wᵀ
+// a is [M, K] bf16, w is [N, K] W4 (groups of g), c is [M, N] bf16: c = a · wᵀ
 qmm_status qmm_matmul_cpu(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, qmm_bf16 *c,
                           int threads)
 {
@@ -188,10 +190,10 @@ qmm_status qmm_matmul_cpu(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, qmm_bf1
     if (st) return st;
 
     job jb = {.w = w, .m = m, .n = w->n, .k = w->k, .c = c};
-    jb.sched = qmm_cpu_schedule_for(m, w->n, w->k, threads);
+    jb.sched = qmm_cpu_schedule_for(m, w->n, w->k, w->group, threads);
     int split = jb.sched.split, nthreads = jb.sched.threads;
     /* partitions hold floor or ceil of groups/split groups: scratch for the longer */
-    int64_t kmax = (w->k / QMM_GROUP + split - 1) / split * QMM_GROUP;
+    int64_t kmax = (w->k / w->group + split - 1) / split * w->group;
 
     /* Everything is allocated before anything is written, so a failure leaves c untouched. */
     size_t mpad = (size_t)((m + MR - 1) / MR * MR), ap_bytes, plane_bytes = 0;

@@ -24,14 +24,14 @@ qmm_status qmm_cpu_check_matmul(const char *fn, const qmm_bf16 *a, int64_t m, co
     return QMM_OK;
 }
 
-// a is [M, K] bf16, w is [N, K] W4 g128, c is [M, N] bf16: c = a · wᵀ
+// a is [M, K] bf16, w is [N, K] W4 (groups of g), c is [M, N] bf16: c = a · wᵀ
 qmm_status qmm_matmul_ref(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, qmm_bf16 *c)
 {
     qmm_clear_error();
     qmm_status st = qmm_cpu_check_matmul("qmm_matmul_ref", a, m, w, c);
     if (st) return st;
 
-    size_t M = (size_t)m, N = (size_t)w->n, K = (size_t)w->k, G = K / QMM_GROUP;
+    size_t M = (size_t)m, N = (size_t)w->n, K = (size_t)w->k, g = (size_t)w->group, G = K / g;
     float *af = malloc(M * K * sizeof *af);  /* A in f32 (exact): converted once */
     float *wrow = malloc(K * sizeof *wrow);  /* one dequantized row of W, reused for all of A */
     if (!af || !wrow) {
@@ -45,8 +45,8 @@ qmm_status qmm_matmul_ref(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, qmm_bf1
         // w[n][j] = fmaf(scale, q, bias) in fp32
         for (size_t j = 0; j < K; j++) {
             uint32_t q = (w->packed[n * (K / 8) + j / 8] >> (4 * (j % 8))) & 0xFu;
-            float s = qmm_bf16_to_f32(w->scales[n * G + j / QMM_GROUP]);
-            float b = qmm_bf16_to_f32(w->biases[n * G + j / QMM_GROUP]);
+            float s = qmm_bf16_to_f32(w->scales[n * G + j / g]);
+            float b = qmm_bf16_to_f32(w->biases[n * G + j / g]);
             wrow[j] = fmaf(s, (float)q, b);
         }
         // c[i][n] = bf16(Σ_j a[i][j] * w[n][j]): one fp32 accumulator, j in order

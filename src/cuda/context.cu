@@ -164,6 +164,11 @@ extern "C" qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w,
     *out = NULL;
     qmm_status st = qmm_w4_validate(w);
     if (st != QMM_OK) return st;
+    /* the device layout and every kernel read groups of 128 (QMM_GROUP) */
+    if (w->group != QMM_GROUP)
+        return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA kernels take groups of %d; this weight "
+                        "[%lld, %lld] has groups of %d (the CPU path runs it)", QMM_GROUP,
+                        (long long)w->n, (long long)w->k, w->group);
     if (w->n > (1 << 30) || w->k > (1 << 30))
         return qmm_fail(QMM_ERR_SHAPE, "N = %lld, K = %lld: the CUDA kernels take up to 2^30",
                         (long long)w->n, (long long)w->k);

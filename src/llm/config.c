@@ -13,10 +13,10 @@ static const struct {
     const char *name;
     qmm_llm_config c;
 } presets[] = {
-    {"qwen3-0.6b", {1024, 3072, 28, 16, 8, 128, 151936, 40960, 1e6, 1e-6, 1}},
-    {"qwen3-1.7b", {2048, 6144, 28, 16, 8, 128, 151936, 40960, 1e6, 1e-6, 1}},
-    {"qwen3-4b", {2560, 9728, 36, 32, 8, 128, 151936, 40960, 1e6, 1e-6, 1}},
-    {"qwen3-8b", {4096, 12288, 36, 32, 8, 128, 151936, 40960, 1e6, 1e-6, 0}},
+    {"qwen3-0.6b", {1024, 3072, 28, 16, 8, 128, 151936, 40960, 1e6, 1e-6, 1, 128}},
+    {"qwen3-1.7b", {2048, 6144, 28, 16, 8, 128, 151936, 40960, 1e6, 1e-6, 1, 128}},
+    {"qwen3-4b", {2560, 9728, 36, 32, 8, 128, 151936, 40960, 1e6, 1e-6, 1, 128}},
+    {"qwen3-8b", {4096, 12288, 36, 32, 8, 128, 151936, 40960, 1e6, 1e-6, 0, 128}},
 };
 #define PRESET_COUNT ((int)(sizeof presets / sizeof presets[0]))
 
@@ -51,8 +51,8 @@ qmm_status qmm_llm_config_validate(const qmm_llm_config *c)
         const char *name;
         int64_t v, lo, hi;
     } r[] = {
-        {"hidden_size", c->hidden_size, 128, MAX_WIDTH},
-        {"intermediate_size", c->intermediate_size, 128, MAX_WIDTH},
+        {"hidden_size", c->hidden_size, 32, MAX_WIDTH},
+        {"intermediate_size", c->intermediate_size, 32, MAX_WIDTH},
         {"num_hidden_layers", c->num_layers, 1, MAX_LAYERS},
         {"num_attention_heads", c->num_heads, 1, 1024},
         {"num_key_value_heads", c->num_kv_heads, 1, 1024},
@@ -64,12 +64,16 @@ qmm_status qmm_llm_config_validate(const qmm_llm_config *c)
         if (r[i].v < r[i].lo || r[i].v > r[i].hi)
             return qmm_fail(QMM_ERR_RANGE, "config: %s = %lld is outside [%lld, %lld]", r[i].name,
                             (long long)r[i].v, (long long)r[i].lo, (long long)r[i].hi);
-    if (c->hidden_size % QMM_GROUP)
-        return qmm_fail(QMM_ERR_SHAPE, "config: hidden_size = %lld is not a multiple of 128",
-                        (long long)c->hidden_size);
-    if (c->intermediate_size % QMM_GROUP)
-        return qmm_fail(QMM_ERR_SHAPE, "config: intermediate_size = %lld is not a multiple of 128",
-                        (long long)c->intermediate_size);
+    int64_t g = c->group_size ? c->group_size : QMM_GROUP;
+    if (!QMM_GROUP_OK(g))
+        return qmm_fail(QMM_ERR_UNSUPPORTED, "config: quantization group_size = %lld is not "
+                        "supported (32, 64 or 128)", (long long)g);
+    if (c->hidden_size % g)
+        return qmm_fail(QMM_ERR_SHAPE, "config: hidden_size = %lld is not a multiple of the group "
+                        "size %lld", (long long)c->hidden_size, (long long)g);
+    if (c->intermediate_size % g)
+        return qmm_fail(QMM_ERR_SHAPE, "config: intermediate_size = %lld is not a multiple of the "
+                        "group size %lld", (long long)c->intermediate_size, (long long)g);
     if (c->head_dim % 2)
         return qmm_fail(QMM_ERR_SHAPE, "config: head_dim = %lld is odd (RoPE rotates halves)",
                         (long long)c->head_dim);
@@ -78,11 +82,11 @@ qmm_status qmm_llm_config_validate(const qmm_llm_config *c)
                         "config: num_attention_heads = %lld is not a multiple of "
                         "num_key_value_heads = %lld",
                         (long long)c->num_heads, (long long)c->num_kv_heads);
-    if ((c->num_heads * c->head_dim) % QMM_GROUP)
+    if ((c->num_heads * c->head_dim) % g)
         return qmm_fail(QMM_ERR_SHAPE,
-                        "config: num_attention_heads * head_dim = %lld is not a multiple of 128 "
-                        "(the o projection's K)",
-                        (long long)(c->num_heads * c->head_dim));
+                        "config: num_attention_heads * head_dim = %lld is not a multiple of the "
+                        "group size %lld (the o projection's K)",
+                        (long long)(c->num_heads * c->head_dim), (long long)g);
     if (c->num_heads * c->head_dim > MAX_WIDTH)
         return qmm_fail(QMM_ERR_RANGE, "config: num_attention_heads * head_dim is too large");
     if (!(c->rope_theta > 1.0) || !isfinite(c->rope_theta))
@@ -181,10 +185,12 @@ static qmm_status expect_string(const cfg_reader *r, const char *key, const char
     return QMM_OK;
 }
 
-/* MLX writes {"group_size": 128, "bits": 4[, "mode": "affine"]} under "quantization" (and a
- * copy under "quantization_config"); anything else is a format this engine cannot read. */
-static qmm_status check_quantization(const cfg_reader *r, const char *key)
+/* MLX writes {"group_size": g, "bits": 4[, "mode": "affine"], per-layer entries} under
+ * "quantization" (and a copy under "quantization_config"); *group gets g (0 when the key is
+ * absent). Other bits or modes are formats this engine cannot read. */
+static qmm_status check_quantization(const cfg_reader *r, const char *key, int64_t *group)
 {
+    *group = 0;
     uint32_t q = json_member(r->d, r->root, key);
     if (!q || r->d->nodes[q].type == JSON_NULL) return QMM_OK;
     if (r->d->nodes[q].type != JSON_OBJECT)
@@ -192,15 +198,18 @@ static qmm_status check_quantization(const cfg_reader *r, const char *key)
     cfg_reader sub = {r->d, q};
     int64_t g, b;
     qmm_status st;
-    if ((st = get_int(&sub, "group_size", 128, &g)) || (st = get_int(&sub, "bits", 4, &b)))
+    if ((st = get_int(&sub, "group_size", 64, &g)) || (st = get_int(&sub, "bits", 4, &b)))
         return st;
-    if (g != QMM_GROUP || b != QMM_BITS)
-        return qmm_fail(QMM_ERR_UNSUPPORTED,
-                        "config.json: %s group_size %lld, bits %lld; qmm reads 4-bit groups of 128",
-                        key, (long long)g, (long long)b);
+    if (b != QMM_BITS)
+        return qmm_fail(QMM_ERR_UNSUPPORTED, "config.json: %s.bits = %lld; qmm reads 4-bit "
+                        "weights only", key, (long long)b);
+    if (!QMM_GROUP_OK(g))
+        return qmm_fail(QMM_ERR_UNSUPPORTED, "config.json: %s.group_size = %lld; qmm reads "
+                        "groups of 32, 64 or 128", key, (long long)g);
     uint32_t mode = json_member(r->d, q, "mode");
     if (mode && (r->d->nodes[mode].type != JSON_STRING || strcmp(r->d->nodes[mode].str, "affine")))
         return qmm_fail(QMM_ERR_UNSUPPORTED, "config.json: %s mode must be \"affine\"", key);
+    *group = g;
     return QMM_OK;
 }
 
@@ -261,9 +270,21 @@ static qmm_status parse_doc(const json_doc *d, qmm_llm_config *c)
     uint32_t ab = json_member(d, 0, "attention_bias");
     if (ab && (d->nodes[ab].type != JSON_BOOL || d->nodes[ab].boolean))
         return qmm_fail(QMM_ERR_UNSUPPORTED, "config.json: attention_bias must be false for Qwen3");
-    if ((st = check_quantization(&r, "quantization")) ||
-        (st = check_quantization(&r, "quantization_config")))
+    int64_t g1, g2;
+    if ((st = check_quantization(&r, "quantization", &g1)) ||
+        (st = check_quantization(&r, "quantization_config", &g2)))
         return st;
+    if (g1 && g2 && g1 != g2)
+        return qmm_fail(QMM_ERR_FORMAT, "config.json: quantization.group_size = %lld but "
+                        "quantization_config.group_size = %lld", (long long)g1, (long long)g2);
+    /* no quantization entry (a bf16 checkpoint, the writer's input): the largest group that
+     * divides every K, so widths that only fit groups of 64 or 32 still parse */
+    c->group_size = g1 ? g1 : g2;
+    for (int64_t g = QMM_GROUP; !c->group_size && g >= 32; g /= 2)
+        if (c->hidden_size % g == 0 && c->intermediate_size % g == 0 &&
+            (c->num_heads * c->head_dim) % g == 0)
+            c->group_size = g;
+    if (!c->group_size) c->group_size = 32; /* validate names the width that does not fit */
     return qmm_llm_config_validate(c);
 }
 

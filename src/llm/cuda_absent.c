@@ -54,3 +54,11 @@ qmm_status qmm_llm_cuda_offload_stats(const qmm_llm_cuda_session *s, qmm_llm_off
     if (out) memset(out, 0, sizeof *out);
     return NO_CUDA;
 }
+
+qmm_status qmm_llm_cuda_profile_graph(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
+                                      int steps, qmm_llm_graph_profile *out)
+{
+    (void)s, (void)ids, (void)n, (void)steps;
+    if (out) memset(out, 0, sizeof *out);
+    return NO_CUDA;
+}

@@ -12,8 +12,9 @@ qmm_llm_cuda_options qmm_llm_cuda_options_default(void)
     o.use_graph = 1;
     o.max_chunk = 0;
     o.attention_ref = 0;
-    o.fuse_projections = 0;
+    o.fuse_projections = 1;
     o.offload_weights = 0;
     o.offload_buffers = 2;
+    o.pdl = 1;
     return o;
 }

@@ -139,7 +139,8 @@ void llm_unmap(llm_mapping *m)
 
 qmm_status llm_path_join(const char *dir, const char *name, char *out, size_t size)
 {
-    int n = snprintf(out, size, "%s/%s", dir, name);
+    size_t dl = strlen(dir);
+    int n = snprintf(out, size, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", name);
     if (n < 0 || (size_t)n >= size)
         return qmm_fail(QMM_ERR_RANGE, "path %s/%s is too long", dir, name);
     return QMM_OK;

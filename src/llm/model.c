@@ -14,6 +14,7 @@ qmm_status llm_model_new(const qmm_llm_config *c, qmm_llm_model **out)
     qmm_llm_model *m = calloc(1, sizeof *m);
     if (!m) return qmm_fail(QMM_ERR_NOMEM, "out of memory for the model");
     m->cfg = *c;
+    if (!m->cfg.group_size) m->cfg.group_size = QMM_GROUP;
     m->layers = calloc((size_t)c->num_layers, sizeof *m->layers);
     if (!m->layers) {
         free(m);
@@ -54,6 +55,8 @@ void qmm_llm_model_destroy(qmm_llm_model *m)
 const qmm_llm_config *qmm_llm_model_config(const qmm_llm_model *m) { return m ? &m->cfg : NULL; }
 
 size_t qmm_llm_model_weight_bytes(const qmm_llm_model *m) { return m ? m->weight_bytes : 0; }
+
+int qmm_llm_model_is_synthetic(const qmm_llm_model *m) { return m && m->synthetic; }
 
 /* layer and index in range (count: linears or norms of a layer) */
 static qmm_status check_part(const qmm_llm_model *m, const void *out, int64_t layer, int which,

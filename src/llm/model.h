@@ -26,6 +26,7 @@ struct qmm_llm_model {
     void **owned;             /* buffers freed with the model */
     size_t owned_count, owned_cap;
     size_t weight_bytes;
+    int synthetic;            /* weights generated from a seed, not read from files */
 };
 
 /* A model with its config set and zeroed layers. */

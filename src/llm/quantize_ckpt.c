@@ -1,5 +1,7 @@
 /*
- * bf16/f16/f32 Hugging Face checkpoint -> MLX 4-bit g128 checkpoint.
+ * bf16/f16/f32 Hugging Face checkpoint -> MLX 4-bit checkpoint (groups of 32, 64 or 128), the
+ * files mlx_lm.convert writes: model.safetensors, config.json with "quantization" and
+ * "quantization_config", and the tokenizer and generation files copied.
  *
  * Layout of the output: every packed `.weight` first (their sizes are multiples of 64 bytes, so
  * each stays 4-byte aligned), then every `.scales`/`.biases`, then the bf16 norms. Offsets are
@@ -22,6 +24,7 @@ typedef struct qlinear {
 
 typedef struct qjob {
     qmm_llm_config cfg;
+    int group;          /* columns per quantization group */
     st_set in;
     qlinear *lin;
     size_t nlin;
@@ -85,7 +88,7 @@ static qmm_status plan_tensors(qjob *j)
             en->dtype = ST_BF16;
             en->ndim = 2;
             en->shape[0] = j->lin[i].n;
-            en->shape[1] = j->lin[i].k / QMM_GROUP;
+            en->shape[1] = j->lin[i].k / j->group;
         }
     for (size_t i = 0; i < j->nnorm; i++) {
         st_entry *en = &j->entries[e++];
@@ -158,7 +161,7 @@ static qmm_status write_all(qjob *j, st_writer *w, qmm_llm_quantize_report *rep)
         snprintf(name, sizeof name, "%s.weight", l->prefix);
         input_tensor(j, name, 2, l->n, l->k, &t);
         qmm_w4 q;
-        if ((st = qmm_w4_alloc(l->n, l->k, &q))) break;
+        if ((st = qmm_w4_alloc_group(l->n, l->k, j->group, &q))) break;
         void *copy = NULL;
         const void *src = NULL;
         qmm_quant_error err;
@@ -181,9 +184,10 @@ static qmm_status write_all(qjob *j, st_writer *w, qmm_llm_quantize_report *rep)
             if (err.rel_frob > rep->worst_rel_frob) rep->worst_rel_frob = err.rel_frob;
         }
         qmm_w4_free(&q);
+        qmm_progress("quantizing", (double)(i + 1), (double)j->nlin);
     }
     for (size_t i = 0; i < j->nlin && !st; i++) {
-        uint64_t bytes = (uint64_t)j->lin[i].n * (uint64_t)(j->lin[i].k / QMM_GROUP) * 2;
+        uint64_t bytes = (uint64_t)j->lin[i].n * (uint64_t)(j->lin[i].k / j->group) * 2;
         if (!(st = st_writer_put(w, j->lin[i].scales, bytes))) st = st_writer_put(w, j->lin[i].biases, bytes);
     }
     qmm_bf16 *nb = NULL;
@@ -203,10 +207,15 @@ static qmm_status write_all(qjob *j, st_writer *w, qmm_llm_quantize_report *rep)
     return st;
 }
 
-/* The input config with "quantization" added right after the opening brace. */
-static qmm_status make_config(const char *text, size_t len, char **out, size_t *out_len)
+/* The input config with "quantization" and its copy "quantization_config" (as mlx_lm's
+ * save_config writes them) added right after the opening brace. */
+static qmm_status make_config(const char *text, size_t len, int group, char **out,
+                              size_t *out_len)
 {
-    static const char add[] = "\"quantization\": {\"group_size\": 128, \"bits\": 4}, ";
+    char add[200];
+    snprintf(add, sizeof add, "\"quantization\": {\"group_size\": %d, \"bits\": 4, \"mode\": "
+             "\"affine\"}, \"quantization_config\": {\"group_size\": %d, \"bits\": 4, "
+             "\"mode\": \"affine\"}, ", group, group);
     size_t brace = 0;
     while (brace < len && text[brace] != '{') brace++;
     if (brace == len) return qmm_fail(QMM_ERR_FORMAT, "config.json: no object");
@@ -216,7 +225,7 @@ static qmm_status make_config(const char *text, size_t len, char **out, size_t *
                            text[after] == '\t'))
         after++;
     int empty = after < len && text[after] == '}';
-    size_t addn = sizeof add - 1 - (empty ? 2 : 0);
+    size_t addn = strlen(add) - (empty ? 2 : 0);
     char *o = malloc(len + addn + 1);
     if (!o) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
     memcpy(o, text, brace + 1);
@@ -241,11 +250,46 @@ static void free_job(qjob *j)
     st_close(&j->in);
 }
 
+/* The files mlx_lm.convert copies beside the weights (when the input has them). */
+static const char *const side_files[] = {"tokenizer.json", "tokenizer_config.json",
+                                         "generation_config.json"};
+#define SIDE_COUNT 3
+
+/* in_dir/name -> a synced temporary for out_dir/name (f->live stays 0 when there is none). */
+static qmm_status stage_side_file(const char *in_dir, const char *out_dir, const char *name,
+                                  llm_tmpfile *f)
+{
+    char src[LLM_PATH_MAX], dst[LLM_PATH_MAX];
+    qmm_status st;
+    if ((st = llm_path_join(in_dir, name, src, sizeof src)) ||
+        (st = llm_path_join(out_dir, name, dst, sizeof dst)))
+        return st;
+    FILE *probe = fopen(src, "rb");
+    if (!probe) return QMM_OK;
+    fclose(probe);
+    char *text = NULL;
+    size_t len = 0;
+    if ((st = llm_read_file(src, 1u << 30, &text, &len))) return st;
+    if (!(st = llm_tmp_create(f, dst)) && !(st = llm_tmp_write(f, text, len)))
+        st = llm_tmp_sync(f);
+    free(text);
+    return st;
+}
+
 qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
                                        qmm_llm_quantize_report *report)
 {
+    return qmm_llm_quantize_checkpoint_group(in_path, out_dir, QMM_GROUP, report);
+}
+
+qmm_status qmm_llm_quantize_checkpoint_group(const char *in_path, const char *out_dir,
+                                             int group, qmm_llm_quantize_report *report)
+{
     if (!in_path || !out_dir)
         return qmm_fail(QMM_ERR_NULL, "qmm_llm_quantize_checkpoint: NULL argument");
+    if (!QMM_GROUP_OK(group))
+        return qmm_fail(QMM_ERR_ARG, "quantize-checkpoint: group size %d is not supported (32, "
+                        "64 or 128)", group);
     qmm_llm_quantize_report rep;
     memset(&rep, 0, sizeof rep);
     char in_dir[LLM_PATH_MAX], path[LLM_PATH_MAX];
@@ -268,7 +312,14 @@ qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
         json_free(&d);
     }
     if (!st) st = qmm_llm_config_parse(cfg_text, cfg_len, &j.cfg);
-    if (!st) st = make_config(cfg_text, cfg_len, &cfg_out, &cfg_out_len);
+    j.group = group;
+    j.cfg.group_size = group;
+    if (!st && (st = qmm_llm_config_validate(&j.cfg))) {
+        char detail[300];
+        snprintf(detail, sizeof detail, "%s", qmm_last_error());
+        st = qmm_fail(st, "%s: cannot quantize in groups of %d: %s", path, group, detail);
+    }
+    if (!st) st = make_config(cfg_text, cfg_len, group, &cfg_out, &cfg_out_len);
     free(cfg_text);
     /* A new output directory is built as a temporary beside it and renamed at the end, so an
      * error leaves no directory behind; an existing one receives each file atomically. */
@@ -291,9 +342,11 @@ qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
     st_writer w;
     memset(&w, 0, sizeof w);
     w.file.fd = -1;
-    llm_tmpfile cf;
+    llm_tmpfile cf, side[SIDE_COUNT];
     memset(&cf, 0, sizeof cf);
     cf.fd = -1;
+    memset(side, 0, sizeof side);
+    for (int i = 0; i < SIDE_COUNT; i++) side[i].fd = -1;
     if (!st) st = st_open(in_path, &j.in);
     if (!st) st = plan_tensors(&j);
     if (!st) st = llm_path_join(work, "model.safetensors", path, sizeof path);
@@ -313,14 +366,19 @@ qmm_status qmm_llm_quantize_checkpoint(const char *in_path, const char *out_dir,
     if (!st) st = llm_tmp_create(&cf, path);
     if (!st) st = llm_tmp_write(&cf, cfg_out, cfg_out_len);
     if (!st) st = llm_tmp_sync(&cf);
+    for (int i = 0; i < SIDE_COUNT && !st; i++)
+        st = stage_side_file(in_dir, work, side_files[i], &side[i]);
     if (!st) st = llm_tmp_publish(&w.file);
     if (!st) st = llm_tmp_publish(&cf);
+    for (int i = 0; i < SIDE_COUNT && !st; i++)
+        if (side[i].live) st = llm_tmp_publish(&side[i]);
     if (!st && fresh) st = llm_tmpdir_publish(work, out_dir);
     rep.bytes = w.bytes;
     if ((int64_t)j.in.count >= rep.quantized + rep.copied)
         rep.ignored = (int64_t)j.in.count - rep.quantized - rep.copied;
     st_writer_discard(&w);
     llm_tmp_discard(&cf);
+    for (int i = 0; i < SIDE_COUNT; i++) llm_tmp_discard(&side[i]);
     if (st && fresh) llm_tmpdir_discard(work);
     free(cfg_out);
     free_job(&j);

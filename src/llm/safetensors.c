@@ -209,6 +209,7 @@ qmm_status st_parse(const unsigned char *buf, size_t len, const char *what, st_h
     for (uint32_t k = json_first(d, 0); k; k = json_next(d, 0, k + 1)) {
         uint32_t v = k + 1;
         if (!strcmp(d->nodes[k].str, "__metadata__") && d->nodes[k].str_len == 12) {
+            if (d->nodes[v].type == JSON_NULL) continue; /* mx.save_safetensors without metadata */
             if (d->nodes[v].type != JSON_OBJECT) {
                 st_header_free(out);
                 return qmm_fail(QMM_ERR_FORMAT, "%s: __metadata__ is not an object", what);

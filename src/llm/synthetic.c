@@ -31,6 +31,7 @@ typedef struct syn_pool {
     size_t count;
     size_t next;
     pthread_mutex_t lock;
+    pthread_t owner; /* the calling thread: the one that reports progress */
 } syn_pool;
 
 /* splitmix64's finalizer: hashes a seed and a tensor index into a job's seed */
@@ -50,7 +51,7 @@ static void run_job(const syn_job *j)
             j->norm[i] = qmm_f32_to_bf16((float)(1.0 + 0.1 * (2.0 * qmm_unit_f64(&s) - 1.0)));
         return;
     }
-    int64_t words = j->w->k / 8, groups = j->w->k / QMM_GROUP;
+    int64_t words = j->w->k / 8, groups = j->w->k / j->w->group;
     uint32_t *p = j->w->packed + j->row0 * words;
     size_t nw = (size_t)(j->rows * words);
     for (size_t i = 0; i + 1 < nw; i += 2) {
@@ -75,12 +76,14 @@ static void run_job(const syn_job *j)
 static void *worker(void *arg)
 {
     syn_pool *pool = arg;
+    int reports = pthread_equal(pthread_self(), pool->owner); /* the hook runs on the caller */
     for (;;) {
         pthread_mutex_lock(&pool->lock);
         size_t i = pool->next < pool->count ? pool->next++ : pool->count;
         pthread_mutex_unlock(&pool->lock);
         if (i == pool->count) return NULL;
         run_job(&pool->jobs[i]);
+        if (reports) qmm_progress("synthetic weights", (double)i, (double)pool->count);
     }
 }
 
@@ -104,14 +107,15 @@ static qmm_status add_w4(qmm_llm_model *m, syn_job **jobs, size_t *count, size_t
                          int64_t n, int64_t k, double amp, uint64_t seed, uint64_t tensor)
 {
     size_t words, groups;
-    qmm_status st = qmm_w4_sizes(n, k, &words, &groups, NULL);
+    int gs = (int)m->cfg.group_size;
+    qmm_status st = qmm_w4_sizes_group(n, k, gs, &words, &groups, NULL);
     if (st) return st;
     void *p, *s, *b;
     if ((st = llm_model_alloc(m, words * 4, &p)) || (st = llm_model_alloc(m, groups * 2, &s)) ||
         (st = llm_model_alloc(m, groups * 2, &b)))
         return st;
     memset(w, 0, sizeof *w);
-    qmm_w4_view(w, n, k, p, s, b);
+    qmm_w4_view(w, n, k, gs, p, s, b);
     m->weight_bytes += words * 4 + groups * 4;
     int64_t block = (4 << 20) / k;
     if (block < 1) block = 1;
@@ -182,6 +186,7 @@ qmm_status qmm_llm_model_synthetic(const qmm_llm_config *c, uint64_t seed, qmm_l
     qmm_llm_model *m;
     qmm_status st = llm_model_new(c, &m);
     if (st) return st;
+    m->synthetic = 1;
     syn_pool pool = {0};
     size_t cap = 0;
     st = queue_all(m, seed, &pool.jobs, &pool.count, &cap);
@@ -193,12 +198,14 @@ qmm_status qmm_llm_model_synthetic(const qmm_llm_config *c, uint64_t seed, qmm_l
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int nthreads = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
     pthread_mutex_init(&pool.lock, NULL);
+    pool.owner = pthread_self();
     pthread_t tids[64];
     int started = 0;
     for (int i = 1; i < nthreads; i++)
         if (!pthread_create(&tids[started], NULL, worker, &pool)) started++;
     worker(&pool); /* this thread works too; with no helper threads it does everything */
     for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    qmm_progress("synthetic weights", (double)pool.count, (double)pool.count);
     pthread_mutex_destroy(&pool.lock);
     free(pool.jobs);
     *out = m;

@@ -24,12 +24,14 @@ cudaError_t launch_embed(const qmm_cuda_weight *embed, const int32_t *tokens, co
     return qmm::launch_dequant_rows(qmm::weight_dev(embed), tokens, pos, m, x, err, stream);
 }
 
-// x, add are [*, n] (rows row0 + r); h is [m, n]
+// x, add are [*, n] (rows row0 + r); h is [m, n]. The general form (any n, any alignment).
 __global__ void add_rmsnorm_kernel(float *__restrict__ x, const bf16 *__restrict__ add,
                                    const bf16 *__restrict__ w, int64_t n, float eps, int row0,
-                                   bf16 *__restrict__ h)
+                                   bf16 *__restrict__ h, unsigned long long *stamp)
 {
     __shared__ float red[32];
+    stamp_start(stamp);
+    pdl_wait_trigger(stamp);
     int r = blockIdx.x;
     float *xr = x + (int64_t)(row0 + r) * n;
     const bf16 *ar = add ? add + (int64_t)(row0 + r) * n : nullptr;
@@ -48,14 +50,97 @@ __global__ void add_rmsnorm_kernel(float *__restrict__ x, const bf16 *__restrict
     bf16 *hr = h + (int64_t)r * n;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
         hr[j] = __float2bfloat16_rn(xr[j] * inv * __bfloat162float(w[j]));
+    __syncthreads();
+    stamp_end(stamp);
+}
+
+__device__ __forceinline__ float4 bf16x4_to_float4(uint2 u)
+{
+    float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.x));
+    float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+
+// The same for n % 4 == 0 and aligned rows: each thread keeps V float4 of the row in registers
+// (one read and one write of x), the norm weight is read before the PDL wait.
+template <int V>
+__global__ void add_rmsnorm_vec_kernel(float *__restrict__ x, const bf16 *__restrict__ add,
+                                       const bf16 *__restrict__ w, int64_t n, float eps, int row0,
+                                       bf16 *__restrict__ h, unsigned long long *stamp)
+{
+    __shared__ float red[32];
+    stamp_start(stamp);
+    const int64_t n4 = n / 4;
+    float4 wv[V], xv[V];
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        const int64_t i = threadIdx.x + (int64_t)j * blockDim.x;
+        if (i < n4) wv[j] = bf16x4_to_float4(reinterpret_cast<const uint2 *>(w)[i]);
+    }
+    pdl_wait_trigger(stamp);
+    const int r = blockIdx.x;
+    float4 *xr = reinterpret_cast<float4 *>(x + (int64_t)(row0 + r) * n);
+    const uint2 *ar = add ? reinterpret_cast<const uint2 *>(add + (int64_t)(row0 + r) * n) : nullptr;
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        const int64_t i = threadIdx.x + (int64_t)j * blockDim.x;
+        if (i >= n4) continue;
+        float4 v = xr[i];
+        if (ar) {
+            const float4 a = bf16x4_to_float4(ar[i]);
+            v.x += a.x, v.y += a.y, v.z += a.z, v.w += a.w;
+            xr[i] = v;
+        }
+        xv[j] = v;
+        ss += v.x * v.x;
+        ss += v.y * v.y;
+        ss += v.z * v.z;
+        ss += v.w * v.w;
+    }
+    ss = block_sum(ss, red);
+    const float inv = 1.0f / sqrtf(ss / (float)n + eps);
+    uint2 *hr = reinterpret_cast<uint2 *>(h + (int64_t)r * n);
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        const int64_t i = threadIdx.x + (int64_t)j * blockDim.x;
+        if (i >= n4) continue;
+        const float4 v = xv[j], g = wv[j];
+        __nv_bfloat162 lo = __floats2bfloat162_rn(v.x * inv * g.x, v.y * inv * g.y);
+        __nv_bfloat162 hi = __floats2bfloat162_rn(v.z * inv * g.z, v.w * inv * g.w);
+        uint2 o;
+        o.x = *reinterpret_cast<uint32_t *>(&lo);
+        o.y = *reinterpret_cast<uint32_t *>(&hi);
+        hr[i] = o;
+    }
+    __syncthreads();
+    stamp_end(stamp);
 }
 
 cudaError_t launch_add_rmsnorm(float *x, const bf16 *add, const bf16 *w, int64_t n, float eps,
-                               int row0, int m, bf16 *h, cudaStream_t stream)
+                               int row0, int m, bf16 *h, cudaStream_t stream, const llm_launch *ln)
 {
-    int threads = n >= 4096 ? 1024 : n >= 1024 ? 512 : 256;
-    add_rmsnorm_kernel<<<m, threads, 0, stream>>>(x, add, w, n, eps, row0, h);
-    return cudaGetLastError();
+    /* float4 rows of x, 4-element (8-byte) pieces of add, w and h */
+    const bool aligned = (uintptr_t)x % 16 == 0 &&
+                         ((uintptr_t)add | (uintptr_t)w | (uintptr_t)h) % 8 == 0;
+    const int64_t n4 = n / 4;
+    cudaError_t e;
+    if (n % 4 == 0 && aligned && n4 <= 8 * 1024) {
+        const int v = n4 <= 1024 ? 1 : n4 <= 2048 ? 2 : n4 <= 4096 ? 4 : 8;
+        const int threads = (int)(((n4 + v - 1) / v + 31) / 32 * 32);
+        void (*k)(float *, const bf16 *, const bf16 *, int64_t, float, int, bf16 *,
+                  unsigned long long *) = v == 1   ? add_rmsnorm_vec_kernel<1>
+                                          : v == 2 ? add_rmsnorm_vec_kernel<2>
+                                          : v == 4 ? add_rmsnorm_vec_kernel<4>
+                                                   : add_rmsnorm_vec_kernel<8>;
+        e = llm_launch_kernel(k, dim3(m), dim3(threads), 0, stream, ln, x, add, w, n, eps, row0, h,
+                              stamp_of(ln));
+    } else {
+        int threads = n >= 4096 ? 1024 : n >= 1024 ? 512 : 256;
+        e = llm_launch_kernel(add_rmsnorm_kernel, dim3(m), dim3(threads), 0, stream, ln, x, add, w,
+                              n, eps, row0, h, stamp_of(ln));
+    }
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 } // namespace qmm_llm

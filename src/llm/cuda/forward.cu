@@ -1,14 +1,19 @@
 /*
  * One forward of the Qwen3 decoder on the GPU: the same graph as cpu_session.c, with every
  * projection through qmm_cuda_matmul and the residual add fused into the next RMSNorm.
- * Kernels per layer: q, k, v matmuls (one with fuse_projections), qk-norm + rope + cache write,
- * attention, o matmul, add + rmsnorm, gate and up matmuls (one fused), swiglu, down matmul,
- * add + rmsnorm (with the next layer's input norm; after the last layer the final norm, of the
- * last row only). Layer 0's input rmsnorm follows the embedding.
+ * Kernels per layer: q, k, v matmuls (one with fuse_projections, the default), attention, o
+ * matmul, add + rmsnorm, gate and up matmuls (one fused), swiglu, down matmul, add + rmsnorm
+ * (with the next layer's input norm; after the last layer the final norm, of the last row only).
+ * Attention of one row (decode) is one kernel that also does qk-norm + RoPE + the cache append
+ * (attention_decode.cu); of several rows (prefill) a qk-norm + rope + cache kernel, then the
+ * attention. Layer 0's input rmsnorm follows the embedding; the head is followed by the
+ * two-stage argmax. Every engine kernel after the embedding is launched with PDL when s->pdl
+ * (pdl.cuh), except the prefill's rope and attention kernels and the reference decode kernels.
  * With weight streaming the layer's projections read the slot its weights are uploaded into
  * (offload.cu), after waiting for that upload; the copy stream is forked from the compute
  * stream at the start and joined back before the head, so a capture takes both streams.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "llm/cuda/session.h"
@@ -22,26 +27,57 @@ static void mark(llm_prof *p, cudaStream_t stream, const char *name)
     p->name[p->count++] = name;
 }
 
+/* How the next engine kernel is launched: PDL per the session; in a stamped capture also its
+ * timestamp slot, noted with its name, its bytes and the unstamped work before it. */
+static const llm_launch *launch_as(qmm_llm_cuda_session *s, llm_launch *ln, const char *name,
+                                   double bytes)
+{
+    ln->pdl = s->pdl;
+    ln->stamp = NULL;
+    llm_stamp_plan *sp = s->splan;
+    if (sp && sp->count < LLM_STAMP_SLOTS) {
+        int i = sp->count++;
+        ln->stamp = s->d_stamps + 4 * (size_t)i;
+        sp->name[i] = name;
+        sp->bytes[i] = bytes;
+        sp->before[i] = sp->pend_name;
+        sp->before_bytes[i] = sp->pend_bytes;
+        sp->before_launches[i] = sp->pend_launches;
+        sp->pend_name = NULL;
+        sp->pend_bytes = 0;
+        sp->pend_launches = 0;
+    }
+    return ln;
+}
+
 /* c[m, N] = a[m, K] · Wᵀ. split-K off: the same plan with the split held at 1 (AUTO with
- * split = 1), so the control differs from the default only by the split. */
+ * split = 1), so the control differs from the default only by the split. name: the family in
+ * the in-graph profile. */
 static qmm_status mm(qmm_llm_cuda_session *s, const bf16 *a, int m, const qmm_cuda_weight *w,
-                     bf16 *c)
+                     bf16 *c, const char *name)
 {
     qmm_cuda_options o = qmm_cuda_options_default();
     if (!s->split_k) o.split = 1;
+    if (s->splan) { /* weights, activations in and out */
+        llm_stamp_plan *sp = s->splan;
+        if (!sp->pend_name) sp->pend_name = name;
+        sp->pend_bytes += (double)qmm_cuda_weight_bytes(w) +
+                          2.0 * m * (double)(qmm_cuda_weight_k(w) + qmm_cuda_weight_n(w));
+        sp->pend_launches++;
+    }
     return qmm_cuda_matmul(s->ctx, (const qmm_bf16 *)a, m, w, (qmm_bf16 *)c, s->ws, s->ws_bytes,
                            &o, NULL);
 }
 
 /* Projections that share their input: one stacked weight into out[0] when fused (the outputs
- * are column ranges of it), else part i into out[i]. */
+ * are column ranges of it; profiled as fused_name), else part i into out[i] (as name). */
 static qmm_status mm_shared(qmm_llm_cuda_session *s, const bf16 *a, int m,
                             const qmm_cuda_weight *stacked, qmm_cuda_weight *const *parts,
-                            bf16 *const *out, int n)
+                            bf16 *const *out, int n, const char *fused_name, const char *name)
 {
-    if (s->fuse) return mm(s, a, m, stacked, out[0]);
+    if (s->fuse) return mm(s, a, m, stacked, out[0], fused_name);
     for (int i = 0; i < n; i++) {
-        qmm_status st = mm(s, a, m, parts[i], out[i]);
+        qmm_status st = mm(s, a, m, parts[i], out[i], name);
         if (st) return st;
     }
     return QMM_OK;
@@ -59,16 +95,23 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
     const qmm_llm_config *c = &s->cfg;
     const int H = (int)c->hidden_size, hd = (int)c->head_dim, heads = (int)c->num_heads;
     const int kvh = (int)c->num_kv_heads, L = (int)c->num_layers;
+    const int64_t I = c->intermediate_size;
     const float eps = (float)c->rms_norm_eps;
     const size_t layer_cache = (size_t)kvh * (size_t)s->max_seq * (size_t)hd;
+    const bool fused_attention = m == 1 && !s->attention_ref;
+    /* bytes for the in-graph profile (decode: one row) */
+    const double norm_bytes = 14.0 * H * m, swiglu_bytes = 6.0 * (double)I * m;
+    const double attn_bytes = 4.0 * (double)(s->pos + 1) * kvh * hd +
+                              2.0 * (double)(heads + 4 * kvh + heads) * hd;
     cudaStream_t st = s->stream;
+    llm_launch ln;
 
     mark(prof, st, "start");
     if (s->off) Q_TRY(llm_offload_begin(s));
     K_TRY(launch_embed(s->embed, s->d_tokens, s->d_pos, m, s->x, s->d_err, st));
     mark(prof, st, "embedding");
     K_TRY(launch_add_rmsnorm(s->x, NULL, s->layers[0].norm[QMM_LLM_INPUT_NORM], H, eps, 0, m, s->h,
-                             st));
+                             st, launch_as(s, &ln, "rmsnorm", 8.0 * H * m)));
     mark(prof, st, "rmsnorm");
     for (int l = 0; l < L; l++) {
         const llm_cuda_layer *ly = &s->layers[l];
@@ -80,53 +123,67 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
             mark(prof, st, "weight upload wait");
         }
         bf16 *qkv_out[3] = {s->q, s->k, s->v};
-        Q_TRY(mm_shared(s, s->h, m, wl->qkv, &wl->lin[QMM_LLM_Q], qkv_out, 3));
+        Q_TRY(mm_shared(s, s->h, m, wl->qkv, &wl->lin[QMM_LLM_Q], qkv_out, 3, "q|k|v matmul",
+                        "q/k/v matmuls"));
         mark(prof, st, "q/k/v matmuls");
         bf16 *kc = s->kc + (size_t)l * layer_cache, *vc = s->vc + (size_t)l * layer_cache;
-        K_TRY(launch_qk_norm_rope(s->q, s->k, s->v, s->q_stride, s->kv_stride,
-                                  ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
-                                  s->sin_t, s->d_pos, m, heads, kvh, hd, eps, s->max_seq, kc, vc,
-                                  st));
-        mark(prof, st, "qk-norm+rope+cache");
-        if (m == 1)
-            K_TRY(launch_attention_decode(s->q, kc, vc, s->d_pos, heads, kvh, hd, s->max_seq,
-                                          s->nsplit, s->partials, s->att, st));
-        else if (s->attention_ref)
-            K_TRY(launch_attention_prefill(s->q, s->q_stride, kc, vc, s->d_pos, m, heads, kvh, hd,
-                                           s->max_seq, s->att, st));
-        else
-            K_TRY(launch_attention_prefill_mma(s->q, s->q_stride, kc, vc, s->d_pos, m, heads, kvh,
+        if (fused_attention) {
+            K_TRY(launch_attention_decode_fused(
+                s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
+                s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_fused, kc, vc,
+                s->partials, s->counters, s->att, st, launch_as(s, &ln, "attention", attn_bytes)));
+        } else {
+            K_TRY(launch_qk_norm_rope(s->q, s->k, s->v, s->q_stride, s->kv_stride,
+                                      ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
+                                      s->sin_t, s->d_pos, m, heads, kvh, hd, eps, s->max_seq, kc,
+                                      vc, st));
+            mark(prof, st, "qk-norm+rope+cache");
+            if (m == 1)
+                K_TRY(launch_attention_decode(s->q, kc, vc, s->d_pos, heads, kvh, hd, s->max_seq,
+                                              s->nsplit, s->partials, s->att, st));
+            else if (s->attention_ref)
+                K_TRY(launch_attention_prefill(s->q, s->q_stride, kc, vc, s->d_pos, m, heads, kvh,
                                                hd, s->max_seq, s->att, st));
+            else
+                K_TRY(launch_attention_prefill_mma(s->q, s->q_stride, kc, vc, s->d_pos, m, heads,
+                                                   kvh, hd, s->max_seq, s->att, st));
+        }
         mark(prof, st, "attention");
-        Q_TRY(mm(s, s->att, m, wl->lin[QMM_LLM_O], s->proj));
+        Q_TRY(mm(s, s->att, m, wl->lin[QMM_LLM_O], s->proj, "o matmul"));
         mark(prof, st, "o matmul");
         K_TRY(launch_add_rmsnorm(s->x, s->proj, ly->norm[QMM_LLM_POST_ATTN_NORM], H, eps, 0, m,
-                                 s->h, st));
+                                 s->h, st, launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
         mark(prof, st, "add+rmsnorm");
         bf16 *gu_out[2] = {s->gate, s->up};
-        Q_TRY(mm_shared(s, s->h, m, wl->gate_up, &wl->lin[QMM_LLM_GATE], gu_out, 2));
+        Q_TRY(mm_shared(s, s->h, m, wl->gate_up, &wl->lin[QMM_LLM_GATE], gu_out, 2,
+                        "gate|up matmul", "gate/up matmuls"));
         mark(prof, st, "gate/up matmuls");
-        K_TRY(launch_swiglu(s->gate, s->up, m, c->intermediate_size, s->gu_stride, s->act, st));
+        K_TRY(launch_swiglu(s->gate, s->up, m, I, s->gu_stride, s->act, st,
+                            launch_as(s, &ln, "swiglu", swiglu_bytes)));
         mark(prof, st, "swiglu");
-        Q_TRY(mm(s, s->act, m, wl->lin[QMM_LLM_DOWN], s->proj));
+        Q_TRY(mm(s, s->act, m, wl->lin[QMM_LLM_DOWN], s->proj, "down matmul"));
         mark(prof, st, "down matmul");
         if (s->off) Q_TRY(llm_offload_after_layer(s, l)); /* the slot is free: next upload */
         if (l + 1 < L) {
             K_TRY(launch_add_rmsnorm(s->x, s->proj, s->layers[l + 1].norm[QMM_LLM_INPUT_NORM], H,
-                                     eps, 0, m, s->h, st));
+                                     eps, 0, m, s->h, st,
+                                     launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
             mark(prof, st, "add+rmsnorm");
         } else if (final) {
             /* only the last row feeds the head: add + final norm of that row, into h[0] */
-            K_TRY(launch_add_rmsnorm(s->x, s->proj, s->final_norm, H, eps, m - 1, 1, s->h, st));
+            K_TRY(launch_add_rmsnorm(s->x, s->proj, s->final_norm, H, eps, m - 1, 1, s->h, st,
+                                     launch_as(s, &ln, "add+rmsnorm", 14.0 * H)));
             mark(prof, st, "add+rmsnorm");
         }
     }
     if (s->off) Q_TRY(llm_offload_end(s));
     if (final) {
-        Q_TRY(mm(s, s->h, 1, s->head, s->logits));
+        Q_TRY(mm(s, s->h, 1, s->head, s->logits, "lm head matmul"));
         mark(prof, st, "lm head matmul");
-        K_TRY(launch_argmax_advance(s->logits, c->vocab_size, s->d_tokens, s->d_pos, m, s->d_err,
-                                    st));
+        K_TRY(launch_argmax_partial(s->logits, c->vocab_size, s->pair_v, s->pair_i, st,
+                                    launch_as(s, &ln, "argmax", 2.0 * (double)c->vocab_size)));
+        K_TRY(launch_argmax_finish(s->pair_v, s->pair_i, s->npairs, s->d_tokens, s->d_pos, m,
+                                   s->d_err, st, launch_as(s, &ln, "argmax", 8.0 * s->npairs)));
         mark(prof, st, "argmax");
     } else {
         K_TRY(launch_advance(s->d_pos, m, st));
@@ -135,7 +192,27 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
     return QMM_OK;
 }
 
-qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraphExec_t *out)
+/* Kernel nodes of a captured graph (-1 when the graph cannot be read). */
+static int count_kernels(cudaGraph_t g)
+{
+    size_t n = 0;
+    if (cudaGraphGetNodes(g, NULL, &n) != cudaSuccess) return -1;
+    cudaGraphNode_t *nodes = (cudaGraphNode_t *)malloc(n ? n * sizeof *nodes : 1);
+    int count = -1;
+    if (nodes && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess) {
+        count = 0;
+        for (size_t i = 0; i < n; i++) {
+            cudaGraphNodeType t;
+            if (cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess && t == cudaGraphNodeTypeKernel)
+                count++;
+        }
+    }
+    free(nodes);
+    return count;
+}
+
+qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraphExec_t *out,
+                            int *kernel_nodes)
 {
     *out = NULL;
     QMM_CUDA_TRY(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeRelaxed));
@@ -152,6 +229,7 @@ qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraph
         return qmm_fail(QMM_ERR_CUDA, "capturing the forward of %d rows as a CUDA graph failed: %s "
                         "(use_graph = 0 runs it eagerly)", m, cudaGetErrorString(e));
     }
+    if (kernel_nodes) *kernel_nodes = count_kernels(g);
     e = cudaGraphInstantiate(out, g, 0);
     cudaGraphDestroy(g);
     if (e != cudaSuccess) {
@@ -175,7 +253,7 @@ qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final)
             return QMM_OK;
         }
     cudaGraphExec_t g;
-    qmm_status st = llm_cuda_capture(s, m, final, &g);
+    qmm_status st = llm_cuda_capture(s, m, final, &g, NULL);
     if (st) return st;
     int slot;
     if (s->ngraphs < LLM_PREFILL_GRAPHS) {

@@ -8,6 +8,8 @@
 #ifndef QMM_LLM_KERNELS_CUH
 #define QMM_LLM_KERNELS_CUH
 
+/* launchers taking `ln` launch as it says (PDL, timestamps); NULL: a plain launch */
+#include "llm/cuda/pdl.cuh"
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -29,7 +31,8 @@ cudaError_t launch_embed(const qmm_cuda_weight *embed, const int32_t *tokens, co
 /* For r < m: if add: x[row0 + r] += add[row0 + r] (fp32, written back);
  * h[r] = bf16(x[row0 + r] * w / sqrt(mean(x^2) + eps)). x, add are [*, n]; h is [m, n]. */
 cudaError_t launch_add_rmsnorm(float *x, const bf16 *add, const bf16 *w, int64_t n, float eps,
-                               int row0, int m, bf16 *h, cudaStream_t stream);
+                               int row0, int m, bf16 *h, cudaStream_t stream,
+                               const llm_launch *ln = nullptr);
 
 /* ---- rope.cu ---- */
 
@@ -72,18 +75,53 @@ cudaError_t launch_attention_decode(const bf16 *q, const bf16 *kc, const bf16 *v
 /* 1 when (hd, heads/kv_heads) has a decode kernel instance. */
 int attention_supported(int hd, int group);
 
+/* ---- attention_decode.cu ---- */
+
+/* The decode step's attention of one row at position p = *pos, in one kernel: q heads
+ * (q [heads*hd]) and the new k (k [kv_heads*hd]) are RMS-normalised (qw, kw [hd]) and rotated
+ * (cos_t/sin_t [max_seq, hd/2]) as launch_qk_norm_rope does; k and v (v [kv_heads*hd]) are
+ * written to kc, vc [kv_heads, max_seq, hd] at p; out [heads*hd] = softmax(q·k / sqrt(hd)) · v
+ * over positions 0..p. Grid (kv_heads, nsplit): up to 128 positions one block per KV head, beyond
+ * that splits of >= 64 rows, merged by the last block of each KV head (partials
+ * [heads, nsplit, hd + 2]; counters [kv_heads], zero before the first launch and after every
+ * launch). hd 64 or 128, heads/kv_heads in {1, 2, 4, 8}, nsplit in [1, 64]. */
+cudaError_t launch_attention_decode_fused(const bf16 *q, const bf16 *k, const bf16 *v,
+                                          const bf16 *qw, const bf16 *kw, const float *cos_t,
+                                          const float *sin_t, float eps, const int32_t *pos,
+                                          int heads, int kv_heads, int hd, int64_t max_seq,
+                                          int nsplit, bf16 *kc, bf16 *vc, float *partials,
+                                          int *counters, bf16 *out, cudaStream_t stream,
+                                          const llm_launch *ln = nullptr);
+/* The grid's splits for a session of max_seq positions: about two blocks per SM at the longest
+ * context, never more than its 64-row tiles, at most 64. */
+int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count);
+
 /* ---- swiglu_argmax.cu ---- */
 
 /* out[r, i] = bf16(silu(gate[r, i]) * up[r, i]) for r < rows, i < width; gate and up rows are
  * in_stride apart (separate buffers: width; one fused [rows, 2*width] output: 2*width), out rows
  * width apart. out may be gate when in_stride == width. */
 cudaError_t launch_swiglu(const bf16 *gate, const bf16 *up, int64_t rows, int64_t width,
-                          int64_t in_stride, bf16 *out, cudaStream_t stream);
+                          int64_t in_stride, bf16 *out, cudaStream_t stream,
+                          const llm_launch *ln = nullptr);
 
 /* best = argmax logits[vocab] (lowest index on ties, NaN never wins); tokens[*pos + m] = best,
  * *pos += m. With no finite logit: tokens[*pos + m] = 0 and *err = 2. */
 cudaError_t launch_argmax_advance(const bf16 *logits, int64_t vocab, int32_t *tokens,
                                   int32_t *pos, int m, int32_t *err, cudaStream_t stream);
+/* ---- argmax.cu ---- */
+
+/* Stage 1: pair_v/pair_i [argmax_blocks(vocab)] = each block's best (value, index) of its slice
+ * of logits [vocab] (16-byte aligned); index -1 when the slice is all NaN. */
+int argmax_blocks(int64_t vocab);
+cudaError_t launch_argmax_partial(const bf16 *logits, int64_t vocab, float *pair_v, int *pair_i,
+                                  cudaStream_t stream, const llm_launch *ln = nullptr);
+/* Stage 2: best of n pairs (lowest index on ties); tokens[*pos + m] = best, *pos += m; with no
+ * candidate tokens[*pos + m] = 0 and *err = 2 (as launch_argmax_advance). */
+cudaError_t launch_argmax_finish(const float *pair_v, const int *pair_i, int n, int32_t *tokens,
+                                 int32_t *pos, int m, int32_t *err, cudaStream_t stream,
+                                 const llm_launch *ln = nullptr);
+
 /* *pos += m (a prefill chunk that is not the last). */
 cudaError_t launch_advance(int32_t *pos, int m, cudaStream_t stream);
 

@@ -189,3 +189,17 @@ extern "C" qmm_status qmm_llm_cuda_profile(qmm_llm_cuda_session *s, const int32_
     qmm_status rs = qmm_llm_cuda_reset(s);
     return st ? st : rs;
 }
+
+/* The helpers above for graph_profile.cu (session.h). */
+qmm_status llm_check_ids(const qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
+                         int64_t extra)
+{
+    return check_ids(s, ids, n, extra);
+}
+
+qmm_status llm_put_ids(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n)
+{
+    return put_ids(s, ids, n);
+}
+
+qmm_status llm_enqueue_prefill(qmm_llm_cuda_session *s, int64_t n) { return enqueue_prefill(s, n); }

@@ -56,7 +56,7 @@ extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
                     s->kc, s->vc, s->d_pos, s->d_tokens, s->d_err, s->x, s->h, s->q,
                     s->fuse ? NULL : s->k, s->fuse ? NULL : s->v, s->att, s->proj, s->gate,
                     s->fuse ? NULL : s->up, s->act == s->gate ? NULL : s->act, s->logits,
-                    s->partials, s->ws};
+                    s->partials, s->ws, s->counters, s->pair_v, s->pair_i, s->d_stamps};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     if (s->h_logits) cudaFreeHost(s->h_logits);
@@ -68,8 +68,9 @@ extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
     free(s);
 }
 
-/* Splits of the decode attention: one range per ~128 cached positions (at most 32), so a long
- * context spreads over kv_heads x nsplit blocks; short contexts need no combine kernel. */
+/* Splits of the reference decode attention (attention_ref): one range per ~128 cached positions
+ * (at most 32), so a long context spreads over kv_heads x nsplit blocks; short contexts need no
+ * combine kernel. The default fused kernel sizes its own (attention_decode_splits). */
 static int decode_splits(int64_t max_seq)
 {
     if (max_seq <= 128) return 1;
@@ -84,7 +85,7 @@ qmm_status llm_stack_w4(const qmm_w4 *const *parts, int n, qmm_w4 *out)
 {
     int64_t rows = 0, k = parts[0]->k;
     for (int i = 0; i < n; i++) rows += parts[i]->n;
-    qmm_status st = qmm_w4_alloc(rows, k, out);
+    qmm_status st = qmm_w4_alloc_group(rows, k, parts[0]->group, out);
     if (st) return st;
     size_t pw = 0, g = 0;
     for (int i = 0; i < n; i++) {
@@ -129,6 +130,7 @@ static qmm_status upload_weights(qmm_llm_cuda_session *s)
                 (st = upload_stacked(s, gu, 2, &s->layers[l].gate_up)))
                 return st;
         }
+        qmm_progress("uploading weights", (double)(l + 1), (double)c->num_layers);
     }
     if ((st = qmm_cuda_weight_upload(s->ctx, &m->lm_head, &s->head))) return st;
     /* embedding lookups dequantize rows of the uploaded weight: a tied model's head is its
@@ -167,9 +169,18 @@ static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
         (st = dev_alloc(&s->att, ch * qd, "attention")) ||
         (st = dev_alloc(&s->proj, ch * H, "projection")) ||
         (st = dev_alloc(&s->logits, (size_t)c->vocab_size, "logits")) ||
-        (st = dev_alloc(&s->partials, (size_t)c->num_heads * (size_t)s->nsplit * (hd + 2),
-                        "attention partials")))
+        (st = dev_alloc(&s->partials,
+                        (size_t)c->num_heads *
+                            (size_t)(s->nsplit > s->nsplit_fused ? s->nsplit : s->nsplit_fused) *
+                            (hd + 2),
+                        "attention partials")) ||
+        (st = dev_alloc(&s->counters, (size_t)c->num_kv_heads, "attention split counters")) ||
+        (st = dev_alloc(&s->pair_v, (size_t)s->npairs, "argmax pairs")) ||
+        (st = dev_alloc(&s->pair_i, (size_t)s->npairs, "argmax pairs")) ||
+        (st = dev_alloc(&s->d_stamps, (size_t)LLM_STAMP_SLOTS * 4, "profile timestamps")))
         return st;
+    /* zero from here on: every launch of the fused decode attention leaves them at zero */
+    QMM_CUDA_TRY(cudaMemset(s->counters, 0, (size_t)c->num_kv_heads * sizeof(int)));
     if (s->fuse) {
         /* one [chunk, q + 2 kv] and one [chunk, 2 I] output; SwiGLU writes a separate [chunk, I] */
         if ((st = dev_alloc(&s->q, ch * (qd + 2 * kvd), "q|k|v")) ||
@@ -234,6 +245,27 @@ static qmm_status size_workspace(qmm_llm_cuda_session *s)
     return dev_alloc((unsigned char **)&s->ws, need ? need : 256, "matmul workspace");
 }
 
+/* The CUDA kernels (and the embedding lookup) read groups of 128: say which tensor is not, before
+ * anything is allocated. */
+static qmm_status llm_cuda_check_groups(const qmm_llm_model *m)
+{
+    const char *bad = NULL;
+    char name[LLM_NAME_MAX];
+    int g = QMM_GROUP;
+    if (m->embed.group != QMM_GROUP) bad = LLM_EMBED_PREFIX, g = m->embed.group;
+    else if (m->lm_head.group != QMM_GROUP) bad = LLM_HEAD_PREFIX, g = m->lm_head.group;
+    for (int64_t l = 0; !bad && l < m->cfg.num_layers; l++)
+        for (int i = 0; !bad && i < QMM_LLM_LINEAR_COUNT; i++)
+            if (m->layers[l].lin[i].group != QMM_GROUP) {
+                g = m->layers[l].lin[i].group;
+                if (llm_linear_prefix(l, (qmm_llm_linear)i, name, sizeof name)) name[0] = 0;
+                bad = name;
+            }
+    if (!bad) return QMM_OK;
+    return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA engine runs groups of %d only; '%s' has "
+                    "groups of %d (run it on the CPU: --device cpu)", QMM_GROUP, bad, g);
+}
+
 extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_t max_seq,
                                                   const qmm_llm_cuda_options *opt,
                                                   qmm_llm_cuda_session **out)
@@ -245,11 +277,13 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     if (max_seq < 1 || max_seq > c->max_position_embeddings || max_seq > INT32_MAX - 1)
         return qmm_fail(QMM_ERR_RANGE, "max_seq = %lld must be in [1, max_position_embeddings = %lld]",
                         (long long)max_seq, (long long)c->max_position_embeddings);
+    qmm_status st0;
     int group = (int)(c->num_heads / c->num_kv_heads);
     if (!attention_supported((int)c->head_dim, group))
         return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA attention handles head_dim 64 or 128 with "
                         "1, 2, 4 or 8 query heads per KV head (got %lld, %d)",
                         (long long)c->head_dim, group);
+    if ((st0 = llm_cuda_check_groups(m))) return st0;
     if (o.max_chunk < 0) return qmm_fail(QMM_ERR_ARG, "max_chunk = %lld", (long long)o.max_chunk);
     if (o.offload_weights && o.offload_buffers < 1)
         return qmm_fail(QMM_ERR_ARG, "offload_buffers = %d: weight streaming needs at least one "
@@ -263,10 +297,13 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     s->use_graph = o.use_graph != 0;
     s->attention_ref = o.attention_ref != 0;
     s->fuse = o.fuse_projections != 0;
+    /* weight streaming interleaves event waits between the kernels: keep its launches plain */
+    s->pdl = o.pdl != 0 && !o.offload_weights;
     s->max_seq = max_seq;
     s->chunk = o.max_chunk ? o.max_chunk : 4096;
     if (s->chunk > max_seq) s->chunk = max_seq;
     s->nsplit = decode_splits(max_seq);
+    s->npairs = argmax_blocks(c->vocab_size);
     if (o.offload_weights) {
         s->off = (llm_offload *)calloc(1, sizeof *s->off);
         if (!s->off) {
@@ -283,6 +320,12 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
         cudaGetLastError();
         st = qmm_fail(QMM_ERR_NO_DEVICE, "CUDA device %d: %s", o.device, cudaGetErrorString(e));
     }
+    if (!st && cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, o.device) !=
+                   cudaSuccess) {
+        cudaGetLastError();
+        s->sm_count = 0; /* the split rule's default */
+    }
+    s->nsplit_fused = attention_decode_splits(max_seq, (int)c->num_kv_heads, s->sm_count);
     if (!st) st = qmm_cuda_create(o.device, s->stream, &s->ctx);
     if (!st) st = upload_weights(s);
     if (!st && s->off) st = llm_offload_create(s);
@@ -319,7 +362,7 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
         }
         if (!st) st = qmm_llm_cuda_reset(s);
     }
-    if (!st && s->use_graph) st = llm_cuda_capture(s, 1, 1, &s->decode_graph);
+    if (!st && s->use_graph) st = llm_cuda_capture(s, 1, 1, &s->decode_graph, NULL);
     if (st) {
         qmm_llm_cuda_session_destroy(s);
         return st;

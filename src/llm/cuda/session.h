@@ -27,6 +27,23 @@ struct llm_graph_entry {
     cudaGraphExec_t exec;
 };
 
+/* Timestamps of a profiled decode graph (graph_profile.cu): while that graph is captured, the
+ * forward gives each engine kernel the next slot of 4 uint64 (pdl.cuh) and notes its name, the
+ * bytes it moves, and the unstamped work (matmuls) launched since the previous stamped kernel. */
+#define LLM_STAMP_SLOTS 512
+struct llm_stamp_plan {
+    int count;
+    const char *name[LLM_STAMP_SLOTS];
+    double bytes[LLM_STAMP_SLOTS];
+    const char *before[LLM_STAMP_SLOTS]; /* NULL: nothing ran in between */
+    double before_bytes[LLM_STAMP_SLOTS];
+    int before_launches[LLM_STAMP_SLOTS];
+    /* the unstamped work since the last slot */
+    const char *pend_name;
+    double pend_bytes;
+    int pend_launches;
+};
+
 struct llm_cuda_layer {
     qmm_cuda_weight *lin[QMM_LLM_LINEAR_COUNT]; /* fused: only O and DOWN */
     qmm_cuda_weight *qkv, *gate_up;             /* fused: [q; k; v] and [gate; up] rows */
@@ -72,6 +89,8 @@ struct qmm_llm_cuda_session {
     cudaStream_t stream;
     qmm_cuda_ctx *ctx;
     int split_k, use_graph, attention_ref, fuse;
+    int pdl;                     /* engine kernels launched with programmatic dependent launch */
+    int sm_count;
     llm_offload *off;            /* NULL: every weight resident */
     int64_t max_seq, chunk, pos; /* pos mirrors *d_pos between calls */
 
@@ -89,8 +108,15 @@ struct qmm_llm_cuda_session {
     /* projection outputs; fused, q/k/v (gate/up) are column ranges of one buffer */
     qmm_llm::bf16 *q, *k, *v, *gate, *up, *act;
     int64_t q_stride, kv_stride, gu_stride;
-    float *partials;             /* decode attention splits [heads, nsplit, hd + 2] */
-    int nsplit;
+    float *partials;             /* decode attention splits [heads, max(nsplit, nsplit_fused), hd + 2] */
+    int nsplit;                  /* splits of the reference decode attention (attention_ref) */
+    int nsplit_fused;            /* grid splits of the fused decode attention */
+    int *counters;               /* [kv_heads] arrivals per KV head (fused decode attention) */
+    float *pair_v;               /* argmax stage 1 pairs [npairs] */
+    int *pair_i;
+    int npairs;
+    unsigned long long *d_stamps; /* [LLM_STAMP_SLOTS][4] (allocated when profiling) */
+    llm_stamp_plan *splan;       /* non-NULL only while a stamped graph is captured */
     void *ws;                    /* qmm_cuda_matmul workspace */
     size_t ws_bytes;
 
@@ -110,7 +136,16 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
 /* The forward of m rows through a cached graph (capturing it the first time) or eagerly. */
 qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final);
 
-/* Capture llm_cuda_forward(m, final) into an executable graph. */
-qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraphExec_t *out);
+/* Capture llm_cuda_forward(m, final) into an executable graph; kernel_nodes (may be NULL)
+ * receives the number of kernels in it. */
+qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraphExec_t *out,
+                            int *kernel_nodes);
+
+/* Shared by run.cu and graph_profile.cu: tokens into the device history at the current
+ * position, and the prefill forwards of n tokens already there. */
+qmm_status llm_put_ids(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n);
+qmm_status llm_enqueue_prefill(qmm_llm_cuda_session *s, int64_t n);
+qmm_status llm_check_ids(const qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
+                         int64_t extra);
 
 #endif

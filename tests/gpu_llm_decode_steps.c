@@ -1,0 +1,265 @@
+/*
+ * The decode step of the CUDA forward as a whole (fused decode attention, two-stage argmax, PDL,
+ * the in-graph profile), on synthetic tiny Qwen3 models:
+ *   - PDL on and off give the same logits and tokens bit for bit (graph and eager);
+ *   - the fused decode attention against the reference kernels (separate qk-norm + rope + cache,
+ *     then attention) over 300 teacher-forced steps (one block, then split contexts): logits
+ *     within 1e-2, greedy tokens equal or a near tie;
+ *   - 10 000 chained decode steps: the position advances by exactly one per step, no device
+ *     memory is taken, and the cache they leave is the one a fresh prefill of the same tokens
+ *     builds (prefill n + decode == prefill n + 1 at n = 10 016, logits within 1e-2);
+ *   - the in-graph profile: the families and counts the forward launches, a breakdown that adds
+ *     up to the stamped step, and the session reset afterwards.
+ * Skips (exit 77) without a GPU or without CUDA in this build.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#ifndef QMM_HAVE_CUDA
+int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not found)"); }
+#else
+#include <cuda_runtime.h>
+
+/* hidden, intermediate, layers, heads, kv heads, head_dim, vocab, max positions, theta, eps, tied */
+static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 12000, 1e6, 1e-6, 1, 128};
+/* Qwen3-4B's attention geometry (4 query heads per KV head, hd 128) at a small width */
+static const qmm_llm_config tiny4 = {512, 1024, 2, 8, 2, 128, 2000, 4096, 1e6, 1e-6, 1, 128};
+
+static void random_ids(int32_t *ids, int n, int64_t vocab)
+{
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)(test_rand_u64() % (uint64_t)vocab);
+}
+
+static double rel_err(const float *got, const float *ref, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static qmm_llm_cuda_session *session(const qmm_llm_model *m, int64_t max_seq, int pdl, int graph,
+                                     int attention_ref)
+{
+    qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
+    o.pdl = pdl;
+    o.use_graph = graph;
+    o.attention_ref = attention_ref;
+    qmm_llm_cuda_session *s = NULL;
+    qmm_status st = qmm_llm_cuda_session_create(m, max_seq, &o, &s);
+    CHECKF(st == QMM_OK, "cuda session: %s (%s)", qmm_last_error(), qmm_status_name(st));
+    return s;
+}
+
+static qmm_llm_model *synthetic(const qmm_llm_config *c)
+{
+    qmm_llm_model *m = NULL;
+    CHECK_OK(qmm_llm_model_synthetic(c, test_rand_u64(), &m));
+    return m;
+}
+
+static void pdl_on_off_bitwise(void)
+{
+    const qmm_llm_config *cfgs[2] = {&tiny, &tiny4};
+    for (int ci = 0; ci < 2; ci++) {
+        qmm_llm_model *m = synthetic(cfgs[ci]);
+        if (!m) continue;
+        const int64_t V = cfgs[ci]->vocab_size;
+        int32_t ids[150];
+        random_ids(ids, 150, V);
+        float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
+        for (int graph = 1; graph >= 0; graph--) {
+            qmm_llm_cuda_session *on = session(m, 400, 1, graph, 0), *off = session(m, 400, 0, graph, 0);
+            if (on && off) {
+                int32_t t1 = 0, t2 = 0;
+                /* 150-token prompt: the decode steps after it run split attention */
+                CHECK_OK(qmm_llm_cuda_prefill(on, ids, 150, a, &t1));
+                CHECK_OK(qmm_llm_cuda_prefill(off, ids, 150, b, &t2));
+                CHECKF(!memcmp(a, b, (size_t)V * 4) && t1 == t2, "prefill: PDL on and off differ");
+                for (int step = 0; step < 6; step++) {
+                    CHECK_OK(qmm_llm_cuda_decode(on, t1, a, &t1));
+                    CHECK_OK(qmm_llm_cuda_decode(off, t2, b, &t2));
+                    CHECKF(!memcmp(a, b, (size_t)V * 4) && t1 == t2,
+                           "config %d, graph %d, step %d: PDL on and off differ", ci, graph, step);
+                }
+                int32_t o1[40], o2[40];
+                CHECK_OK(qmm_llm_cuda_reset(on));
+                CHECK_OK(qmm_llm_cuda_reset(off));
+                CHECK_OK(qmm_llm_cuda_generate(on, ids, 100, 40, o1, NULL));
+                CHECK_OK(qmm_llm_cuda_generate(off, ids, 100, 40, o2, NULL));
+                CHECKF(!memcmp(o1, o2, sizeof o1), "config %d, graph %d: generated tokens differ",
+                       ci, graph);
+            }
+            qmm_llm_cuda_session_destroy(on);
+            qmm_llm_cuda_session_destroy(off);
+        }
+        free(a), free(b);
+        qmm_llm_model_destroy(m);
+    }
+}
+
+/* Teacher-forced decode from one token: every position goes through the decode path. */
+static void fused_attention_matches_reference(void)
+{
+    const qmm_llm_config *cfgs[2] = {&tiny, &tiny4};
+    for (int ci = 0; ci < 2; ci++) {
+        qmm_llm_model *m = synthetic(cfgs[ci]);
+        if (!m) continue;
+        const int64_t V = cfgs[ci]->vocab_size;
+        enum { STEPS = 300 };
+        int32_t ids[STEPS];
+        random_ids(ids, STEPS, V);
+        float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
+        qmm_llm_cuda_session *fs = session(m, 1000, 1, 1, 0), *rs = session(m, 1000, 1, 1, 1);
+        double worst = 0;
+        if (fs && rs) {
+            for (int i = 0; i < STEPS; i++) {
+                int32_t tf, tr;
+                CHECK_OK(qmm_llm_cuda_decode(fs, ids[i], a, &tf));
+                CHECK_OK(qmm_llm_cuda_decode(rs, ids[i], b, &tr));
+                double err = rel_err(a, b, V);
+                if (err > worst) worst = err;
+                CHECKF(err <= 1e-2, "config %d, position %d: fused vs reference rel err %.3g", ci, i,
+                       err);
+                if (tf != tr) { /* acceptable only as a near tie under the reference logits */
+                    double gap = (double)b[tr] - b[tf];
+                    CHECKF(gap <= 0.02 * fmax(1.0, fabs(b[tr])),
+                           "position %d: tokens %d vs %d, gap %.4g", i, tf, tr, gap);
+                }
+            }
+            CHECK(qmm_llm_cuda_position(fs) == STEPS);
+        }
+        printf("    config %d: %d positions, worst logits rel err %.3g\n", ci, STEPS, worst);
+        qmm_llm_cuda_session_destroy(fs);
+        qmm_llm_cuda_session_destroy(rs);
+        free(a), free(b);
+        qmm_llm_model_destroy(m);
+    }
+}
+
+static void ten_thousand_steps(void)
+{
+    qmm_llm_model *m = synthetic(&tiny);
+    if (!m) return;
+    enum { N = 16, STEPS = 10000 };
+    const int64_t V = tiny.vocab_size;
+    int32_t *seq = malloc((N + STEPS + 2) * 4), *out = malloc((STEPS + 1) * 4);
+    random_ids(seq, N, V);
+    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
+    qmm_llm_cuda_session *s = session(m, N + STEPS + 8, 1, 1, 0);
+    if (s) {
+        /* warm up (graph instantiation, lazy driver state), then measure */
+        CHECK_OK(qmm_llm_cuda_generate(s, seq, N, 100, out, NULL));
+        CHECK_OK(qmm_llm_cuda_reset(s));
+        size_t free0 = 0, free1 = 0, total = 0;
+        CHECK(cudaMemGetInfo(&free0, &total) == cudaSuccess);
+        CHECK_OK(qmm_llm_cuda_generate(s, seq, N, STEPS + 1, out, NULL));
+        CHECK(cudaDeviceSynchronize() == cudaSuccess);
+        CHECK(cudaMemGetInfo(&free1, &total) == cudaSuccess);
+        printf("    device memory free before %zu, after %zu bytes\n", free0, free1);
+        CHECKF(free1 + (1u << 20) >= free0, "device memory shrank by %zu bytes over %d steps",
+               free0 - free1, STEPS);
+        CHECKF(qmm_llm_cuda_position(s) == N + STEPS, "position %lld after %d steps",
+               (long long)qmm_llm_cuda_position(s), STEPS);
+        for (int i = 0; i <= STEPS; i++) CHECK(out[i] >= 0 && out[i] < V);
+        /* prefill n + decode == prefill n + 1 at n = N + STEPS */
+        int32_t na = -1, nb = -2;
+        CHECK_OK(qmm_llm_cuda_decode(s, out[STEPS], a, &na));
+        memcpy(seq + N, out, (STEPS + 1) * 4);
+        CHECK_OK(qmm_llm_cuda_reset(s));
+        CHECK_OK(qmm_llm_cuda_prefill(s, seq, N + STEPS + 1, b, &nb));
+        double err = rel_err(a, b, V);
+        printf("    after %d decode steps: decode vs prefill of all %d tokens rel err %.3g, tokens "
+               "%d / %d\n", STEPS, N + STEPS + 1, err, na, nb);
+        CHECKF(err <= 1e-2, "rel err %.3g", err);
+        if (na != nb) {
+            double gap = (double)b[nb] - b[na];
+            CHECKF(gap <= 0.02 * fmax(1.0, fabs(b[nb])), "tokens %d vs %d, gap %.4g", na, nb, gap);
+        }
+    }
+    qmm_llm_cuda_session_destroy(s);
+    free(seq), free(out), free(a), free(b);
+    qmm_llm_model_destroy(m);
+}
+
+static const qmm_llm_graph_profile *find(const qmm_llm_graph_profile *p, const char *name,
+                                         int stamped, int *at)
+{
+    for (int i = 0; i < p->count; i++)
+        if (p->stamped[i] == stamped && !strcmp(p->name[i], name)) {
+            *at = i;
+            return p;
+        }
+    return NULL;
+}
+
+static void graph_profile_adds_up(void)
+{
+    qmm_llm_model *m = synthetic(&tiny4);
+    if (!m) return;
+    const int L = (int)tiny4.num_layers;
+    int32_t ids[256]; /* 40 used; a request for 250 must fail on the length, not read past */
+    random_ids(ids, 256, tiny4.vocab_size);
+    for (int pdl = 1; pdl >= 0; pdl--) {
+        qmm_llm_cuda_session *s = session(m, 256, pdl, 1, 0);
+        if (!s) continue;
+        qmm_llm_graph_profile p;
+        CHECK_OK(qmm_llm_cuda_profile_graph(s, ids, 40, 20, &p));
+        CHECK_STATUS(qmm_llm_cuda_profile_graph(s, ids, 40, 0, &p), QMM_ERR_ARG);
+        CHECK_STATUS(qmm_llm_cuda_profile_graph(s, ids, 250, 20, &p), QMM_ERR_RANGE);
+        CHECK_OK(qmm_llm_cuda_profile_graph(s, ids, 40, 20, &p));
+        double sum = 0;
+        printf("    PDL %s: %d kernels a step, stamped %.1f us, events %.1f us\n", pdl ? "on" : "off",
+               p.kernels_per_step, p.stamped_us, p.event_us);
+        for (int i = 0; i < p.count; i++) {
+            printf("      %-16s %s %3d launches %8.2f us %10.0f bytes\n", p.name[i],
+                   p.stamped[i] ? "kernel" : "before", p.launches[i], p.us[i], p.bytes[i]);
+            CHECK(p.us[i] >= 0);
+            sum += p.us[i];
+        }
+        int at = -1;
+        CHECK(find(&p, "attention", 1, &at) && p.launches[at] == L);
+        CHECK(find(&p, "add+rmsnorm", 1, &at) && p.launches[at] == 2 * L);
+        CHECK(find(&p, "swiglu", 1, &at) && p.launches[at] == L);
+        CHECK(find(&p, "argmax", 1, &at) && p.launches[at] == 2);
+        CHECK(find(&p, "q|k|v matmul", 0, &at) && p.launches[at] == L && p.bytes[at] > 0);
+        CHECK(find(&p, "lm head matmul", 0, &at) && p.launches[at] == 1);
+        /* embedding + rmsnorm + per layer 4 matmuls and 4 engine kernels + head + 2 argmax, with
+         * room for matmuls that take two kernels */
+        CHECKF(p.kernels_per_step >= 5 + 8 * L && p.kernels_per_step <= 5 + 12 * L,
+               "%d kernels a step", p.kernels_per_step);
+        CHECKF(sum <= p.stamped_us * 1.01 + 1 && sum >= 0.5 * p.stamped_us,
+               "families add up to %.1f us of a %.1f us stamped step", sum, p.stamped_us);
+        CHECK(p.event_us >= 0.9 * p.stamped_us && p.steps == 20 && p.context == 40 && p.pdl == pdl);
+        CHECK(qmm_llm_cuda_position(s) == 0);
+        qmm_llm_cuda_session_destroy(s);
+    }
+    qmm_llm_model_destroy(m);
+}
+
+int main(int argc, char **argv)
+{
+    int count = 0;
+    char why[256] = "";
+    qmm_cuda_device_count(&count, why, sizeof why);
+    if (count == 0) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "no CUDA device (%s): the decode step is not tested here",
+                 why[0] ? why : "none found");
+        test_skip_all(msg);
+    }
+    static const test_case cases[] = {
+        {"pdl_on_off_bitwise", pdl_on_off_bitwise},
+        {"fused_attention_matches_reference", fused_attention_matches_reference},
+        {"ten_thousand_steps", ten_thousand_steps},
+        {"graph_profile_adds_up", graph_profile_adds_up},
+    };
+    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+}
+#endif
