@@ -19,6 +19,7 @@ typedef enum op_kind {
     OP_SWIGLU,       /* out[m, n] = silu(gate) · up */
     OP_ATTN_PREFILL, /* causal GQA attention of m rows at pos + r over the cache */
     OP_ATTN_DECODE,  /* one row at pos over pos + 1 cached positions */
+    OP_DECODE_FUSED, /* the decode step: qk-norm + RoPE of one row, k/v appended at pos, attention */
     OP_ARGMAX,       /* tokens[pos + m] = argmax logits[n]; pos += m */
     OP_KINDS
 } op_kind;

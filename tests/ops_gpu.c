@@ -187,9 +187,28 @@ static const char *gpu_engine(op_data *d, int variant)
                                         D(d, &dv, "pos"), c->heads, c->kv_heads, c->hd, d->max_seq,
                                         variant, partials, D(d, &dv, "out"));
         break;
+    case OP_DECODE_FUSED:
+        e = cudaMalloc(&partials, (size_t)c->heads * (size_t)variant * (size_t)(c->hd + 2) * 4);
+        if (e == 0)
+            e = llm_op_attention_decode_fused(
+                D(d, &dv, "q"), D(d, &dv, "k"), D(d, &dv, "v"), D(d, &dv, "qw"), D(d, &dv, "kw"),
+                D(d, &dv, "cos"), D(d, &dv, "sin"), OP_EPS, D(d, &dv, "pos"), c->heads,
+                c->kv_heads, c->hd, d->max_seq, variant, D(d, &dv, "kc"), D(d, &dv, "vc"),
+                partials, D(d, &dv, "counters"), D(d, &dv, "out"));
+        break;
     case OP_ARGMAX:
-        e = llm_op_argmax_advance(D(d, &dv, "logits"), c->n, D(d, &dv, "tokens"), D(d, &dv, "pos"),
-                                  (int)c->m, D(d, &dv, "err"));
+        if (variant == 0) {
+            e = llm_op_argmax_advance(D(d, &dv, "logits"), c->n, D(d, &dv, "tokens"),
+                                      D(d, &dv, "pos"), (int)c->m, D(d, &dv, "err"));
+            break;
+        }
+        /* the two-stage form: partials (value, index) per block, then the finish */
+        e = cudaMalloc(&partials, (size_t)llm_op_argmax_blocks(c->n) * 8);
+        if (e == 0)
+            e = llm_op_argmax_two_stage(D(d, &dv, "logits"), c->n, partials,
+                                        (int *)partials + llm_op_argmax_blocks(c->n),
+                                        D(d, &dv, "tokens"), D(d, &dv, "pos"), (int)c->m,
+                                        D(d, &dv, "err"));
         break;
     default:
         break;
@@ -220,7 +239,10 @@ static const op_backend gpu_backends[] = {
     {"engine_mma", OP_ATTN_PREFILL, gpu_engine, 1, 1},
     {"engine_split1", OP_ATTN_DECODE, gpu_engine, 1, 1},
     {"engine_split4", OP_ATTN_DECODE, gpu_engine, 4, 1},
+    {"engine_fused_s1", OP_DECODE_FUSED, gpu_engine, 1, 1},
+    {"engine_fused_s8", OP_DECODE_FUSED, gpu_engine, 8, 1},
     {"engine", OP_ARGMAX, gpu_engine, 0, 1},
+    {"engine_2stage", OP_ARGMAX, gpu_engine, 1, 1},
 };
 
 const op_backend *ops_gpu_backends(int *n)

@@ -70,6 +70,20 @@ void ops_make(op_data *d)
         make_cache(d, c, T_INOUT);
         T("vc")->tol = 0; /* v is copied */
         break;
+    case OP_DECODE_FUSED: /* the new row's q, k, v; the cache holds pos earlier positions */
+        op_add(d, "q", T_BF16, T_IN, qw, 1.0);
+        op_add(d, "k", T_BF16, T_IN, kvw, 1.0);
+        op_add(d, "v", T_BF16, T_IN, kvw, 1.0);
+        near_one(op_add(d, "qw", T_BF16, T_IN, (size_t)c->hd, 0));
+        near_one(op_add(d, "kw", T_BF16, T_IN, (size_t)c->hd, 0));
+        op_add(d, "cos", T_F32, T_IN, (size_t)d->max_seq * c->hd / 2, 0);
+        op_add(d, "sin", T_F32, T_IN, (size_t)d->max_seq * c->hd / 2, 0);
+        llm_rope_table(1e6, c->hd, d->max_seq, F32("cos"), F32("sin"));
+        make_cache(d, c, T_INOUT);
+        T("vc")->tol = 0; /* v is copied */
+        op_add(d, "counters", T_I32, T_INOUT, (size_t)c->kv_heads, 0)->tol = 0; /* zero after */
+        op_add(d, "out", T_BF16, T_OUT, qw, 0);
+        break;
     case OP_SWIGLU:
         op_add(d, "gate", T_BF16, T_IN, m * n, 2.0);
         op_add(d, "up", T_BF16, T_IN, m * n, 1.0);
@@ -114,6 +128,29 @@ static void attend(op_data *d, int64_t r)
     free(scores);
 }
 
+/* the decode step: q, k rotated at pos; k, v appended; attention over 0..pos */
+static void decode_fused(op_data *d)
+{
+    const op_case *c = d->c;
+    const int64_t hd = c->hd, half = hd / 2, p = c->pos, group = c->heads / c->kv_heads;
+    const float *cr = F32("cos") + p * half, *sr = F32("sin") + p * half;
+    qmm_bf16 *q = malloc((size_t)c->heads * (size_t)hd * 2);
+    float *scores = malloc((size_t)d->max_seq * sizeof *scores);
+    for (int h = 0; h < c->heads; h++)
+        llm_head_norm_rope(BF("q") + h * hd, BF("qw"), hd, OP_EPS, cr, sr, q + h * hd);
+    for (int h = 0; h < c->kv_heads; h++) {
+        size_t at = ((size_t)h * (size_t)d->max_seq + (size_t)p) * (size_t)hd;
+        llm_head_norm_rope(BF("k") + h * hd, BF("kw"), hd, OP_EPS, cr, sr, BF("kc") + at);
+        memcpy(BF("vc") + at, BF("v") + h * hd, (size_t)hd * 2);
+    }
+    for (int h = 0; h < c->heads; h++) {
+        size_t base = (size_t)(h / group) * (size_t)d->max_seq * (size_t)hd;
+        llm_attend_row(q + h * hd, BF("kc") + base, BF("vc") + base, p + 1, hd, scores,
+                       BF("out") + h * hd);
+    }
+    free(q), free(scores);
+}
+
 void ops_reference(op_data *d)
 {
     const op_case *c = d->c;
@@ -154,6 +191,9 @@ void ops_reference(op_data *d)
     case OP_ATTN_PREFILL:
     case OP_ATTN_DECODE:
         for (int64_t r = 0; r < m; r++) attend(d, r);
+        break;
+    case OP_DECODE_FUSED:
+        decode_fused(d);
         break;
     case OP_ARGMAX: {
         float *f = malloc((size_t)n * sizeof *f);

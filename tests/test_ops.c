@@ -19,6 +19,7 @@
 #define SWIGLU(name, m, n) {name, OP_SWIGLU, m, n, 0, 0, 0, 0, 0, 0, 1e-2}
 #define PREFILL(name, m, heads, kv, hd, pos) {name, OP_ATTN_PREFILL, m, 0, 0, heads, kv, hd, pos, 0, 2e-2}
 #define DECODE(name, heads, kv, hd, pos) {name, OP_ATTN_DECODE, 1, 0, 0, heads, kv, hd, pos, 0, 1e-2}
+#define FUSED(name, heads, kv, hd, pos) {name, OP_DECODE_FUSED, 1, 0, 0, heads, kv, hd, pos, 0, 1e-2}
 #define ARGMAX(name, m, vocab, pos) {name, OP_ARGMAX, m, vocab, 0, 0, 0, 0, pos, 0, 0}
 
 static const op_case cases[] = {
@@ -39,6 +40,8 @@ static const op_case cases[] = {
     PREFILL("prefill 8/8 hd64 m9", 9, 8, 8, 64, 3),
     DECODE("decode 32/8 pos0", 32, 8, 128, 0), DECODE("decode 32/8 pos300", 32, 8, 128, 300),
     DECODE("decode 16/4 hd64 pos37", 16, 4, 64, 37),
+    FUSED("fused 32/8 pos0", 32, 8, 128, 0), FUSED("fused 32/8 pos200", 32, 8, 128, 200),
+    FUSED("fused 16/4 hd64 pos37", 16, 4, 64, 37),
     ARGMAX("argmax vocab 151936", 1, 151936, 4), ARGMAX("argmax ties m3", 3, 1000, 0),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
@@ -208,12 +211,13 @@ OP_CASE(op_qk_norm_rope, OP_QK_NORM_ROPE)
 OP_CASE(op_swiglu, OP_SWIGLU)
 OP_CASE(op_attn_prefill, OP_ATTN_PREFILL)
 OP_CASE(op_attn_decode, OP_ATTN_DECODE)
+OP_CASE(op_decode_fused, OP_DECODE_FUSED)
 OP_CASE(op_argmax, OP_ARGMAX)
 
 int main(int argc, char **argv)
 {
     TEST_TABLE(tc, op_matmul, op_rows, op_add_rmsnorm, op_qk_norm_rope, op_swiglu, op_attn_prefill,
-               op_attn_decode, op_argmax);
+               op_attn_decode, op_decode_fused, op_argmax);
     int rc = test_main(argc, argv, tc, TEST_COUNT(tc));
     ops_gpu_shutdown();
     return rc;

@@ -61,3 +61,27 @@ extern "C" int llm_op_argmax_advance(const void *logits, int64_t vocab, int32_t 
 {
     return (int)launch_argmax_advance((const bf16 *)logits, vocab, tokens, pos, m, err, 0);
 }
+
+extern "C" int llm_op_attention_decode_fused(const void *q, const void *k, const void *v,
+                                             const void *qw, const void *kw, const float *cos_t,
+                                             const float *sin_t, float eps, const int32_t *pos,
+                                             int heads, int kv_heads, int hd, int64_t max_seq,
+                                             int nsplit, void *kc, void *vc, float *partials,
+                                             int *counters, void *out)
+{
+    return (int)launch_attention_decode_fused(
+        (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, (const bf16 *)qw, (const bf16 *)kw,
+        cos_t, sin_t, eps, pos, heads, kv_heads, hd, max_seq, nsplit, (bf16 *)kc, (bf16 *)vc,
+        partials, counters, (bf16 *)out, 0);
+}
+
+extern "C" int llm_op_argmax_blocks(int64_t vocab) { return argmax_blocks(vocab); }
+
+extern "C" int llm_op_argmax_two_stage(const void *logits, int64_t vocab, float *pair_v,
+                                       int *pair_i, int32_t *tokens, int32_t *pos, int m,
+                                       int32_t *err)
+{
+    cudaError_t e = launch_argmax_partial((const bf16 *)logits, vocab, pair_v, pair_i, 0);
+    if (e != cudaSuccess) return (int)e;
+    return (int)launch_argmax_finish(pair_v, pair_i, argmax_blocks(vocab), tokens, pos, m, err, 0);
+}

@@ -30,10 +30,20 @@ int llm_op_attention_prefill(int mma, const void *q, int64_t q_stride, const voi
 int llm_op_attention_decode(const void *q, const void *kc, const void *vc, const int32_t *pos,
                             int heads, int kv_heads, int hd, int64_t max_seq, int nsplit,
                             float *partials, void *out);
+/* the decode step's fused qk-norm + RoPE + cache append + attention (attention_decode.cu) */
+int llm_op_attention_decode_fused(const void *q, const void *k, const void *v, const void *qw,
+                                  const void *kw, const float *cos_t, const float *sin_t,
+                                  float eps, const int32_t *pos, int heads, int kv_heads, int hd,
+                                  int64_t max_seq, int nsplit, void *kc, void *vc,
+                                  float *partials, int *counters, void *out);
 int llm_op_swiglu(const void *gate, const void *up, int64_t rows, int64_t width,
                   int64_t in_stride, void *out);
 int llm_op_argmax_advance(const void *logits, int64_t vocab, int32_t *tokens, int32_t *pos, int m,
                           int32_t *err);
+/* the two-stage argmax (argmax.cu): pair_v/pair_i hold llm_op_argmax_blocks(vocab) entries */
+int llm_op_argmax_blocks(int64_t vocab);
+int llm_op_argmax_two_stage(const void *logits, int64_t vocab, float *pair_v, int *pair_i,
+                            int32_t *tokens, int32_t *pos, int m, int32_t *err);
 
 #ifdef __cplusplus
 }
