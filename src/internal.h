@@ -76,6 +76,15 @@ static inline int qmm_cmp_bytes(const char *a, size_t na, const char *b, size_t 
 /* Report progress to the hook of qmm_set_progress (nothing when none is set). */
 void qmm_progress(const char *what, double done, double total);
 
+/* A growable NUL-terminated byte buffer (status.c): appends after an allocation failure do
+ * nothing and leave oom set, so a writer checks once at the end. */
+typedef struct qmm_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} qmm_buf;
+void qmm_buf_put(qmm_buf *b, const char *s, size_t n);
+
 /* a*b into *out; 0 on overflow. */
 static inline int qmm_mul_size(size_t a, size_t b, size_t *out)
 {

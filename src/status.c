@@ -1,4 +1,6 @@
 /* Status names and messages (from the one X-macro list in qmm.h), and the per-thread detail. */
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <stdarg.h>
@@ -48,4 +50,23 @@ double qmm_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void qmm_buf_put(qmm_buf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
 }

@@ -361,12 +361,10 @@ int bench_overlap_main(int argc, char **argv)
         return 1;
     }
     for (int j = 0; j < 6 * OV_MAX_CHUNKS; j++) cudaEventDestroy((cudaEvent_t)env->events[j]);
-    cudaEventDestroy(env->e0);
-    cudaEventDestroy(env->e1);
+    cudaEventDestroy(env->e0), cudaEventDestroy(env->e1);
     cudaStreamDestroy(env->s);
     qmm_cuda_destroy(env->ctx);
-    free(md->p);
-    free(env);
+    free(md->p), free(env);
     return 0;
 }
 

@@ -7,57 +7,31 @@
 
 #include "internal.h"
 
-/* A growable text buffer for the header. */
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-static void sb_fmt(sbuf *b, const char *fmt, unsigned long long a, unsigned long long c)
+static void sb_fmt(qmm_buf *b, const char *fmt, unsigned long long a, unsigned long long c)
 {
     char tmp[96];
     int n = snprintf(tmp, sizeof tmp, fmt, a, c);
-    sb_put(b, tmp, (size_t)n);
+    qmm_buf_put(b, tmp, (size_t)n);
 }
 
 /* A JSON string literal of s. */
-static void sb_str(sbuf *b, const char *s)
+static void sb_str(qmm_buf *b, const char *s)
 {
-    sb_put(b, "\"", 1);
+    qmm_buf_put(b, "\"", 1);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\') {
             char e[2] = {'\\', (char)c};
-            sb_put(b, e, 2);
+            qmm_buf_put(b, e, 2);
         } else if (c < 0x20) {
             char e[8];
             snprintf(e, sizeof e, "\\u%04x", c);
-            sb_put(b, e, 6);
+            qmm_buf_put(b, e, 6);
         } else {
-            sb_put(b, (const char *)&c, 1);
+            qmm_buf_put(b, (const char *)&c, 1);
         }
     }
-    sb_put(b, "\"", 1);
+    qmm_buf_put(b, "\"", 1);
 }
 
 qmm_status st_writer_open(st_writer *w, const char *final_path, const st_entry *entries,
@@ -69,12 +43,12 @@ qmm_status st_writer_open(st_writer *w, const char *final_path, const st_entry *
         return qmm_fail(QMM_ERR_NULL, "st_writer_open: NULL argument");
     w->sizes = calloc(count ? count : 1, sizeof *w->sizes);
     if (!w->sizes) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
-    sbuf b = {0};
-    sb_put(&b, "{", 1);
+    qmm_buf b = {0};
+    qmm_buf_put(&b, "{", 1);
     if (format) {
-        sb_put(&b, "\"__metadata__\":{\"format\":", 25);
+        qmm_buf_put(&b, "\"__metadata__\":{\"format\":", 25);
         sb_str(&b, format);
-        sb_put(&b, "}", 1);
+        qmm_buf_put(&b, "}", 1);
     }
     uint64_t off = 0;
     for (size_t i = 0; i < count; i++) {
@@ -96,22 +70,22 @@ qmm_status st_writer_open(st_writer *w, const char *final_path, const st_entry *
             bytes *= (uint64_t)e->shape[d];
         }
         w->sizes[i] = bytes;
-        if (i || format) sb_put(&b, ",", 1);
+        if (i || format) qmm_buf_put(&b, ",", 1);
         sb_str(&b, e->name);
-        sb_put(&b, ":{\"dtype\":", 10);
+        qmm_buf_put(&b, ":{\"dtype\":", 10);
         sb_str(&b, st_dtype_name(e->dtype));
-        sb_put(&b, ",\"shape\":[", 10);
+        qmm_buf_put(&b, ",\"shape\":[", 10);
         for (int d = 0; d < e->ndim; d++) {
             char num[32];
             int n = snprintf(num, sizeof num, "%s%lld", d ? "," : "", (long long)e->shape[d]);
-            sb_put(&b, num, (size_t)n);
+            qmm_buf_put(&b, num, (size_t)n);
         }
         sb_fmt(&b, "],\"data_offsets\":[%llu,%llu]}", off, off + bytes);
         off += bytes;
     }
-    sb_put(&b, "}", 1);
+    qmm_buf_put(&b, "}", 1);
     /* pad with spaces so the data starts at a multiple of 8 bytes (8 + header) */
-    while ((b.len % 8) && !b.oom) sb_put(&b, " ", 1);
+    while ((b.len % 8) && !b.oom) qmm_buf_put(&b, " ", 1);
     if (b.oom) {
         free(b.p);
         st_writer_discard(w);

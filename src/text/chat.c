@@ -5,31 +5,7 @@
 #include "internal.h"
 #include "text/tok_internal.h"
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int bad;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n)
-{
-    if (b->bad) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->bad = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
+static void puts_(qmm_buf *b, const char *s) { qmm_buf_put(b, s, strlen(s)); }
 
 /* Last occurrence of needle in s[0..n), or NULL. */
 static const char *last_of(const char *s, size_t n, const char *needle)
@@ -46,7 +22,7 @@ static void rstrip_nl(const char *a, const char **e) { while (*e > a && (*e)[-1]
 
 /* An assistant message: content after the last </think> (lstripped of newlines), reasoning
  * between the first <think> and the first </think>, as the template computes them. */
-static void put_assistant(sbuf *b, const char *c, int after_query, int is_last)
+static void put_assistant(qmm_buf *b, const char *c, int after_query, int is_last)
 {
     size_t n = strlen(c);
     const char *ce = c + n, *cs = c, *rs = c, *re = c;
@@ -65,11 +41,11 @@ static void put_assistant(sbuf *b, const char *c, int after_query, int is_last)
      * always, the others when they have some */
     if (after_query && (is_last || re > rs)) {
         puts_(b, "<think>\n");
-        put(b, rs, (size_t)(re - rs));
+        qmm_buf_put(b, rs, (size_t)(re - rs));
         puts_(b, "\n</think>\n\n");
         lstrip_nl(&cs, ce);
     }
-    put(b, cs, (size_t)(ce - cs));
+    qmm_buf_put(b, cs, (size_t)(ce - cs));
     puts_(b, "<|im_end|>\n");
 }
 
@@ -93,7 +69,7 @@ qmm_status qmm_chat_render(const qmm_tokenizer *t, const qmm_chat_message *msgs,
                             i, r);
         if (!strcmp(r, "user")) last_query = i;
     }
-    sbuf b = {0};
+    qmm_buf b = {0};
     puts_(&b, "");
     for (int i = 0; i < count; i++) {
         const char *r = msgs[i].role, *c = msgs[i].content;
@@ -111,12 +87,12 @@ qmm_status qmm_chat_render(const qmm_tokenizer *t, const qmm_chat_message *msgs,
         puts_(&b, "<|im_start|>assistant\n");
         if (!enable_thinking) puts_(&b, "<think>\n\n</think>\n\n");
     }
-    if (b.bad) {
+    if (b.oom) {
         free(b.p);
         return qmm_fail(QMM_ERR_NOMEM, "qmm_chat_render: out of memory");
     }
     *text = b.p;
-    *len = b.n;
+    *len = b.len;
     qmm_clear_error();
     return QMM_OK;
 }

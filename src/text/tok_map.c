@@ -19,14 +19,26 @@ static size_t pow2_at_least(size_t n)
     return c;
 }
 
+/* Two zeroed slot arrays of a table sized for `expected` entries at most half full: the
+ * capacity in *cap, 0 on success (both arrays or neither). */
+static int alloc_slots(size_t expected, size_t key_size, size_t val_size, size_t *cap,
+                       void **keys, void **vals)
+{
+    if (expected > (SIZE_MAX / 4) / key_size) return -1;
+    *cap = pow2_at_least(expected * 2 + 1);
+    *keys = calloc(*cap, key_size);
+    *vals = calloc(*cap, val_size);
+    if (*keys && *vals) return 0;
+    free(*keys), free(*vals);
+    *keys = *vals = NULL;
+    return -1;
+}
+
 int tok_map_init(tok_map *m, size_t expected)
 {
     memset(m, 0, sizeof *m);
-    if (expected > (SIZE_MAX / 4) / sizeof(uint32_t)) return -1;
-    m->cap = pow2_at_least(expected * 2 + 1);
-    m->slot_key = calloc(m->cap, sizeof *m->slot_key);
-    m->slot_val = calloc(m->cap, sizeof *m->slot_val);
-    return m->slot_key && m->slot_val ? 0 : -1;
+    return alloc_slots(expected, sizeof *m->slot_key, sizeof *m->slot_val, &m->cap,
+                       (void **)&m->slot_key, (void **)&m->slot_val);
 }
 
 void tok_map_free(tok_map *m)
@@ -118,11 +130,8 @@ int tok_map_get(const tok_map *m, const char *key, size_t len, int32_t *val)
 int tok_pairs_init(tok_pairs *p, size_t expected)
 {
     memset(p, 0, sizeof *p);
-    if (expected > (SIZE_MAX / 4) / sizeof(uint64_t)) return -1;
-    p->cap = pow2_at_least(expected * 2 + 1);
-    p->key = calloc(p->cap, sizeof *p->key);
-    p->val = calloc(p->cap, sizeof *p->val);
-    return p->key && p->val ? 0 : -1;
+    return alloc_slots(expected, sizeof *p->key, sizeof *p->val, &p->cap, (void **)&p->key,
+                       (void **)&p->val);
 }
 
 void tok_pairs_free(tok_pairs *p)

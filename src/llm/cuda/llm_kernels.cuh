@@ -85,13 +85,12 @@ int attention_supported(int hd, int group);
  * that splits of >= 64 rows, merged by the last block of each KV head (partials
  * [heads, nsplit, hd + 2]; counters [kv_heads], zero before the first launch and after every
  * launch). hd 64 or 128, heads/kv_heads in {1, 2, 4, 8}, nsplit in [1, 64]. */
-cudaError_t launch_attention_decode_fused(const bf16 *q, const bf16 *k, const bf16 *v,
-                                          const bf16 *qw, const bf16 *kw, const float *cos_t,
-                                          const float *sin_t, float eps, const int32_t *pos,
-                                          int heads, int kv_heads, int hd, int64_t max_seq,
-                                          int nsplit, bf16 *kc, bf16 *vc, float *partials,
-                                          int *counters, bf16 *out, cudaStream_t stream,
-                                          const llm_launch *ln = nullptr);
+cudaError_t launch_attention_decode_fused(
+    const bf16 *q, const bf16 *k, const bf16 *v,                          /* the new row */
+    const bf16 *qw, const bf16 *kw, const float *cos_t, const float *sin_t, float eps, /* norm, RoPE */
+    const int32_t *pos, int heads, int kv_heads, int hd, int64_t max_seq, int nsplit, /* shape */
+    bf16 *kc, bf16 *vc, float *partials, int *counters, bf16 *out,        /* cache, scratch, out */
+    cudaStream_t stream, const llm_launch *ln = nullptr);
 /* The grid's splits for a session of max_seq positions: about two blocks per SM at the longest
  * context, never more than its 64-row tiles, at most 64. */
 int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count);
