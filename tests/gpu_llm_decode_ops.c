@@ -411,15 +411,7 @@ static void add_rmsnorm_matches_cpu(void)
 
 int main(int argc, char **argv)
 {
-    int count = 0;
-    char why[256] = "";
-    qmm_cuda_device_count(&count, why, sizeof why);
-    if (count == 0) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "no CUDA device (%s): the decode kernels are not tested here",
-                 why[0] ? why : "none found");
-        test_skip_all(msg);
-    }
+    test_require_gpu("the decode kernels are not tested here");
     if (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess) {
         fprintf(stderr, "FAIL: cudaStreamCreateWithFlags\n");
         return 1;

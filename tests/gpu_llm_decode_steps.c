@@ -33,16 +33,6 @@ static void random_ids(int32_t *ids, int n, int64_t vocab)
     for (int i = 0; i < n; i++) ids[i] = (int32_t)(test_rand_u64() % (uint64_t)vocab);
 }
 
-static double rel_err(const float *got, const float *ref, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(got[i])) return INFINITY;
-        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
 
 static qmm_llm_cuda_session *session(const qmm_llm_model *m, int64_t max_seq, int pdl, int graph,
                                      int attention_ref)
@@ -123,7 +113,7 @@ static void fused_attention_matches_reference(void)
                 int32_t tf, tr;
                 CHECK_OK(qmm_llm_cuda_decode(fs, ids[i], a, &tf));
                 CHECK_OK(qmm_llm_cuda_decode(rs, ids[i], b, &tr));
-                double err = rel_err(a, b, V);
+                double err = test_rel_err_f32(a, b, V);
                 if (err > worst) worst = err;
                 CHECKF(err <= 1e-2, "config %d, position %d: fused vs reference rel err %.3g", ci, i,
                        err);
@@ -174,7 +164,7 @@ static void ten_thousand_steps(void)
         memcpy(seq + N, out, (STEPS + 1) * 4);
         CHECK_OK(qmm_llm_cuda_reset(s));
         CHECK_OK(qmm_llm_cuda_prefill(s, seq, N + STEPS + 1, b, &nb));
-        double err = rel_err(a, b, V);
+        double err = test_rel_err_f32(a, b, V);
         printf("    after %d decode steps: decode vs prefill of all %d tokens rel err %.3g, tokens "
                "%d / %d\n", STEPS, N + STEPS + 1, err, na, nb);
         CHECKF(err <= 1e-2, "rel err %.3g", err);
@@ -245,15 +235,7 @@ static void graph_profile_adds_up(void)
 
 int main(int argc, char **argv)
 {
-    int count = 0;
-    char why[256] = "";
-    qmm_cuda_device_count(&count, why, sizeof why);
-    if (count == 0) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "no CUDA device (%s): the decode step is not tested here",
-                 why[0] ? why : "none found");
-        test_skip_all(msg);
-    }
+    test_require_gpu("the decode step is not tested here");
     static const test_case cases[] = {
         {"pdl_on_off_bitwise", pdl_on_off_bitwise},
         {"fused_attention_matches_reference", fused_attention_matches_reference},

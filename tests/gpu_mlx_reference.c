@@ -54,15 +54,7 @@ static void models_match_mlx_on_cuda(void)
 
 int main(int argc, char **argv)
 {
-    int count = 0;
-    char why[256] = "";
-    qmm_cuda_device_count(&count, why, sizeof why);
-    if (count == 0) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "no CUDA device (%s): the MLX reference is not run on CUDA here",
-                 why[0] ? why : "none found");
-        test_skip_all(msg);
-    }
+    test_require_gpu("the MLX reference is not run on CUDA here");
     g_dir = mlx_dir();
     static const test_case cases[] = {
         {"models_match_mlx_on_cuda", models_match_mlx_on_cuda},

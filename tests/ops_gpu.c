@@ -220,29 +220,20 @@ static const char *gpu_engine(op_data *d, int variant)
 
 /* ---- the backend rows: adding a kernel means adding a row here ---- */
 
+#define MATMUL(name, variant) {name, OP_MATMUL, gpu_matmul, variant, 1}
+#define ENGINE(name, op, variant) {name, op, gpu_engine, variant, 1}
 static const op_backend gpu_backends[] = {
-    {"cuda_auto", OP_MATMUL, gpu_matmul, MM_AUTO, 1},
-    {"cuda_matvec", OP_MATMUL, gpu_matmul, MM_MATVEC, 1},
-    {"cuda_tiled", OP_MATMUL, gpu_matmul, MM_TILED, 1},
-    {"cuda_splitk", OP_MATMUL, gpu_matmul, MM_SPLITK, 1},
-    {"cuda_splitk_f32", OP_MATMUL, gpu_matmul, MM_SPLITK_F32, 1},
-    {"cuda_dense", OP_MATMUL, gpu_matmul, MM_DENSE, 1},
-    {"cuda_wgmma", OP_MATMUL, gpu_matmul, MM_WGMMA, 1},
-    {"cuda_wgmma_splitk", OP_MATMUL, gpu_matmul, MM_WGMMA_SPLIT, 1},
-    {"cuda_streamk", OP_MATMUL, gpu_matmul, MM_STREAMK, 1},
-    {"cuda_rows", OP_ROWS, gpu_rows, 0, 1},
-    {"engine_embed", OP_ROWS, gpu_rows, 1, 1},
-    {"engine", OP_ADD_RMSNORM, gpu_engine, 0, 1},
-    {"engine", OP_QK_NORM_ROPE, gpu_engine, 0, 1},
-    {"engine", OP_SWIGLU, gpu_engine, 0, 1},
-    {"engine_fp32", OP_ATTN_PREFILL, gpu_engine, 0, 1},
-    {"engine_mma", OP_ATTN_PREFILL, gpu_engine, 1, 1},
-    {"engine_split1", OP_ATTN_DECODE, gpu_engine, 1, 1},
-    {"engine_split4", OP_ATTN_DECODE, gpu_engine, 4, 1},
-    {"engine_fused_s1", OP_DECODE_FUSED, gpu_engine, 1, 1},
-    {"engine_fused_s8", OP_DECODE_FUSED, gpu_engine, 8, 1},
-    {"engine", OP_ARGMAX, gpu_engine, 0, 1},
-    {"engine_2stage", OP_ARGMAX, gpu_engine, 1, 1},
+    MATMUL("cuda_auto", MM_AUTO), MATMUL("cuda_matvec", MM_MATVEC), MATMUL("cuda_tiled", MM_TILED),
+    MATMUL("cuda_splitk", MM_SPLITK), MATMUL("cuda_splitk_f32", MM_SPLITK_F32),
+    MATMUL("cuda_dense", MM_DENSE), MATMUL("cuda_wgmma", MM_WGMMA),
+    MATMUL("cuda_wgmma_splitk", MM_WGMMA_SPLIT), MATMUL("cuda_streamk", MM_STREAMK),
+    {"cuda_rows", OP_ROWS, gpu_rows, 0, 1}, {"engine_embed", OP_ROWS, gpu_rows, 1, 1},
+    ENGINE("engine", OP_ADD_RMSNORM, 0), ENGINE("engine", OP_QK_NORM_ROPE, 0),
+    ENGINE("engine", OP_SWIGLU, 0),
+    ENGINE("engine_fp32", OP_ATTN_PREFILL, 0), ENGINE("engine_mma", OP_ATTN_PREFILL, 1),
+    ENGINE("engine_split1", OP_ATTN_DECODE, 1), ENGINE("engine_split4", OP_ATTN_DECODE, 4),
+    ENGINE("engine_fused_s1", OP_DECODE_FUSED, 1), ENGINE("engine_fused_s8", OP_DECODE_FUSED, 8),
+    ENGINE("engine", OP_ARGMAX, 0), ENGINE("engine_2stage", OP_ARGMAX, 1),
 };
 
 const op_backend *ops_gpu_backends(int *n)

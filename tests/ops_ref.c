@@ -28,11 +28,27 @@ static void make_cache(op_data *d, const op_case *c, t_role role)
     I32("pos")[0] = (int32_t)c->pos;
 }
 
+/* m rows of q (role q_role), k, v; the norm weights, the RoPE table, a cache to append to */
+static void make_rope(op_data *d, const op_case *c, t_role q_role)
+{
+    size_t m = (size_t)c->m, qw = (size_t)c->heads * c->hd, kvw = (size_t)c->kv_heads * c->hd;
+    op_add(d, "q", T_BF16, q_role, m * qw, 1.0);
+    op_add(d, "k", T_BF16, T_IN, m * kvw, 1.0);
+    op_add(d, "v", T_BF16, T_IN, m * kvw, 1.0);
+    near_one(op_add(d, "qw", T_BF16, T_IN, (size_t)c->hd, 0));
+    near_one(op_add(d, "kw", T_BF16, T_IN, (size_t)c->hd, 0));
+    op_add(d, "cos", T_F32, T_IN, (size_t)d->max_seq * c->hd / 2, 0);
+    op_add(d, "sin", T_F32, T_IN, (size_t)d->max_seq * c->hd / 2, 0);
+    llm_rope_table(1e6, c->hd, d->max_seq, F32("cos"), F32("sin"));
+    make_cache(d, c, T_INOUT);
+    T("vc")->tol = 0; /* v is copied */
+}
+
 void ops_make(op_data *d)
 {
     const op_case *c = d->c;
     size_t m = (size_t)c->m, n = (size_t)c->n, k = (size_t)c->k;
-    size_t qw = (size_t)c->heads * c->hd, kvw = (size_t)c->kv_heads * c->hd;
+    size_t qw = (size_t)c->heads * c->hd;
     d->max_seq = c->pos + c->m + 3; /* not a multiple of any tile: the kernels take any length */
     switch (c->op) {
     case OP_MATMUL:
@@ -58,29 +74,11 @@ void ops_make(op_data *d)
         near_one(op_add(d, "w", T_BF16, T_IN, n, 0));
         op_add(d, "h", T_BF16, T_OUT, m * n, 0);
         break;
-    case OP_QK_NORM_ROPE:
-        op_add(d, "q", T_BF16, T_INOUT, m * qw, 1.0);
-        op_add(d, "k", T_BF16, T_IN, m * kvw, 1.0);
-        op_add(d, "v", T_BF16, T_IN, m * kvw, 1.0);
-        near_one(op_add(d, "qw", T_BF16, T_IN, (size_t)c->hd, 0));
-        near_one(op_add(d, "kw", T_BF16, T_IN, (size_t)c->hd, 0));
-        op_add(d, "cos", T_F32, T_IN, (size_t)d->max_seq * c->hd / 2, 0);
-        op_add(d, "sin", T_F32, T_IN, (size_t)d->max_seq * c->hd / 2, 0);
-        llm_rope_table(1e6, c->hd, d->max_seq, F32("cos"), F32("sin"));
-        make_cache(d, c, T_INOUT);
-        T("vc")->tol = 0; /* v is copied */
+    case OP_QK_NORM_ROPE: /* q rotated in place */
+        make_rope(d, c, T_INOUT);
         break;
     case OP_DECODE_FUSED: /* the new row's q, k, v; the cache holds pos earlier positions */
-        op_add(d, "q", T_BF16, T_IN, qw, 1.0);
-        op_add(d, "k", T_BF16, T_IN, kvw, 1.0);
-        op_add(d, "v", T_BF16, T_IN, kvw, 1.0);
-        near_one(op_add(d, "qw", T_BF16, T_IN, (size_t)c->hd, 0));
-        near_one(op_add(d, "kw", T_BF16, T_IN, (size_t)c->hd, 0));
-        op_add(d, "cos", T_F32, T_IN, (size_t)d->max_seq * c->hd / 2, 0);
-        op_add(d, "sin", T_F32, T_IN, (size_t)d->max_seq * c->hd / 2, 0);
-        llm_rope_table(1e6, c->hd, d->max_seq, F32("cos"), F32("sin"));
-        make_cache(d, c, T_INOUT);
-        T("vc")->tol = 0; /* v is copied */
+        make_rope(d, c, T_IN);
         op_add(d, "counters", T_I32, T_INOUT, (size_t)c->kv_heads, 0)->tol = 0; /* zero after */
         op_add(d, "out", T_BF16, T_OUT, qw, 0);
         break;

@@ -28,23 +28,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
-static int make_tmpdir(char *out, size_t size)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(out, size, "%s/qmm_hard_XXXXXX", base && *base ? base : "/tmp");
-    if (mkdtemp(out)) return 1;
-    test_fail(__FILE__, __LINE__, "mkdtemp failed");
-    return 0;
-}
-
 static void write_text(const char *path, const char *text, size_t len)
 {
     FILE *f = fopen(path, "wb");
@@ -91,7 +74,7 @@ static void on_alarm(int sig)
 static void fifo_in_model_directory(void)
 {
     char dir[512], mlx[600], bad[700], path[800], from[800];
-    if (!make_tmpdir(dir, sizeof dir) || !make_checkpoint(dir, mlx, sizeof mlx)) return;
+    if (!test_make_tmpdir(dir, sizeof dir, "hard") || !make_checkpoint(dir, mlx, sizeof mlx)) return;
     static const char *names[] = {"config.json", "model.safetensors",
                                   "model.safetensors.index.json"};
     signal(SIGALRM, on_alarm);
@@ -125,7 +108,7 @@ static void fifo_in_model_directory(void)
         }
     }
     signal(SIGALRM, SIG_DFL);
-    rm_tree(dir);
+    test_rm_tree(dir);
 }
 
 /* ---- defect 5: the JSON parser's memory, and index lookups ---- */
@@ -163,7 +146,7 @@ static void index_of_many_entries_over_many_shards(void)
 {
     enum { SHARDS = 4096, PER = 40 };
     char top[512], dir[3000], path[3200];
-    if (!make_tmpdir(top, sizeof top)) return;
+    if (!test_make_tmpdir(top, sizeof top, "hard")) return;
     /* a long directory path: a lookup that compares whole paths per entry and shard (the old
      * one) pays for it, one that sorts the shard names does not */
     snprintf(dir, sizeof dir, "%s", top);
@@ -221,7 +204,7 @@ static void index_of_many_entries_over_many_shards(void)
     }
     free(index);
     free(hdr);
-    rm_tree(top);
+    test_rm_tree(top);
 }
 
 /* ---- defect 6: the tensors must tile the data buffer exactly ---- */
@@ -340,7 +323,7 @@ static void config_messages_name_the_bad_key(void)
 static void unknown_preset_is_named(void)
 {
     char cwd_dir[512];
-    if (!make_tmpdir(cwd_dir, sizeof cwd_dir)) return;
+    if (!test_make_tmpdir(cwd_dir, sizeof cwd_dir, "hard")) return;
     qmm_llm_model *m = NULL;
     qmm_clear_error();
     CHECK_STATUS(qmm_llm_model_open("qwen3-5b", 1, &m), QMM_ERR_NOT_FOUND);
@@ -352,7 +335,7 @@ static void unknown_preset_is_named(void)
     CHECK_STATUS(qmm_llm_model_open(missing, 1, &m), QMM_ERR_NOT_FOUND);
     CHECK(strstr(qmm_last_error(), "nothing-here") != NULL);
     CHECK_STATUS(qmm_llm_model_load(missing, &m), QMM_ERR_NOT_FOUND);
-    rm_tree(cwd_dir);
+    test_rm_tree(cwd_dir);
 }
 
 /* ---- defect 11: a checkpoint truncated after loading ---- */
@@ -360,7 +343,7 @@ static void unknown_preset_is_named(void)
 static void truncated_after_load(void)
 {
     char dir[512], mlx[600], file[700];
-    if (!make_tmpdir(dir, sizeof dir) || !make_checkpoint(dir, mlx, sizeof mlx)) return;
+    if (!test_make_tmpdir(dir, sizeof dir, "hard") || !make_checkpoint(dir, mlx, sizeof mlx)) return;
     snprintf(file, sizeof file, "%s/model.safetensors", mlx);
     qmm_llm_model *mapped = NULL, *copied = NULL;
     CHECK_OK(qmm_llm_model_load_mode(mlx, QMM_LLM_LOAD_MAP, &mapped));
@@ -371,7 +354,7 @@ static void truncated_after_load(void)
     if (!mapped || !copied) {
         qmm_llm_model_destroy(mapped);
         qmm_llm_model_destroy(copied);
-        rm_tree(dir);
+        test_rm_tree(dir);
         return;
     }
     int32_t want[4], got[4];
@@ -406,7 +389,7 @@ static void truncated_after_load(void)
     CHECK_STATUS(qmm_llm_model_load_mode(mlx, QMM_LLM_LOAD_MAP, &m), QMM_ERR_FORMAT);
     qmm_llm_model_destroy(mapped);
     qmm_llm_model_destroy(copied);
-    rm_tree(dir);
+    test_rm_tree(dir);
 }
 
 int main(int argc, char **argv)

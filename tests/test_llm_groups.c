@@ -15,23 +15,6 @@
 
 static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 512, 1e6, 1e-6, 0, 128};
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
-static int make_tmpdir(char *out, size_t size)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(out, size, "%s/qmm_groups_XXXXXX", base && *base ? base : "/tmp");
-    if (mkdtemp(out)) return 1;
-    test_fail(__FILE__, __LINE__, "mkdtemp failed");
-    return 0;
-}
-
 static char *read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -93,7 +76,7 @@ static int quantize(const char *dir, const qmm_llm_config *c, int group, const c
 static void writer_and_loader_per_group(void)
 {
     char dir[512];
-    if (!make_tmpdir(dir, sizeof dir)) return;
+    if (!test_make_tmpdir(dir, sizeof dir, "groups")) return;
     const int groups[] = {32, 64, 128};
     int32_t ids[5] = {1, 7, 300, 999, 42}, first[3] = {-1, -1, -1};
     for (int gi = 0; gi < 3; gi++) {
@@ -152,7 +135,7 @@ static void writer_and_loader_per_group(void)
     CHECK_STATUS(qmm_llm_quantize_checkpoint_group(hf, out, 48, NULL), QMM_ERR_ARG);
     struct stat sb;
     CHECK(stat(out, &sb) != 0);
-    rm_tree(dir);
+    test_rm_tree(dir);
 }
 
 /* config.json against the tensors of a g64 checkpoint (K = 320 for q/k/v/gate/up, so a group of
@@ -160,14 +143,14 @@ static void writer_and_loader_per_group(void)
 static void config_disagrees_with_tensors(void)
 {
     char dir[512], mlx[600], path[700];
-    if (!make_tmpdir(dir, sizeof dir)) return;
+    if (!test_make_tmpdir(dir, sizeof dir, "groups")) return;
     qmm_llm_config c = tiny;
     c.hidden_size = 320;
     c.num_heads = 5;
     c.num_kv_heads = 1;
     c.group_size = 64;
     if (!quantize(dir, &c, 64, "mlx")) {
-        rm_tree(dir);
+        test_rm_tree(dir);
         return;
     }
     snprintf(mlx, sizeof mlx, "%s/mlx", dir);
@@ -225,7 +208,7 @@ static void config_disagrees_with_tensors(void)
         }
     }
     free(orig);
-    rm_tree(dir);
+    test_rm_tree(dir);
 }
 
 int main(int argc, char **argv)
