@@ -416,12 +416,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "FAIL: cudaStreamCreateWithFlags\n");
         return 1;
     }
-    static const test_case cases[] = {
-        {"attention_decode_matches_cpu", attention_decode_matches_cpu},
-        {"argmax_matches_cpu", argmax_matches_cpu},
-        {"swiglu_matches_cpu", swiglu_matches_cpu},
-        {"add_rmsnorm_matches_cpu", add_rmsnorm_matches_cpu},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, attention_decode_matches_cpu, argmax_matches_cpu, swiglu_matches_cpu,
+               add_rmsnorm_matches_cpu);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }
 #endif

@@ -236,12 +236,8 @@ static void graph_profile_adds_up(void)
 int main(int argc, char **argv)
 {
     test_require_gpu("the decode step is not tested here");
-    static const test_case cases[] = {
-        {"pdl_on_off_bitwise", pdl_on_off_bitwise},
-        {"fused_attention_matches_reference", fused_attention_matches_reference},
-        {"ten_thousand_steps", ten_thousand_steps},
-        {"graph_profile_adds_up", graph_profile_adds_up},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, pdl_on_off_bitwise, fused_attention_matches_reference, ten_thousand_steps,
+               graph_profile_adds_up);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }
 #endif

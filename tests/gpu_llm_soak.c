@@ -214,10 +214,7 @@ done:
 
 int main(int argc, char **argv)
 {
-    int count = 0;
-    char why[256] = "";
-    qmm_cuda_device_count(&count, why, sizeof why);
-    if (count == 0) test_skip_all(why[0] ? why : "no CUDA device");
+    test_require_gpu("the engine soak is not run here");
     TEST_TABLE(cases, small_model_prefill_decode, small_matmul_paths, decode_10000_steps);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -56,8 +56,6 @@ int main(int argc, char **argv)
 {
     test_require_gpu("the MLX reference is not run on CUDA here");
     g_dir = mlx_dir();
-    static const test_case cases[] = {
-        {"models_match_mlx_on_cuda", models_match_mlx_on_cuda},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, models_match_mlx_on_cuda);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

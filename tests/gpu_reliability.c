@@ -339,10 +339,7 @@ static void two_threads_matmuls_and_sessions(void)
 
 int main(int argc, char **argv)
 {
-    int count = 0;
-    char why[256] = "";
-    qmm_cuda_device_count(&count, why, sizeof why);
-    if (count == 0) test_skip_all(why[0] ? why : "no CUDA device");
+    test_require_gpu("the GPU reliability cases are not run here");
     TEST_TABLE(cases, oom_weight_upload, oom_pipeline_workspace, oom_session,
                two_threads_matmuls_and_sessions);
     return test_main(argc, argv, cases, TEST_COUNT(cases));

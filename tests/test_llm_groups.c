@@ -213,9 +213,6 @@ static void config_disagrees_with_tensors(void)
 
 int main(int argc, char **argv)
 {
-    static const test_case cases[] = {
-        {"writer_and_loader_per_group", writer_and_loader_per_group},
-        {"config_disagrees_with_tensors", config_disagrees_with_tensors},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, writer_and_loader_per_group, config_disagrees_with_tensors);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -136,9 +136,6 @@ static void dequantize_matches_mlx(void)
 int main(int argc, char **argv)
 {
     g_dir = mlx_dir();
-    static const test_case cases[] = {
-        {"dequantize_matches_mlx", dequantize_matches_mlx},
-        {"models_match_mlx", models_match_mlx},
-    };
-    return test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+    TEST_TABLE(cases, dequantize_matches_mlx, models_match_mlx);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

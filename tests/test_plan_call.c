@@ -26,12 +26,15 @@ static qmm_device_desc sm90_tiled(void)
  * table and the wgmma kernel: bench/results/2026-11-29-final/plan-device.txt): path/split/
  * predicted µs. The tiled family of the shipped table must reproduce it; a change here is a
  * change of what the GPU runs when the wgmma kernel is not taken. */
-static const int64_t tokens[5] = {16, 32, 64, 128, 2048};
-static const struct {
+/* A pinned row: a projection and the cell of each token count of the table. */
+typedef struct pinned_row {
     const char *proj;
     int64_t k, n;
     const char *cells[5];
-} qwen3_4b[] = {
+} pinned_row;
+
+static const int64_t tokens[5] = {16, 32, 64, 128, 2048};
+static const pinned_row qwen3_4b[] = {
     {"q", 2560, 4096, {"splitk/10/5.4", "splitk/10/6.1", "splitk/5/12.2", "splitk/4/15.2", "dense/1/116.2"}},
     {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "dense/1/5.4", "dense/1/30.5"}},
     {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/15.5", "dense/1/116.2"}},
@@ -66,11 +69,7 @@ static void qwen3_4b_tiled_table(void)
  * waves), the dense path beyond. Cells as `qmm plan --policy device` prints them:
  * path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight rows. */
 static const int64_t wg_tokens[5] = {1, 16, 64, 384, 2048};
-static const struct {
-    const char *proj;
-    int64_t k, n;
-    const char *cells[5];
-} qwen3_4b_default[] = {
+static const pinned_row qwen3_4b_default[] = {
     {"q", 2560, 4096, {"matvec/1/3.8", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
     {"k", 2560, 1024, {"matvec/1/3.8", "streamk/1/80x16x64", "streamk/1/80x64x64", "streamk/1/120x128x128", "dense/1/30.5"}},
     {"o", 4096, 2560, {"matvec/1/5.4", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
