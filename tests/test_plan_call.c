@@ -22,41 +22,59 @@ static qmm_device_desc sm90_tiled(void)
     return d;
 }
 
-/* `qmm plan --model qwen3-4b --policy device` on the H200 at commit af3c3dd (before the tuning
- * table and the wgmma kernel: bench/results/2026-11-29-final/plan-device.txt): path/split/
- * predicted µs. The tiled family of the shipped table must reproduce it; a change here is a
- * change of what the GPU runs when the wgmma kernel is not taken. */
-/* A pinned row: a projection and the cell of each token count of the table. */
-typedef struct pinned_row {
+/* Two pinned tables of `qmm plan --model qwen3-4b --policy device`, one row a projection.
+ * tiled: at commit af3c3dd, before the tuning table and the wgmma kernel
+ * (bench/results/2026-11-29-final/plan-device.txt), at M = 16, 32, 64, 128, 2048; the tiled
+ * family of the shipped table (wgmma off) must reproduce it.
+ * deflt: the shipped default since the wgmma kernel (commits bae0d7b, 27ea9a0), at M = 1, 16,
+ * 64, 384, 2048: the matvec to M = 4, the wgmma kernel from 5 to 384 tokens (stream-K where the
+ * tiles do not fill the GPU in whole waves), the dense path beyond.
+ * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
+ * rows. A change here is a change of what the GPU runs. */
+static const int64_t tiled_tokens[5] = {16, 32, 64, 128, 2048}, deflt_tokens[5] = {1, 16, 64, 384, 2048};
+static const struct {
     const char *proj;
     int64_t k, n;
-    const char *cells[5];
-} pinned_row;
-
-static const int64_t tokens[5] = {16, 32, 64, 128, 2048};
-static const pinned_row qwen3_4b[] = {
-    {"q", 2560, 4096, {"splitk/10/5.4", "splitk/10/6.1", "splitk/5/12.2", "splitk/4/15.2", "dense/1/116.2"}},
-    {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "dense/1/5.4", "dense/1/30.5"}},
-    {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/15.5", "dense/1/116.2"}},
-    {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/34.1", "dense/1/273.2"}},
-    {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/34.1", "dense/1/273.2"}},
+    const char *tiled[5], *deflt[5];
+} qwen3_4b[] = {
+    {"q", 2560, 4096, {"splitk/10/5.4", "splitk/10/6.1", "splitk/5/12.2", "splitk/4/15.2", "dense/1/116.2"},
+     {"matvec/1/3.8", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
+    {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "dense/1/5.4", "dense/1/30.5"},
+     {"matvec/1/3.8", "streamk/1/80x16x64", "streamk/1/80x64x64", "streamk/1/120x128x128", "dense/1/30.5"}},
+    {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/15.5", "dense/1/116.2"},
+     {"matvec/1/5.4", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
+    {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/34.1", "dense/1/273.2"},
+     {"matvec/1/6.5", "streamk/1/396x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "dense/1/273.2"}},
+    {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/34.1", "dense/1/273.2"},
+     {"matvec/1/11.5", "streamk/1/396x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/273.2"}},
 };
+
+/* Every row of the table under d: the tiled columns (deflt = 0) or the default ones. */
+static void check_pinned(const qmm_device_desc *d, int deflt)
+{
+    const int64_t *tokens = deflt ? deflt_tokens : tiled_tokens;
+    for (size_t i = 0; i < sizeof qwen3_4b / sizeof qwen3_4b[0]; i++)
+        for (int t = 0; t < 5; t++) {
+            qmm_plan p;
+            CHECK_OK(qmm_plan_call(d, tokens[t], qwen3_4b[i].n, qwen3_4b[i].k, NULL, &p));
+            char got[64];
+            if (p.path == QMM_PATH_WGMMA || p.path == QMM_PATH_STREAMK)
+                snprintf(got, sizeof got, "%s/%d/%lldx%dx%d", qmm_path_name(p.path), p.split,
+                         (long long)p.blocks, p.tile_m, p.tile_n);
+            else
+                snprintf(got, sizeof got, "%s/%d/%.1f", qmm_path_name(p.path), p.split, p.predicted_us);
+            const char *want = deflt ? qwen3_4b[i].deflt[t] : qwen3_4b[i].tiled[t];
+            CHECKF(!strcmp(got, want), "%s M=%lld: %s, want %s", qwen3_4b[i].proj,
+                   (long long)tokens[t], got, want);
+        }
+}
 
 static void qwen3_4b_tiled_table(void)
 {
     qmm_device_desc d = sm90_tiled();
     CHECK(!strcmp(d.family, "sm90") && d.gpu.sms == 132);
-    for (size_t i = 0; i < sizeof qwen3_4b / sizeof qwen3_4b[0]; i++)
-        for (int t = 0; t < 5; t++) {
-            qmm_plan p;
-            CHECK_OK(qmm_plan_call(&d, tokens[t], qwen3_4b[i].n, qwen3_4b[i].k, NULL, &p));
-            char got[64];
-            snprintf(got, sizeof got, "%s/%d/%.1f", qmm_path_name(p.path), p.split, p.predicted_us);
-            CHECKF(!strcmp(got, qwen3_4b[i].cells[t]), "%s M=%lld: %s, want %s", qwen3_4b[i].proj,
-                   (long long)tokens[t], got, qwen3_4b[i].cells[t]);
-        }
+    check_pinned(&d, 0);
     /* decode: the matvec up to M = 8, as the seed rule */
-    d = sm90_tiled();
     for (int64_t m = 1; m <= 9; m++) {
         qmm_plan p;
         CHECK_OK(qmm_plan_call(&d, m, 4096, 2560, NULL, &p));
@@ -64,38 +82,11 @@ static void qwen3_4b_tiled_table(void)
     }
 }
 
-/* The shipped default since the wgmma kernel (commits bae0d7b, 27ea9a0): the matvec to M = 4,
- * the wgmma kernel from 5 to 384 tokens (stream-K where the tiles do not fill the GPU in whole
- * waves), the dense path beyond. Cells as `qmm plan --policy device` prints them:
- * path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight rows. */
-static const int64_t wg_tokens[5] = {1, 16, 64, 384, 2048};
-static const pinned_row qwen3_4b_default[] = {
-    {"q", 2560, 4096, {"matvec/1/3.8", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
-    {"k", 2560, 1024, {"matvec/1/3.8", "streamk/1/80x16x64", "streamk/1/80x64x64", "streamk/1/120x128x128", "dense/1/30.5"}},
-    {"o", 4096, 2560, {"matvec/1/5.4", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
-    {"gate", 2560, 9728, {"matvec/1/6.5", "streamk/1/396x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "dense/1/273.2"}},
-    {"down", 9728, 2560, {"matvec/1/11.5", "streamk/1/396x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/273.2"}},
-};
-
 static void qwen3_4b_default_table(void)
 {
     qmm_device_desc d = sm90();
     CHECK(d.wgmma_min_m == 5 && d.wgmma_max_m == 384 && d.dense_force_m == 385);
-    for (size_t i = 0; i < sizeof qwen3_4b_default / sizeof qwen3_4b_default[0]; i++)
-        for (int t = 0; t < 5; t++) {
-            qmm_plan p;
-            CHECK_OK(qmm_plan_call(&d, wg_tokens[t], qwen3_4b_default[i].n, qwen3_4b_default[i].k,
-                                   NULL, &p));
-            char got[64];
-            if (p.path == QMM_PATH_WGMMA || p.path == QMM_PATH_STREAMK)
-                snprintf(got, sizeof got, "%s/%d/%lldx%dx%d", qmm_path_name(p.path), p.split,
-                         (long long)p.blocks, p.tile_m, p.tile_n);
-            else
-                snprintf(got, sizeof got, "%s/%d/%.1f", qmm_path_name(p.path), p.split, p.predicted_us);
-            CHECKF(!strcmp(got, qwen3_4b_default[i].cells[t]), "%s M=%lld: %s, want %s",
-                   qwen3_4b_default[i].proj, (long long)wg_tokens[t], got,
-                   qwen3_4b_default[i].cells[t]);
-        }
+    check_pinned(&d, 1);
 }
 
 /* The plan is complete: configuration, stages and workspace are what the kernels will use. */
