@@ -48,15 +48,24 @@ static const double tuned_launch_us = 1.0;
 static const int matvec_limit_m = 16;
 static const double tuned_dense_tflops = 400.0; /* cuBLAS bf16 at these shapes (not 8192^3) */
 static const int tuned_dense_min_m = 128;
-/* Where each path wins on the H200 (bench ops, bench/results/2026-11-30-*): the matvec at
- * M <= 4, the wgmma kernel from 5 to 384 tokens, dequantize + cuBLAS beyond. */
+/* Where each path wins on the H200 (bench/results/2026-11-30-sm90/ops.md): the matvec at
+ * M <= 4, the wgmma kernel from 5 to 384 tokens, dequantize + cuBLAS beyond (and for N <= 1024
+ * from M = 128). */
 static const int tuned_sm90_min_m = 5;
 static const int tuned_sm90_max_m = 384;
 
+static const int tuned_dense_narrow_n = 1024; /* k/v: the dense path wins from M = 128 */
+
+/* Long prompts, and narrow outputs at M >= 128: dequantize + cuBLAS. */
+static bool should_use_dense(int64_t m, int64_t n)
+{
+    return m > tuned_sm90_max_m || (m >= 128 && n <= tuned_dense_narrow_n);
+}
 /* The Hopper wgmma kernel for this call? */
-static bool should_use_sm90(int64_t m) { return m >= tuned_sm90_min_m && m <= tuned_sm90_max_m; }
-/* Long prompts: the dense path. */
-static bool should_use_dense(int64_t m) { return m > tuned_sm90_max_m; }
+static bool should_use_sm90(int64_t m, int64_t n)
+{
+    return m >= tuned_sm90_min_m && !should_use_dense(m, n);
+}
 
 extern "C" int qmm_cuda_built(void) { return 1; }
 
@@ -332,10 +341,10 @@ static qmm_status make_plan(const qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64
         if (o->split > 0) return qmm_fail(QMM_ERR_ARG, "stream-K takes split 0");
         return qmm_plan_sm90(m, n, k, ctx->info.sm_count, QMM_SM90_STREAMK, 0, p);
     }
-    if (o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && should_use_sm90(m))
+    if (o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && should_use_sm90(m, n))
         return qmm_plan_sm90(m, n, k, ctx->info.sm_count, o->split == 1 ? QMM_SM90_SPLIT : QMM_SM90_AUTO,
                              1, p);
-    const bool dense = o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && should_use_dense(m);
+    const bool dense = o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && should_use_dense(m, n);
 
     const qmm_device_desc *d = &ctx->desc;
     qmm_status st;
