@@ -239,6 +239,8 @@ typedef struct qmm_device_desc {
     int dense_min_m;      /* the dense path is considered only for M >= this */
     int dense_force_m;    /* AUTO under the device policy takes it from this M on; 0 = the
                              model decides */
+    int dense_narrow_n;   /* ... and for N <= dense_narrow_n from M = dense_narrow_m on (the */
+    int dense_narrow_m;   /* narrow k/v outputs); dense_narrow_n = 0: no such rule */
 } qmm_device_desc;
 
 /* The shipped tuning table's description of a GPU family: compute capability 9.x -> "sm90" (the

@@ -65,13 +65,21 @@ static int wants(const qmm_cuda_options *o, const qmm_plan *policy, qmm_path pat
     return o->path == path || (o->path == QMM_PATH_AUTO && policy->path == path);
 }
 
-/* Forced, the device policy's choice, or a long prompt past the table's dense_force_m. */
-static int should_use_dense(const qmm_device_desc *d, const qmm_cuda_options *o,
-                            const qmm_plan *policy, int64_t m)
+/* AUTO under the device policy on a shape the tuning table gives to the dense path: long
+ * prompts (dense_force_m) and narrow outputs from dense_narrow_m on. */
+static int table_wants_dense(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m,
+                             int64_t n)
 {
-    int long_prompt = o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE &&
-                      d->dense_force_m > 0 && m >= d->dense_force_m;
-    return long_prompt || wants(o, policy, QMM_PATH_DENSE);
+    if (o->path != QMM_PATH_AUTO || o->policy != QMM_POLICY_DEVICE) return 0;
+    return (d->dense_force_m > 0 && m >= d->dense_force_m) ||
+           (d->dense_narrow_n > 0 && n <= d->dense_narrow_n && m >= d->dense_narrow_m);
+}
+
+/* Forced, the device policy's choice, or the tuning table's dense shapes. */
+static int should_use_dense(const qmm_device_desc *d, const qmm_cuda_options *o,
+                            const qmm_plan *policy, int64_t m, int64_t n)
+{
+    return table_wants_dense(d, o, m, n) || wants(o, policy, QMM_PATH_DENSE);
 }
 
 static int should_use_matvec(const qmm_cuda_options *o, const qmm_plan *policy)
@@ -80,12 +88,13 @@ static int should_use_matvec(const qmm_cuda_options *o, const qmm_plan *policy)
 }
 
 /* The Hopper wgmma kernel: forced (WGMMA, STREAMK), or AUTO under the device policy in the
- * tuning table's M range (wgmma_min_m = 0: never). */
-static int should_use_wgmma(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m)
+ * tuning table's M range (wgmma_min_m = 0: never) where the table does not want dense. */
+static int should_use_wgmma(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m,
+                            int64_t n)
 {
     if (o->path == QMM_PATH_WGMMA || o->path == QMM_PATH_STREAMK) return 1;
     return o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && d->wgmma_min_m > 0 &&
-           m >= d->wgmma_min_m && m <= d->wgmma_max_m;
+           m >= d->wgmma_min_m && m <= d->wgmma_max_m && !table_wants_dense(d, o, m, n);
 }
 
 /* Partitions of K for the tiled kernel: the policy's, unless the options hold it at 1 (TILED, or
@@ -195,7 +204,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
     st = check_options(&o);
     if (st != QMM_OK) return st;
-    if (should_use_wgmma(d, &o, m)) return plan_wgmma(d, m, n, k, &o, out);
+    if (should_use_wgmma(d, &o, m, n)) return plan_wgmma(d, m, n, k, &o, out);
     const int model = o.policy == QMM_POLICY_DEVICE; /* only the device policy predicts */
 
     qmm_plan p;
@@ -214,7 +223,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     }
     p.stages = 0;
 
-    if (should_use_dense(d, &o, &p, m)) {
+    if (should_use_dense(d, &o, &p, m, n)) {
         p.path = QMM_PATH_DENSE;
         p.split = 1;
         p.k_per_split = (int)k;

@@ -12,7 +12,8 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
     if (d->gpu.sms < 1 || d->max_split < 1 || d->min_k_tiles < 1 || d->config_count < 1 ||
         d->config_count > QMM_MAX_TILE_CONFIGS || d->matvec_max_m < 0 ||
         d->matvec_limit_m < d->matvec_max_m || d->matvec_wide_tiles < 0 || d->wgmma_min_m < 0 ||
-        d->wgmma_max_m < d->wgmma_min_m || d->dense_force_m < 0)
+        d->wgmma_max_m < d->wgmma_min_m || d->dense_force_m < 0 || d->dense_narrow_n < 0 ||
+        d->dense_narrow_m < 0)
         return qmm_fail(QMM_ERR_ARG, "device description: sm_count %d, max_split %d, "
                         "min_k_tiles %d, config_count %d, matvec M <= %d (kernel %d) out of range",
                         d->gpu.sms, d->max_split, d->min_k_tiles, d->config_count,
@@ -81,7 +82,7 @@ qmm_status qmm_plan_device(int64_t m, int64_t n, int64_t k, const qmm_device_des
     if (!d) return qmm_fail(QMM_ERR_NULL, "device description is NULL");
     qmm_device_desc tiled = *d;
     tiled.wgmma_min_m = 0; /* the split-K policy of the tiled kernels only, */
-    tiled.dense_force_m = 0; /* the dense path where the model says so */
+    tiled.dense_force_m = tiled.dense_narrow_n = 0; /* the dense path where the model says so */
     qmm_cuda_options o = qmm_cuda_options_default();
     o.policy = QMM_POLICY_DEVICE;
     return qmm_plan_call(&tiled, m, n, k, &o, out);

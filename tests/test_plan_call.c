@@ -27,8 +27,9 @@ static qmm_device_desc sm90_tiled(void)
  * (bench/results/2026-11-29-final/plan-device.txt), at M = 16, 32, 64, 128, 2048; the tiled
  * family of the shipped table (wgmma off) must reproduce it.
  * deflt: the shipped default since the wgmma kernel (commits bae0d7b, 27ea9a0), at M = 1, 16,
- * 64, 384, 2048: the matvec to M = 4, the wgmma kernel from 5 to 384 tokens (stream-K where the
- * tiles do not fill the GPU in whole waves), the dense path beyond.
+ * 64, 384, 2048 (and ff0ed56: narrow outputs, N <= 1024, dense from M = 128): the matvec to
+ * M = 4, the wgmma kernel from 5 to 384 tokens (stream-K where the tiles do not fill the GPU in
+ * whole waves), the dense path beyond.
  * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
  * rows. A change here is a change of what the GPU runs. */
 static const int64_t tiled_tokens[5] = {16, 32, 64, 128, 2048}, deflt_tokens[5] = {1, 16, 64, 384, 2048};
@@ -40,7 +41,7 @@ static const struct {
     {"q", 2560, 4096, {"splitk/10/5.4", "splitk/10/6.1", "splitk/5/12.2", "splitk/4/15.2", "dense/1/116.2"},
      {"matvec/1/3.8", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
     {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "dense/1/5.4", "dense/1/30.5"},
-     {"matvec/1/3.8", "streamk/1/80x16x64", "streamk/1/80x64x64", "streamk/1/120x128x128", "dense/1/30.5"}},
+     {"matvec/1/3.8", "streamk/1/80x16x64", "streamk/1/80x64x64", "dense/1/8.7", "dense/1/30.5"}},
     {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/15.5", "dense/1/116.2"},
      {"matvec/1/5.4", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
     {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/34.1", "dense/1/273.2"},
@@ -86,6 +87,7 @@ static void qwen3_4b_default_table(void)
 {
     qmm_device_desc d = sm90();
     CHECK(d.wgmma_min_m == 5 && d.wgmma_max_m == 384 && d.dense_force_m == 385);
+    CHECK(d.dense_narrow_n == 1024 && d.dense_narrow_m == 128);
     check_pinned(&d, 1);
 }
 
@@ -105,7 +107,9 @@ static void plan_fields(void)
             CHECK(test_plan_equal(&p, &dev));
             qmm_plan w;
             CHECK_OK(qmm_plan_call(&wg, m, n, k, NULL, &w)); /* the default: the wgmma kernel */
-            int tn = 0, wgs = 0, stages = 0, wg_m = m >= wg.wgmma_min_m && m <= wg.wgmma_max_m;
+            int tn = 0, wgs = 0, stages = 0;
+            int wg_m = m >= wg.wgmma_min_m && m <= wg.wgmma_max_m &&
+                       !(n <= wg.dense_narrow_n && m >= wg.dense_narrow_m);
             CHECK(wg_m == (w.path == QMM_PATH_WGMMA || w.path == QMM_PATH_STREAMK));
             if (wg_m) {
                 CHECK(qmm_sm90_config(w.config, &tn, &wgs, &stages) && w.tile_m == tn &&

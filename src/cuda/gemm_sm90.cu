@@ -1,29 +1,30 @@
 /*
- * Hopper path: C[M, N] = A[M, K] · Wᵀ with wgmma, the weights in registers, for any M.
+ * Hopper path: C[M, N] = A[M, K] · Wᵀ with wgmma, the weights in registers, for M = 1…any.
  *
  * Roles are swapped (Cᵀ = W·Aᵀ): 64 weight rows per consumer warpgroup are the wgmma A operand,
  * dequantized from the device layout (w4_layout.h: one lane's 16 bytes per 16-row tile and group
  * are exactly its m64nNk16 A fragments for the group's eight k16 steps) to bf16(s·q + b); the
- * tokens are the wgmma N dimension (TN = 8…256), so a 16-token prompt runs an n16 tile.
+ * tokens are the wgmma N dimension (TN = 8…128), so a 16-token prompt runs an n16 tile.
  * A producer warp fills a ring of STAGES shared-memory buffers, one quantization group (128 k)
- * each, with two copy-engine operations per stage — the copy engine handles few large copies far
- * better than many small ones (measured: ~130 ns per operation when a stage took eleven): the
- * block's weight rows for the group (one contiguous 4 or 8 KB piece of the device layout) by a
- * bulk copy, the activations by one 3-D TMA box with the 128-byte swizzle that wgmma's K-major B
- * descriptor reads; the scale|bias pairs by the warp's lanes (16-byte cp.async each).
- * Full/empty mbarriers pace the ring.
+ * each, with two copy-engine operations a stage: the block's weight rows for the group (one
+ * contiguous 4 or 8 KB piece of the device layout) by a bulk copy, the activations by one 3-D TMA
+ * box with the 128-byte swizzle that wgmma's K-major B descriptor reads; the scale|bias pairs by
+ * the warp's lanes (16-byte cp.async each). Full/empty mbarriers pace the ring.
  *
  * Work is a list of iterations (tile, group), tiles ordered m-tile fastest so that CTAs running
  * together share weight tiles. CTA p owns iterations [start(p), start(p+1)):
- *   split S > 0 (split-K): CTA p = tile·S + z takes the group-aligned partition z of its tile
- *                          (S = 1 is the unsplit schedule, one CTA per tile);
- *   split = 0 (stream-K):  P CTAs take equal shares start(p) = ⌊p·I/P⌋ of all I iterations.
+ *   split S > 0 (split-K): CTA p = tile·S + z takes the group-aligned partition z of its tile,
+ *                          partitions differing by at most one group (S = 1: the unsplit
+ *                          schedule, one CTA per tile);
+ *   split = 0 (stream-K):  P CTAs take equal shares (at most one iteration apart) of all
+ *                          I = tiles · groups iterations.
  * A CTA that covers a whole tile stores it. Otherwise it writes its fp32 partial to the workspace
- * and counts itself in the tile's counter; the last CTA to arrive sums the partials in CTA order
- * (its own from registers, in its place), so the result does not depend on timing.
+ * and counts itself in the tile's counter; the last CTA to arrive sums every partial of the tile
+ * in CTA order, so the result does not depend on timing (bitwise equal run to run).
  *
  * Programmatic dependent launch: the producer issues the first stages' weight copies before
- * griddepcontrol.wait (weights never depend on the previous kernel), everything else after it.
+ * griddepcontrol.wait (weights never depend on the previous kernel), the activations after it;
+ * consumers wait before writing; launch_dependents once every copy is issued.
  */
 #include <cudaTypedefs.h>
 

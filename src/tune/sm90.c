@@ -26,11 +26,14 @@ static qmm_device_desc sm90(void)
     QMM_SM90_TILED(QMM_ROW)
 #undef QMM_ROW
     d.tiled_tflops = 250.0;     /* mma.sync + dequant kernel's effective rate */
-    /* where each path wins on the H200 (bench ops, bench/results/2026-11-30-*): the matvec at
-     * M <= 4, the wgmma kernel from 5 to 384 tokens, dequantize + cuBLAS beyond */
+    /* where each path wins on the H200 (bench/results/2026-11-30-sm90/ops.md): the matvec at
+     * M <= 4, the wgmma kernel from 5 to 384 tokens, dequantize + cuBLAS beyond (and for
+     * N <= 1024, the k/v projections, from M = 128) */
     d.wgmma_min_m = 5;
     d.wgmma_max_m = 384;
     d.dense_force_m = 385;
+    d.dense_narrow_n = 1024;
+    d.dense_narrow_m = 128;
     d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
     d.dense_min_m = 128;
     return d;
@@ -48,7 +51,7 @@ static qmm_device_desc generic(void)
     d.gpu.launch_us = 2.0;
     d.tiled_tflops = 100.0;
     d.dense_tflops = 0.0;
-    d.dense_force_m = 0;
+    d.dense_force_m = d.dense_narrow_n = 0;
     d.wgmma_min_m = d.wgmma_max_m = 0; /* sm_90a code only */
     return d;
 }
