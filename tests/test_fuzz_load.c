@@ -10,17 +10,11 @@
 #include <time.h>
 
 #include "harness.h"
+#include "internal.h"
 
 #define FUZZ_LOAD_NO_ENTRY
 #include "fuzz/fuzz_load.c"
 #include "fuzz/load_seeds.c"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void seeds_load_and_generate(void)
 {
@@ -134,8 +128,8 @@ static void mutation_loop(void)
     int nseeds = 0;
     while (nseeds < 16 && (seed_len[nseeds] = fuzz_load_seed(nseeds, &seed[nseeds]))) nseeds++;
     long runs = 0, loaded = 0, refused = 0;
-    double t0 = now_s();
-    while (runs < runs_max && now_s() - t0 < budget && !test_failed_now()) {
+    double t0 = (qmm_now_ms() * 1e-3);
+    while (runs < runs_max && (qmm_now_ms() * 1e-3) - t0 < budget && !test_failed_now()) {
         parts x;
         int s = (int)(test_rand_u64() % (uint64_t)nseeds);
         split_seed(seed[s], seed_len[s], &x);
@@ -157,7 +151,7 @@ static void mutation_loop(void)
         for (int k = 0; k < 3; k++) free(x.p[k]);
     }
     printf("    %ld mutated inputs in %.1f s: %ld loaded and generated, %ld refused\n", runs,
-           now_s() - t0, loaded, refused);
+           (qmm_now_ms() * 1e-3) - t0, loaded, refused);
     CHECK(runs > 0 && loaded > 0 && refused > 0);
     for (int i = 0; i < nseeds; i++) free(seed[i]);
 }

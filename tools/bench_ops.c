@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench_ops.h"
+#include "internal.h"
 #include "commands.h"
 
 #ifdef QMM_HAVE_CUDA
@@ -74,13 +75,6 @@ static void progress(const ops_state *st, int done, int total, const bench_shape
     fprintf(stderr, " [%.1f s]\n", seconds);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void *host_alloc(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);
@@ -124,7 +118,7 @@ static int run_shape(ops_state *st, cudaStream_t s, qmm_cuda_ctx *ctx, bench_cub
 
     for (int i = 0; i < o->m_count; i++) {
         int64_t m = o->ms[i];
-        double t0 = now_s();
+        double t0 = (qmm_now_ms() * 1e-3);
         bench_set_activity("%s M=%lld: CPU reference", sh->name, (long long)m);
         bench_random_bf16(rng, a, (size_t)m * (size_t)k);
         int nrows = bench_check_rows(m, rows);
@@ -143,7 +137,7 @@ static int run_shape(ops_state *st, cudaStream_t s, qmm_cuda_ctx *ctx, bench_cub
                         c_dev, &ws, &ws_bytes, rows, nrows, ref, got};
         int f = bench_run_case(&c, &st->rs);
         st->failures += f;
-        progress(st, done + i + 1, total, sh, m, f, now_s() - t0);
+        progress(st, done + i + 1, total, sh, m, f, (qmm_now_ms() * 1e-3) - t0);
         write_outputs(st, 0);
     }
 

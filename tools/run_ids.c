@@ -8,16 +8,10 @@
 #include <time.h>
 
 #include "cli.h"
+#include "internal.h"
 #include "run_opts.h"
 
 static FILE *g_info; /* progress lines: stdout, or stderr when stdout carries --json */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* "1,2,3" -> ids (malloc'd); -1 on a malformed list. */
 static int64_t parse_ids(const char *s, int32_t **out)
@@ -60,11 +54,11 @@ static qmm_status cuda_generate(const qmm_llm_model *m, long long max_seq,
                                 qmm_llm_profile *pd, int warm)
 {
     qmm_llm_cuda_session *s = NULL;
-    double t1 = now_ms();
+    double t1 = qmm_now_ms();
     qmm_status st = qmm_llm_cuda_session_create(m, max_seq, o, &s);
     if (!st) {
         fprintf(g_info, "device cuda: session of %lld positions ready in %.0f ms (split-K %s, graph %s, "
-               "fused projections %s, weights %s)\n", max_seq, now_ms() - t1,
+               "fused projections %s, weights %s)\n", max_seq, qmm_now_ms() - t1,
                o->split_k ? "on" : "off", o->use_graph ? "on" : "off",
                o->fuse_projections ? "on" : "off", o->offload_weights ? "streamed" : "resident");
         if (warm) st = qmm_llm_cuda_generate(s, ids, n, max_new, out, t);
@@ -128,6 +122,7 @@ int run_ids(const run_opts *o)
     if (ids_arg) {
         n = parse_ids(ids_arg, &ids);
         if (n < 1) {
+            free(ids); /* an empty list parses to no ids */
             fprintf(stderr, "qmm run: --prompt-ids must be a comma-separated list of integers\n");
             return EXIT_USAGE;
         }
@@ -137,7 +132,7 @@ int run_ids(const run_opts *o)
         if (!ids) return EXIT_USAGE;
     }
 
-    double t0 = now_ms();
+    double t0 = qmm_now_ms();
     qmm_llm_model *m = NULL;
     qmm_status st = qmm_llm_model_open(model, (uint64_t)seed, &m);
     if (st) {
@@ -163,7 +158,7 @@ int run_ids(const run_opts *o)
            c->tie_word_embeddings ? "tied head" : "separate head", wb >= 1e9 ? wb / 1e9 : wb / 1e6,
            wb >= 1e9 ? "GB" : "MB",
            qmm_llm_model_is_synthetic(m) ? "synthetic" : "checkpoint",
-           now_ms() - t0);
+           qmm_now_ms() - t0);
 
     int32_t *out = malloc((size_t)max_new * sizeof *out);
     qmm_llm_timing t;

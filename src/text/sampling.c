@@ -164,15 +164,6 @@ void qmm_sampler_destroy(qmm_sampler *sp)
     free(sp);
 }
 
-/* splitmix64: one well-mixed 64-bit value per call; the stream depends on the seed only. */
-static uint64_t next_u64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 qmm_status qmm_sampler_sample(qmm_sampler *sp, const float *logits, int32_t *out)
 {
     if (!sp || !logits || !out) return qmm_fail(QMM_ERR_NULL, "qmm_sampler_sample: NULL argument");
@@ -180,7 +171,7 @@ qmm_status qmm_sampler_sample(qmm_sampler *sp, const float *logits, int32_t *out
     int64_t kept = 0;
     qmm_status st = kept_set(logits, sp->n, &sp->s, p, sp->idx, pk, pk, &kept);
     if (st) return st;
-    double u = (double)(next_u64(&sp->rng) >> 11) * 0x1.0p-53, cum = 0;
+    double u = qmm_unit_f64(&sp->rng), cum = 0; /* splitmix64: the stream depends on the seed only */
     int64_t pick = kept - 1; /* rounding: the last kept token takes what the sum misses */
     for (int64_t i = 0; i < kept; i++) {
         cum += pk[i];

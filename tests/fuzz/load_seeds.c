@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "llm/hf_random.h"
 #include "llm/model.h"
 #include "qmm.h"
@@ -53,14 +54,6 @@ static void put(buf *b, const void *p, size_t n)
 
 static void puts_(buf *b, const char *s) { put(b, s, strlen(s)); }
 
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static int add_linear(tensor *t, int n, const char *prefix, int64_t rows, int64_t k)
 {
     snprintf(t[n].name, sizeof t[n].name, "%s.weight", prefix);
@@ -87,15 +80,15 @@ static int add_norm(tensor *t, int n, const char *name, int64_t len, const char 
 static void fill(const tensor *t, unsigned char *p, uint64_t *rng)
 {
     if (!strcmp(t->dtype, "U32")) {
-        for (size_t i = 0; i < t->bytes; i++) p[i] = (unsigned char)mix(rng);
+        for (size_t i = 0; i < t->bytes; i++) p[i] = (unsigned char)qmm_splitmix64(rng);
         return;
     }
     int scales = strstr(t->name, ".scales") != NULL, biases = strstr(t->name, ".biases") != NULL;
     size_t esz = strcmp(t->dtype, "F32") ? 2 : 4;
     for (size_t i = 0; i < t->bytes / esz; i++) {
-        float v = 1.0f + 0.05f * (float)((int)(mix(rng) % 200) - 100) / 100.0f;
+        float v = 1.0f + 0.05f * (float)((int)(qmm_splitmix64(rng) % 200) - 100) / 100.0f;
         if (scales || biases) {
-            float s = 0.01f * (float)(1 + mix(rng) % 4) * (mix(rng) & 1 ? 1.0f : -1.0f);
+            float s = 0.01f * (float)(1 + qmm_splitmix64(rng) % 4) * (qmm_splitmix64(rng) & 1 ? 1.0f : -1.0f);
             v = scales ? s : -7.5f * s;
         }
         if (esz == 4) {

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "internal.h"
 
 static const char *g_json, *g_cases, *g_bench, *g_chat;
 static qmm_tokenizer *g_tok;
@@ -42,13 +43,6 @@ static size_t unhex(const char *h, size_t n, char *out)
         out[k++] = (char)v;
     }
     return k;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static void show(const char *what, const char *s, size_t n)
@@ -176,9 +170,9 @@ static void test_encode_speed(void)
     int64_t n = 0;
     for (int r = 0; r < 3; r++) {
         int32_t *ids = NULL;
-        double t0 = now_s();
+        double t0 = (qmm_now_ms() * 1e-3);
         CHECK_OK(qmm_tokenizer_encode(g_tok, text, len, &ids, &n));
-        double dt = now_s() - t0;
+        double dt = (qmm_now_ms() * 1e-3) - t0;
         if (dt < best) best = dt;
         free(ids);
     }
@@ -198,14 +192,14 @@ int main(int argc, char **argv)
     g_cases = argv[2];
     g_bench = argv[3];
     g_chat = argv[4];
-    double t0 = now_s();
+    double t0 = (qmm_now_ms() * 1e-3);
     qmm_status st = qmm_tokenizer_load(g_json, &g_tok);
     if (st) {
         fprintf(stderr, "FAIL: load %s: %s\n", g_json, qmm_last_error());
         return 1;
     }
     printf("loaded %s (%lld ids) in %.0f ms\n", g_json, (long long)qmm_tokenizer_vocab_size(g_tok),
-           (now_s() - t0) * 1e3);
+           ((qmm_now_ms() * 1e-3) - t0) * 1e3);
     static const test_case cases[] = {
         {"reference_cases", test_reference_cases},
         {"chat_template", test_chat_template},
