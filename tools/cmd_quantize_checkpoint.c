@@ -27,7 +27,7 @@ int cmd_quantize_checkpoint(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        if (strcmp(argv[i], "--in") && strcmp(argv[i], "--out"))
+        if (strcmp(argv[i], "--in") && strcmp(argv[i], "--out") && strcmp(argv[i], "--group-size"))
             return cli_unknown("quantize-checkpoint", argv[i]);
         if (i + 1 >= argc) {
             fprintf(stderr, "qmm quantize-checkpoint: %s needs a value\n", argv[i]);
@@ -36,9 +36,9 @@ int cmd_quantize_checkpoint(int argc, char **argv)
         if (!strcmp(argv[i], "--in")) in = argv[++i];
         else if (!strcmp(argv[i], "--out")) out = argv[++i];
         else if (!strcmp(argv[i], "--group-size")) {
-            char *end;
-            long g = strtol(argv[++i], &end, 10);
-            if (*end || (g != 32 && g != 64 && g != 128)) {
+            long long g = 0;
+            if (!cli_int("quantize-checkpoint", "--group-size", argv[++i], 32, 128, &g) ||
+                (g != 32 && g != 64 && g != 128)) {
                 fprintf(stderr, "qmm quantize-checkpoint: --group-size must be 32, 64 or 128 "
                                 "(got %s)\n", argv[i]);
                 return 2;
