@@ -280,9 +280,10 @@ static qmm_status parse_doc(const json_doc *d, qmm_llm_config *c)
     /* no quantization entry (a bf16 checkpoint, the writer's input): the largest group that
      * divides every K, so widths that only fit groups of 64 or 32 still parse */
     c->group_size = g1 ? g1 : g2;
+    int64_t q_width; /* unvalidated sizes: the product may overflow (validate names them) */
+    int q_ok = !__builtin_mul_overflow(c->num_heads, c->head_dim, &q_width);
     for (int64_t g = QMM_GROUP; !c->group_size && g >= 32; g /= 2)
-        if (c->hidden_size % g == 0 && c->intermediate_size % g == 0 &&
-            (c->num_heads * c->head_dim) % g == 0)
+        if (c->hidden_size % g == 0 && c->intermediate_size % g == 0 && q_ok && q_width % g == 0)
             c->group_size = g;
     if (!c->group_size) c->group_size = 32; /* validate names the width that does not fit */
     return qmm_llm_config_validate(c);
