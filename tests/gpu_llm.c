@@ -378,13 +378,8 @@ static void synthetic_presets_match_cpu(void)
     }
 }
 
-int main(int argc, char **argv)
-{
-    test_require_gpu("the Qwen3 CUDA forward is not tested here");
-    TEST_TABLE(cases, tiny_prefill_matches_cpu, untied_mha_hd128_matches_cpu,
-               greedy_tokens_match_cpu, decode_equals_longer_prefill, graph_decode_equals_eager,
-               split_k_off_and_chunking, long_context_decode_matches_cpu,
-               tensor_core_attention_matches_fp32, fused_projections_match_separate,
-               errors_and_profile, synthetic_presets_match_cpu);
-    return test_main(argc, argv, cases, TEST_COUNT(cases));
-}
+TEST_GPU_MAIN("the Qwen3 CUDA forward is not tested here", tiny_prefill_matches_cpu,
+              untied_mha_hd128_matches_cpu, greedy_tokens_match_cpu, decode_equals_longer_prefill,
+              graph_decode_equals_eager, split_k_off_and_chunking, long_context_decode_matches_cpu,
+              tensor_core_attention_matches_fp32, fused_projections_match_separate,
+              errors_and_profile, synthetic_presets_match_cpu)

@@ -233,11 +233,6 @@ static void graph_profile_adds_up(void)
     qmm_llm_model_destroy(m);
 }
 
-int main(int argc, char **argv)
-{
-    test_require_gpu("the decode step is not tested here");
-    TEST_TABLE(cases, pdl_on_off_bitwise, fused_attention_matches_reference, ten_thousand_steps,
-               graph_profile_adds_up);
-    return test_main(argc, argv, cases, TEST_COUNT(cases));
-}
+TEST_GPU_MAIN("the decode step is not tested here", pdl_on_off_bitwise,
+              fused_attention_matches_reference, ten_thousand_steps, graph_profile_adds_up)
 #endif

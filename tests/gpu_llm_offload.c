@@ -164,10 +164,6 @@ static void options_stats_and_profile(void)
     qmm_llm_model_destroy(m);
 }
 
-int main(int argc, char **argv)
-{
-    test_require_gpu("weight streaming is not tested here");
-    TEST_TABLE(cases, tiny_bitwise_equal, preset_bitwise_equal, options_stats_and_profile);
-    return test_main(argc, argv, cases, TEST_COUNT(cases));
-}
+TEST_GPU_MAIN("weight streaming is not tested here", tiny_bitwise_equal, preset_bitwise_equal,
+              options_stats_and_profile)
 #endif

@@ -212,10 +212,6 @@ done:
     qmm_llm_model_destroy(m);
 }
 
-int main(int argc, char **argv)
-{
-    test_require_gpu("the engine soak is not run here");
-    TEST_TABLE(cases, small_model_prefill_decode, small_matmul_paths, decode_10000_steps);
-    return test_main(argc, argv, cases, TEST_COUNT(cases));
-}
+TEST_GPU_MAIN("the engine soak is not run here", small_model_prefill_decode, small_matmul_paths,
+              decode_10000_steps)
 #endif

@@ -337,11 +337,6 @@ static void two_threads_matmuls_and_sessions(void)
     qmm_llm_model_destroy(m);
 }
 
-int main(int argc, char **argv)
-{
-    test_require_gpu("the GPU reliability cases are not run here");
-    TEST_TABLE(cases, oom_weight_upload, oom_pipeline_workspace, oom_session,
-               two_threads_matmuls_and_sessions);
-    return test_main(argc, argv, cases, TEST_COUNT(cases));
-}
+TEST_GPU_MAIN("the GPU reliability cases are not run here", oom_weight_upload,
+              oom_pipeline_workspace, oom_session, two_threads_matmuls_and_sessions)
 #endif

@@ -235,3 +235,14 @@ double test_rel_err_f32(const float *got, const float *ref, int64_t n)
     }
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
+
+void test_write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        test_fail(__FILE__, __LINE__, "cannot write %s", path);
+        return;
+    }
+    fputs(text, f);
+    fclose(f);
+}

@@ -43,6 +43,16 @@ typedef struct test_case {
 #define TEST_TABLE(name, ...) static const test_case name[] = {TEST_EACH_(TEST_ENTRY_, __VA_ARGS__)}
 #define TEST_COUNT(t) ((int)(sizeof(t) / sizeof((t)[0])))
 
+/* The whole main of a GPU test: skip unless a CUDA device is present (what: what goes untested),
+ * then run the cases named after their functions. */
+#define TEST_GPU_MAIN(what, ...)                                                              \
+    int main(int argc, char **argv)                                                           \
+    {                                                                                         \
+        test_require_gpu(what);                                                               \
+        TEST_TABLE(cases, __VA_ARGS__);                                                       \
+        return test_main(argc, argv, cases, TEST_COUNT(cases));                               \
+    }
+
 /* Runs the table; returns the process exit code. */
 int test_main(int argc, char **argv, const test_case *cases, int count);
 /* Skip the whole program (e.g. no GPU) with a visible reason: prints and exits 77. */
@@ -105,6 +115,8 @@ double test_rel_frob_f32(const float *got, const double *ref, size_t n);
 /* A fresh directory under $TMPDIR (or /tmp) named qmm_<tag>_XXXXXX into out; 0 (and a failed
  * case) when it cannot be made. */
 int test_make_tmpdir(char *out, size_t size, const char *tag);
+/* Write text to path (a failed case when it cannot). */
+void test_write_text(const char *path, const char *text);
 /* Remove a directory tree. */
 void test_rm_tree(const char *dir);
 /* A model the way a user makes one: random HF checkpoint -> quantize -> load (NULL and a failed

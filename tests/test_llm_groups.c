@@ -26,17 +26,6 @@ static char *read_text(const char *path)
     return t;
 }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        test_fail(__FILE__, __LINE__, "cannot write %s", path);
-        return;
-    }
-    fputs(text, f);
-    fclose(f);
-}
-
 /* dir/config.json with its first `from` replaced by `to` (saved as the original in *orig). */
 static int edit_config(const char *dir, const char *orig, const char *from, const char *to)
 {
@@ -46,7 +35,7 @@ static int edit_config(const char *dir, const char *orig, const char *from, cons
     CHECKF(at != NULL, "config.json has no '%s'", from);
     if (!at) return 0;
     snprintf(out, sizeof out, "%.*s%s%s", (int)(at - orig), orig, to, at + strlen(from));
-    write_text(path, out);
+    test_write_text(path, out);
     return 1;
 }
 
@@ -63,9 +52,9 @@ static int quantize(const char *dir, const qmm_llm_config *c, int group, const c
         CHECKF(st == QMM_OK, "writing the HF checkpoint: %s", qmm_last_error());
         if (st) return 0;
         snprintf(path, sizeof path, "%s/tokenizer.json", hf);
-        write_text(path, "{\"version\": \"1.0\", \"model\": {}}\n");
+        test_write_text(path, "{\"version\": \"1.0\", \"model\": {}}\n");
         snprintf(path, sizeof path, "%s/generation_config.json", hf);
-        write_text(path, "{\"do_sample\": false}\n");
+        test_write_text(path, "{\"do_sample\": false}\n");
     }
     qmm_status st = qmm_llm_quantize_checkpoint_group(hf, out, group, NULL);
     CHECKF(st == QMM_OK, "quantize-checkpoint --group-size %d: %s", group, qmm_last_error());
@@ -193,7 +182,7 @@ static void config_disagrees_with_tensors(void)
     };
     for (size_t i = 0; orig && i < sizeof cases / sizeof cases[0]; i++) {
         if (cases[i].to && !edit_config(mlx, orig, q, cases[i].to)) continue;
-        if (!cases[i].to) write_text(path, orig);
+        if (!cases[i].to) test_write_text(path, orig);
         qmm_llm_model *m = (qmm_llm_model *)1;
         qmm_status st = qmm_llm_model_load(mlx, &m);
         CHECKF(st == cases[i].want, "case %zu: got %s (%s), want %s", i, qmm_status_name(st),

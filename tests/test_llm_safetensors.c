@@ -241,13 +241,7 @@ static void write_file(const char *dir, const char *name, const char *text)
 {
     char path[700];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        test_fail(__FILE__, __LINE__, "cannot write %s", path);
-        return;
-    }
-    fputs(text, f);
-    fclose(f);
+    test_write_text(path, text);
 }
 
 static void sharded_checkpoint(void)
