@@ -23,15 +23,11 @@ static void models_match_mlx_on_cuda(void)
 {
     int ran128 = 0;
     for (int i = 0; i < MLX_MODEL_COUNT; i++) {
-        char path[1200];
-        snprintf(path, sizeof path, "%s/%s", g_dir, mlx_models[i].name);
-        qmm_llm_model *m = NULL;
-        qmm_status st = qmm_llm_model_load(path, &m);
-        CHECKF(st == QMM_OK, "loading %s: %s", path, qmm_last_error());
-        if (st) continue;
+        qmm_llm_model *m = mlx_load(g_dir, i);
+        if (!m) continue;
         qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
         qmm_llm_cuda_session *s = NULL;
-        st = qmm_llm_cuda_session_create(m, 96, &o, &s);
+        qmm_status st = qmm_llm_cuda_session_create(m, 96, &o, &s);
         int all128 = !strcmp(mlx_models[i].name, "g128");
         if (st == QMM_ERR_UNSUPPORTED && !all128) {
             printf("    %-9s refused by the CUDA engine: %s\n", mlx_models[i].name,

@@ -46,6 +46,17 @@ static const char *mlx_dir(void)
     return NULL;
 }
 
+/* Model i of the data directory, or NULL (a failed case) when it does not load. */
+static qmm_llm_model *mlx_load(const char *dir, int i)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, mlx_models[i].name);
+    qmm_llm_model *m = NULL;
+    qmm_status st = qmm_llm_model_load(path, &m);
+    CHECKF(st == QMM_OK, "loading %s: %s", path, qmm_last_error());
+    return st == QMM_OK ? m : NULL;
+}
+
 /* A tensor of the reference file with the given dtype and element count. */
 static const void *mlx_tensor(const st_set *s, const char *name, st_dtype t, int64_t count)
 {

@@ -23,12 +23,8 @@ static void models_match_mlx(void)
 {
     double worst = 0;
     for (int i = 0; i < MLX_MODEL_COUNT; i++) {
-        char path[1200];
-        snprintf(path, sizeof path, "%s/%s", g_dir, mlx_models[i].name);
-        qmm_llm_model *m = NULL;
-        qmm_status st = qmm_llm_model_load(path, &m);
-        CHECKF(st == QMM_OK, "loading %s: %s", path, qmm_last_error());
-        if (st) continue;
+        qmm_llm_model *m = mlx_load(g_dir, i);
+        if (!m) continue;
         const qmm_llm_config *c = qmm_llm_model_config(m);
         const qmm_w4 *emb, *head, *q1, *down0;
         CHECK_OK(qmm_llm_model_embedding(m, &emb));
