@@ -16,18 +16,19 @@ trap 'rm -rf "$work"' EXIT
 probe='int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }'
 if command -v clang >/dev/null &&
     echo "$probe" | clang -x c -fsanitize=fuzzer - -o "$work/probe" 2>/dev/null; then
-    srcs=$(ls src/*.c src/cpu/*.c src/model/*.c src/llm/*.c)
+    srcs=$(ls src/*.c src/cpu/*.c src/perf/*.c src/tune/*.c src/llm/*.c src/text/*.c)
+    libs=$(pkg-config --libs libpcre2-8 libutf8proc libcjson)
     flags=(-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
            -fno-sanitize-recover=all -Iinclude -Isrc -Itests/fuzz)
     echo "fuzz: building the libFuzzer targets ($(clang --version | head -n 1))"
     # shellcheck disable=SC2086
-    clang "${flags[@]}" tests/fuzz/fuzz_safetensors.c $srcs -lm -lpthread -o "$work/fuzz_safetensors"
+    clang "${flags[@]}" tests/fuzz/fuzz_safetensors.c $srcs $libs -lm -lpthread -o "$work/fuzz_safetensors"
     # shellcheck disable=SC2086
-    clang "${flags[@]}" tests/fuzz/fuzz_load.c tests/fuzz/load_seeds.c $srcs -lm -lpthread \
+    clang "${flags[@]}" tests/fuzz/fuzz_load.c tests/fuzz/load_seeds.c $srcs $libs -lm -lpthread \
         -o "$work/fuzz_load"
     # shellcheck disable=SC2086
     clang -O1 -std=c11 -D_GNU_SOURCE -DLOAD_SEEDS_MAIN -Iinclude -Isrc tests/fuzz/load_seeds.c \
-        $srcs -lm -lpthread -o "$work/load_seeds"
+        $srcs $libs -lm -lpthread -o "$work/load_seeds"
 
     # corpora: the parser's seeds plus its minimized corpus (regress.bin records); the load seeds
     mkdir -p "$work/st" "$work/load"
