@@ -21,20 +21,25 @@ if [ -e "$prefix/lib/libqmm.so" ]; then
     cc -o "$work/ex_pc" "$src/examples/api_example.c" $(pkg-config --cflags --libs qmm) -lm
     LD_LIBRARY_PATH=$prefix/lib "$work/ex_pc"
     # nothing from the build tree: the program must load the installed library
-    LD_LIBRARY_PATH=$prefix/lib ldd "$work/ex_pc" | grep -q "$prefix/lib/libqmm.so" \
+    deps=$(LD_LIBRARY_PATH=$prefix/lib ldd "$work/ex_pc") # not piped into grep -q: pipefail
+    [[ $deps == *"=> $prefix/lib/libqmm.so"* ]] \
         || { echo "FAIL: ex_pc does not load the installed libqmm.so"; exit 1; }
 fi
 # the static library through pkg-config --static (the dependencies come from qmm.pc)
 link=cc
-pkg-config --static --libs qmm | grep -q cudart && link="c++"
+[[ $(pkg-config --static --libs qmm) == *cudart* ]] && link="c++"
 cc -c -o "$work/ex.o" "$src/examples/api_example.c" $(pkg-config --cflags qmm)
 $link -o "$work/ex_static" "$work/ex.o" -Wl,-Bstatic -lqmm -Wl,-Bdynamic \
     $(pkg-config --static --libs qmm | sed 's/-lqmm//') -lm
 "$work/ex_static"
 
-# 2. CMake: find_package(qmm) -> qmm::qmm
-cmake -S "$src/examples" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_BUILD_TYPE=Release >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
-cmake --build "$work/cmake" >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
-"$work/cmake/api_example"
+# 2. CMake: find_package(qmm) -> qmm::qmm, then qmm::qmm_static
+for static in OFF ON; do
+    b=$work/cmake-$static
+    cmake -S "$src/examples" -B "$b" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+        -DQMM_EXAMPLE_STATIC=$static -DCMAKE_BUILD_TYPE=Release >"$b.log" 2>&1 \
+        || { cat "$b.log"; exit 1; }
+    cmake --build "$b" >>"$b.log" 2>&1 || { cat "$b.log"; exit 1; }
+    "$b/api_example"
+done
 echo "install test: ok"
