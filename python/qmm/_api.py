@@ -127,7 +127,7 @@ def dequantize(w):
     """QuantizedWeight -> float32 W[N, K]: fmaf(scale, q, bias) per element (qmm_dequantize)."""
     if not isinstance(w, QuantizedWeight):
         raise TypeError(f"w must be a qmm.QuantizedWeight, not {type(w).__name__}")
-    out = np.empty(w.shape, dtype=np.float32)
+    out = np.full(w.shape, np.nan, dtype=np.float32)  # poisoned: an unwritten element shows
     _call("qmm_dequantize", ctypes.byref(w._desc()), out.ctypes.data_as(ctypes.c_void_p),
           _lib.F32, out.size)
     return out
@@ -145,7 +145,7 @@ def matmul(a, w, threads=0, reference=False):
         raise ValueError(f"a has K = {a.shape[1]} columns; the weight has K = {k}")
     a16 = a if a.dtype == np.uint16 else f32_to_bf16(a)
     m = a.shape[0]
-    c = np.empty((m, n), dtype=np.uint16)
+    c = np.full((m, n), 0x7FC1, dtype=np.uint16)  # poisoned (a bf16 NaN)
     desc = w._desc()
     if reference:
         _call("qmm_matmul_ref", a16.ctypes.data_as(ctypes.c_void_p), m, ctypes.byref(desc),
