@@ -15,6 +15,9 @@ steps=${*:-build tests sanitize reliability ops e2e overlap}
 export QMM_COMMIT=${QMM_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$out"
 bin=${QMM_BIN:-build-device}
+# The device image lacks the tokenizer's libraries (libpcre2-8, libutf8proc, libcjson): a build
+# carried from the development machine brings them in $bin/lib (bench/carry-libs.sh puts them there).
+[ -d "$bin/lib" ] && export LD_LIBRARY_PATH="$PWD/$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 status=0
 has() { [[ " $steps " == *" $1 "* ]]; }
 step() { echo "=== $1 ($(date -u +%H:%M:%S))"; }
