@@ -46,7 +46,7 @@ qmm_status qmm_cuda_set_stream(qmm_cuda_ctx *ctx, void *stream);
 qmm_status qmm_cuda_info(const qmm_cuda_ctx *ctx, qmm_gpu_info *out);
 
 /* Transform a host weight once into the device layout (src/w4_layout.h) and copy it to the
- * device; returns when the copy has landed. */
+ * device; returns when the copy has landed. Any group size (32, 64, 128); K a multiple of 128. */
 qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w, qmm_cuda_weight **out);
 void qmm_cuda_weight_free(qmm_cuda_weight *w);
 int64_t qmm_cuda_weight_n(const qmm_cuda_weight *w);
@@ -68,11 +68,18 @@ qmm_status qmm_cuda_dequantize_rows(qmm_cuda_ctx *ctx, const qmm_cuda_weight *w,
  * it into host memory (pinned, for async copies), and qmm_cuda_weight_wrap makes a weight handle
  * over device buffers holding that image. The handle does not own the buffers:
  * qmm_cuda_weight_free releases only the handle. */
-qmm_status qmm_w4_device_image_bytes(int64_t n, int64_t k, size_t *packed_bytes, size_t *sb_bytes);
+qmm_status qmm_w4_device_image_bytes_group(int64_t n, int64_t k, int group, size_t *packed_bytes,
+                                           size_t *sb_bytes);
 qmm_status qmm_w4_device_image(const qmm_w4 *w, void *packed, size_t packed_bytes, void *sb,
                                size_t sb_bytes);
+qmm_status qmm_cuda_weight_wrap_group(qmm_cuda_ctx *ctx, int64_t n, int64_t k, int group,
+                                      void *packed_dev, void *sb_dev, qmm_cuda_weight **out);
+/* The same for groups of 128. */
+qmm_status qmm_w4_device_image_bytes(int64_t n, int64_t k, size_t *packed_bytes, size_t *sb_bytes);
 qmm_status qmm_cuda_weight_wrap(qmm_cuda_ctx *ctx, int64_t n, int64_t k, void *packed_dev,
                                 void *sb_dev, qmm_cuda_weight **out);
+/* The weight's group size (0 for NULL). */
+int qmm_cuda_weight_group(const qmm_cuda_weight *w);
 
 typedef enum qmm_policy {
     QMM_POLICY_DEVICE = 0, /* default: one full wave on this GPU, split chosen by the model */
@@ -87,6 +94,11 @@ typedef struct qmm_cuda_options {
     int stages;             /* tiled/split-K async-copy pipeline depth 1..4; 0 = tuned default */
     qmm_dtype partial_type; /* split-K partial planes: QMM_BF16 (default) or QMM_F32 */
     qmm_policy policy;
+    int group;              /* the weight's group size, for planning without the weight: 0 (the
+                               default) = any: qmm_cuda_plan plans for 128 and
+                               qmm_cuda_workspace_size reports enough for every group size;
+                               qmm_cuda_matmul plans with its weight's own group (a nonzero value
+                               that differs is an error) */
 } qmm_cuda_options;
 
 qmm_cuda_options qmm_cuda_options_default(void);
@@ -94,7 +106,8 @@ qmm_cuda_options qmm_cuda_options_default(void);
 /* The one planning function (plain C, no GPU needed): what qmm_cuda_matmul runs for C[M, N] =
  * A[M, K] · W[N, K]ᵀ on a GPU described by d with options o (NULL = defaults): path, kernel
  * configuration, split, stages and workspace bytes. It does the one shape check (M, N, K >= 1,
- * K % 128 == 0, each <= 2^30) and the options check. A context plans with its own description
+ * K % 128 == 0, each <= 2^30) and the options check. Groups of 32 and 64 (o->group) never go to
+ * the matvec: at its M they take the wgmma kernel (the tiled one where the family has none). A context plans with its own description
  * (qmm_cuda_device_desc); `qmm plan` and the tests use the shipped table (qmm_tune_desc). */
 qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t k,
                          const qmm_cuda_options *o, qmm_plan *out);

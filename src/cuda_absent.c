@@ -75,3 +75,15 @@ qmm_status qmm_cuda_weight_wrap(qmm_cuda_ctx *ctx, int64_t n, int64_t k, void *p
     if (out) *out = NULL;
     return NO_CUDA;
 }
+qmm_status qmm_cuda_weight_wrap_group(qmm_cuda_ctx *ctx, int64_t n, int64_t k, int group,
+                                      void *packed_dev, void *sb_dev, qmm_cuda_weight **out)
+{
+    (void)ctx, (void)n, (void)k, (void)group, (void)packed_dev, (void)sb_dev;
+    if (out) *out = NULL;
+    return NO_CUDA;
+}
+int qmm_cuda_weight_group(const qmm_cuda_weight *w)
+{
+    (void)w;
+    return 0;
+}

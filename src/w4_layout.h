@@ -16,8 +16,17 @@
  * that a single bulk copy moves; the block's groups follow each other.
  * Rows are padded to a multiple of QMM_W4_ROW_PAD with zero codes, scales and biases.
  *
- * Scales and biases become one array sb[K/128][N_pad] of uint32: low half the bf16 scale, high half
+ * Scales and biases become one array sb[K/g][N_pad] of uint32: low half the bf16 scale, high half
  * the bf16 bias, so one group's values for consecutive rows are contiguous.
+ *
+ * Groups of 64 and 32 (g64, g32). The codes' layout above does not depend on the group size: it
+ * is a layout of 128-column blocks (the "group" of the offsets below is always a block of 128),
+ * and every kernel's k step (a tiled k-tile, a wgmma stage, a matvec ring slot) stays one block.
+ * Only sb changes: it has K/g rows, so a block holds G = 128/g consecutive groups of scale|bias,
+ * sb[b·G + i] for i = 0..G-1, and the block's chunk c (columns 16c..16c+15, the c of the code
+ * positions above) belongs to group b·G + c/(8/G): chunks 0-3 | 4-7 at g64, pairs of chunks at
+ * g32. A split of K into whole blocks is therefore a split into whole groups at every g. The
+ * device layout needs K % 128 == 0 (every Qwen3 projection has it); other K run on the CPU.
  */
 #ifndef QMM_W4_LAYOUT_H
 #define QMM_W4_LAYOUT_H
@@ -37,7 +46,7 @@ extern "C" {
 #define QMM_W4_HD
 #endif
 
-/* Word offset of (row, group) in the device packed array (groups = K/128). */
+/* Word offset of (row, 128-column block) in the device packed array (groups = K/128 blocks). */
 static inline QMM_W4_HD int64_t qmm_w4_device_offset(int64_t row, int64_t group, int64_t groups)
 {
     return ((row / 128) * groups + group) * 2048 + (row % 128) * 16;
@@ -54,7 +63,8 @@ static inline QMM_W4_HD void qmm_w4_device_position(int k, int *word, int *bit)
     *bit = 16 * odd + 8 * h + 4 * hi8;
 }
 
-/* n_pad = N rounded up to QMM_W4_ROW_PAD; packed_out has n_pad*K/8 words, sb_out K/128*n_pad. */
+/* n_pad = N rounded up to QMM_W4_ROW_PAD; packed_out has n_pad*K/8 words, sb_out K/g*n_pad
+ * (g = w->group). K must be a multiple of 128 (QMM_ERR_SHAPE otherwise). */
 int64_t qmm_w4_device_rows(int64_t n);
 qmm_status qmm_w4_to_device_layout(const qmm_w4 *w, uint32_t *packed_out, uint32_t *sb_out);
 

@@ -4,6 +4,9 @@
  * Tolerance: relative Frobenius error <= 1e-2 (weights dequantized to bf16, bf16 output; fp32
  * accumulation and partials). Bitwise: determinism over 10 runs of every schedule, the full-grid
  * plan equal to the forced unsplit schedule, dependent launches (PDL) equal to synchronized ones.
+ * Groups of 64 and 32 (cases g64/..., g32/...): a stage holds 2 or 4 groups of scale|bias; the
+ * same checks on such weights, M = 1…300, and bitwise equality with groups of 128 when each
+ * block's groups share their scale and bias.
  * Skips (exit 77) with the reason when there is no GPU or no CUDA in this build.
  */
 #include <math.h>
@@ -38,11 +41,23 @@ static void prob_free(prob *p)
     memset(p, 0, sizeof *p);
 }
 
-static int prob_init(prob *p, int64_t m, int64_t n, int64_t k)
+/* fp64 of the sampled rows with the weight as it is now */
+static void prob_reference(prob *p)
+{
+    const int64_t k = p->k, n = p->n;
+    qmm_bf16 *asub = malloc((size_t)p->rows * (size_t)k * 2);
+    for (int i = 0; i < p->rows; i++) memcpy(asub + i * k, p->a + p->row_idx[i] * k, (size_t)k * 2);
+    free(p->ref);
+    p->ref = malloc(sizeof(double) * (size_t)p->rows * (size_t)n);
+    test_matmul_f64(asub, p->rows, &p->w, p->ref);
+    free(asub);
+}
+
+static int prob_init(prob *p, int64_t m, int64_t n, int64_t k, int group)
 {
     memset(p, 0, sizeof *p);
     p->m = m, p->n = n, p->k = k;
-    if (qmm_w4_alloc(n, k, &p->w) != QMM_OK) return 0;
+    if (qmm_w4_alloc_group(n, k, group, &p->w) != QMM_OK) return 0;
     test_random_w4(&p->w, 0.002, 0.02);
     p->a = malloc((size_t)(m * k) * sizeof *p->a);
     if (!p->a) return 0;
@@ -56,23 +71,20 @@ static int prob_init(prob *p, int64_t m, int64_t n, int64_t k)
     p->row_idx = malloc(sizeof(int64_t) * (size_t)p->rows);
     for (int i = 0; i < p->rows; i++)
         p->row_idx[i] = m <= 48 ? i : (i == p->rows - 1 ? m - 1 : (int64_t)(test_rand_u64() % (uint64_t)m));
-    qmm_bf16 *asub = malloc((size_t)p->rows * (size_t)k * 2);
-    for (int i = 0; i < p->rows; i++) memcpy(asub + i * k, p->a + p->row_idx[i] * k, (size_t)k * 2);
-    p->ref = malloc(sizeof(double) * (size_t)p->rows * (size_t)n);
-    test_matmul_f64(asub, p->rows, &p->w, p->ref);
-    free(asub);
+    prob_reference(p);
     return 1;
 }
 
-#define SETUP(p, m, n, k)                                                                   \
+#define SETUP_G(p, m, n, k, g)                                                              \
     do {                                                                                    \
-        if (!prob_init(&(p), (m), (n), (k))) {                                              \
-            test_fail(__FILE__, __LINE__, "setup of M=%lld N=%lld K=%lld failed: %s",       \
-                      (long long)(m), (long long)(n), (long long)(k), qmm_last_error());    \
+        if (!prob_init(&(p), (m), (n), (k), (g))) {                                         \
+            test_fail(__FILE__, __LINE__, "setup of M=%lld N=%lld K=%lld g%d failed: %s",   \
+                      (long long)(m), (long long)(n), (long long)(k), (g), qmm_last_error()); \
             prob_free(&(p));                                                                \
             return;                                                                         \
         }                                                                                   \
     } while (0)
+#define SETUP(p, m, n, k) SETUP_G(p, m, n, k, 128)
 
 static qmm_cuda_options opts(qmm_path path, int split)
 {
@@ -121,10 +133,10 @@ static double check(const prob *p, const qmm_bf16 *out, const char *what)
 }
 
 /* Every schedule of one shape against fp64: the plan, unsplit, split-K 2 and 3, stream-K. */
-static void check_schedules(int64_t m, int64_t n, int64_t k, const char *name)
+static void check_schedules_g(int64_t m, int64_t n, int64_t k, int group, const char *name)
 {
     prob p;
-    SETUP(p, m, n, k);
+    SETUP_G(p, m, n, k, group);
     qmm_bf16 *out = malloc((size_t)(m * n) * 2);
     const struct { const char *what; qmm_cuda_options o; } list[] = {
         {"auto", qmm_cuda_options_default()}, {"wgmma-unsplit", opts(QMM_PATH_WGMMA, 1)},
@@ -142,10 +154,15 @@ static void check_schedules(int64_t m, int64_t n, int64_t k, const char *name)
         double e = check(&p, out, list[i].what);
         if (e > worst) worst = e;
     }
-    printf("    %-5s M=%-5lld N=%-5lld K=%-5lld worst rel err %.2e\n", name, (long long)m,
-           (long long)n, (long long)k, worst);
+    printf("    %-5s g%-3d M=%-5lld N=%-5lld K=%-5lld worst rel err %.2e\n", name, group,
+           (long long)m, (long long)n, (long long)k, worst);
     free(out);
     prob_free(&p);
+}
+
+static void check_schedules(int64_t m, int64_t n, int64_t k, const char *name)
+{
+    check_schedules_g(m, n, k, 128, name);
 }
 
 static const struct { const char *name; int64_t k, n; } projections[] = {
@@ -303,6 +320,134 @@ static void case_bad_requests(void)
     prob_free(&p);
 }
 
+/* ---- groups of 64 and 32 ---- */
+
+static void ragged_g(int group)
+{
+    static const int64_t shapes[][3] = {
+        {1, 1032, 2560}, {9, 1032, 256}, {130, 1032, 384}, {3, 8, 128}, {17, 1, 128},
+        {64, 200, 128}, {5, 4100, 1280}, {300, 72, 512},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_schedules_g(shapes[i][0], shapes[i][1], shapes[i][2], group, "ragged");
+}
+static void case_g64_ragged(void) { ragged_g(64); }
+static void case_g32_ragged(void) { ragged_g(32); }
+
+/* M = 1…300 through every token tile, on a ragged N and a K of 10 blocks (20 groups of 64) */
+static void case_g64_all_m(void)
+{
+    static const int64_t ms[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65,
+                                 100, 127, 128, 129, 200, 255, 256, 257, 300};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) check_schedules_g(ms[i], 1000, 1280, 64, "all-m");
+}
+
+static void case_g64_projections(void)
+{
+    static const int64_t ms[] = {1, 16, 64, 300};
+    for (size_t s = 0; s < sizeof projections / sizeof projections[0]; s++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+            check_schedules_g(ms[i], projections[s].n, projections[s].k, 64, projections[s].name);
+}
+
+/* g64: every schedule 10 times the same bits; the full-grid plan is the unsplit schedule */
+static void case_g64_bitwise(void)
+{
+    const int64_t m = 32, n = 2560, k = 9728;
+    prob p;
+    SETUP_G(p, m, n, k, 64);
+    size_t bytes = (size_t)(m * n) * 2;
+    qmm_bf16 *first = malloc(bytes), *out = malloc(bytes);
+    const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 5),
+                                     opts(QMM_PATH_STREAMK, 0)};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+        qmm_plan plan;
+        CHECK_OK(run(&p, &list[i], first, &plan));
+        check(&p, first, "g64 bitwise");
+        for (int r = 0; r < 10; r++) {
+            CHECK_OK(run(&p, &list[i], out, &plan));
+            CHECKF(memcmp(first, out, bytes) == 0, "g64 schedule %zu: run %d differs from run 0", i, r + 1);
+        }
+    }
+    free(first), free(out);
+    prob_free(&p);
+    SETUP_G(p, 300, 9728, 2560, 64);
+    bytes = (size_t)(300 * 9728) * 2;
+    qmm_bf16 *a2 = malloc(bytes), *b2 = malloc(bytes);
+    qmm_plan plan;
+    qmm_cuda_options unsplit = opts(QMM_PATH_WGMMA, 1);
+    CHECK_OK(run(&p, NULL, a2, &plan));
+    CHECKF(plan.path == QMM_PATH_WGMMA && plan.split == 1, "g64 full grid planned as %s split %d",
+           qmm_path_name(plan.path), plan.split);
+    CHECK_OK(run(&p, &unsplit, b2, &plan));
+    CHECK(memcmp(a2, b2, bytes) == 0);
+    check(&p, a2, "g64 full grid");
+    free(a2), free(b2);
+    prob_free(&p);
+}
+
+/* A weight whose groups of g inside each 128-column block share one scale and bias is the same
+ * matrix as a groups-of-128 weight: every schedule must give the g128 kernel's bits. Catches a
+ * stage that reads the wrong group only together with the fp64 checks above (which catch it on
+ * random scales); this one pins the arithmetic. */
+static void same_bits_as_g128(int group)
+{
+    static const int64_t shapes[][3] = {{1, 1032, 2560}, {16, 1024, 2560}, {77, 520, 1280}, {300, 200, 384}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        prob p, q;
+        SETUP_G(p, m, n, k, group);
+        const int per = 128 / group;
+        for (int64_t i = 0; i < n * (k / group); i++) { /* group i copies the block's first */
+            p.w.scales[i] = p.w.scales[i - i % per];
+            p.w.biases[i] = p.w.biases[i - i % per];
+        }
+        prob_reference(&p);
+        qmm_cuda_weight_free(p.dw);
+        p.dw = NULL;
+        if (qmm_cuda_weight_upload(ctx, &p.w, &p.dw) != QMM_OK) {
+            CHECKF(0, "upload: %s", qmm_last_error());
+            prob_free(&p);
+            return;
+        }
+        if (!prob_init(&q, m, n, k, 128)) {
+            CHECKF(0, "setup: %s", qmm_last_error());
+            prob_free(&p), prob_free(&q);
+            return;
+        }
+        memcpy(q.w.packed, p.w.packed, p.w.packed_count * 4);
+        for (int64_t i = 0; i < n * (k / 128); i++)
+            q.w.scales[i] = p.w.scales[i * per], q.w.biases[i] = p.w.biases[i * per];
+        qmm_cuda_weight_free(q.dw);
+        q.dw = NULL;
+        CHECK_OK(qmm_cuda_weight_upload(ctx, &q.w, &q.dw));
+        cudaMemcpy(q.a_dev, p.a_dev, (size_t)(m * k) * 2, cudaMemcpyDeviceToDevice);
+        size_t bytes = (size_t)(m * n) * 2;
+        qmm_bf16 *x = malloc(bytes), *y = malloc(bytes);
+        const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 1),
+                                         opts(QMM_PATH_WGMMA, 2), opts(QMM_PATH_STREAMK, 0)};
+        for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+            if (list[i].split > k / 128) continue;
+            qmm_cuda_options o = list[i];
+            qmm_plan pp, pq;
+            CHECK_OK(run(&p, &o, x, &pp));
+            if (pp.path == QMM_PATH_WGMMA || pp.path == QMM_PATH_STREAMK) {
+                o.path = pp.path; /* g128 at small M would take the matvec: force the same kernel */
+                o.split = pp.path == QMM_PATH_WGMMA ? pp.split : 0;
+            }
+            CHECK_OK(run(&q, &o, y, &pq));
+            CHECKF(memcmp(x, y, bytes) == 0, "g%d M=%lld N=%lld K=%lld option set %zu (%s split %d): "
+                   "differs from groups of 128", group, (long long)m, (long long)n, (long long)k, i,
+                   qmm_path_name(pp.path), pp.split);
+            check(&p, x, "shared groups");
+        }
+        free(x), free(y);
+        prob_free(&p), prob_free(&q);
+    }
+}
+static void case_g64_same_bits(void) { same_bits_as_g128(64); }
+static void case_g32_same_bits(void) { same_bits_as_g128(32); }
+
 static const test_case cases[] = {
     {"small/ragged", case_ragged},
     {"small/nonfinite-rows", case_nonfinite_rows},
@@ -310,6 +455,13 @@ static const test_case cases[] = {
     {"small/dependent-launches", case_dependent_launches},
     {"bitwise", case_bitwise},
     {"projections", case_projections},
+    {"g64/ragged", case_g64_ragged},
+    {"g64/all-m", case_g64_all_m},
+    {"g64/bitwise", case_g64_bitwise},
+    {"g64/same-bits-as-g128", case_g64_same_bits},
+    {"g64/projections", case_g64_projections},
+    {"g32/ragged", case_g32_ragged},
+    {"g32/same-bits-as-g128", case_g32_same_bits},
 };
 
 int main(int argc, char **argv)

@@ -1,5 +1,7 @@
 /* The device weight layout (src/w4_layout.h): the kernels' extraction, emulated here, must give
- * back every code of the MLX layout, and scales/biases must land in sb[group][row]. */
+ * back every code of the MLX layout, and scales/biases must land in sb[group][row], at groups of
+ * 128, 64 and 32 (the codes' layout is the same at every group size; a block's chunk c reads
+ * group b·G + c/(8/G), G = 128/g). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,17 +17,19 @@ static void extraction_matches_fragments(void)
 {
     /* 1030 x 2048 (1 MB of codes) takes the threaded transform, with a ragged last tile */
     static const int64_t shapes[][2] = {{1, 128}, {31, 256}, {130, 384}, {7, 2560}, {1030, 2048}};
+    for (int gs = 128; gs >= 32; gs /= 2)
     for (int s = 0; s < 5; s++) {
         qmm_w4 w;
-        CHECK_OK(qmm_w4_alloc(shapes[s][0], shapes[s][1], &w));
+        CHECK_OK(qmm_w4_alloc_group(shapes[s][0], shapes[s][1], gs, &w));
         test_random_w4(&w, 0.01, 0.1);
-        int64_t n_pad = qmm_w4_device_rows(w.n), kw = w.k / 8, groups = w.k / 128;
+        const int G = 128 / gs; /* groups per block */
+        int64_t n_pad = qmm_w4_device_rows(w.n), kw = w.k / 8, groups = w.k / 128, ng = w.k / gs;
         CHECK(n_pad % QMM_W4_ROW_PAD == 0 && n_pad >= w.n);
         /* the offsets tile the array exactly: every word of n_pad*K/8 is one (row, group, word) */
         CHECK(qmm_w4_device_offset(n_pad - 1, groups - 1, groups) + 16 == n_pad * kw);
-        uint32_t *packed = malloc((size_t)(n_pad * kw) * 4), *sb = malloc((size_t)(groups * n_pad) * 4);
+        uint32_t *packed = malloc((size_t)(n_pad * kw) * 4), *sb = malloc((size_t)(ng * n_pad) * 4);
         memset(packed, 0xA5, (size_t)(n_pad * kw) * 4); /* poison: padding must come out zero */
-        memset(sb, 0xA5, (size_t)(groups * n_pad) * 4);
+        memset(sb, 0xA5, (size_t)(ng * n_pad) * 4);
         CHECK_OK(qmm_w4_to_device_layout(&w, packed, sb));
         int bad = 0;
         for (int64_t r = 0; r < n_pad; r++)
@@ -43,13 +47,19 @@ static void extraction_matches_fragments(void)
                             want[2] = code_mlx(&w, r, k0 + 8), want[3] = code_mlx(&w, r, k0 + 9);
                         bad += (lo & 0xF) != want[0] || (lo >> 16) != want[1] ||
                                (hi & 0xF) != want[2] || (hi >> 16) != want[3];
+                        /* the kernels' group of chunk c holds all four columns */
+                        int64_t kg = g * G + c / (8 / G);
+                        bad += k0 / gs != kg || (k0 + 9) / gs != kg;
                     }
-                uint32_t v = sb[g * n_pad + r];
-                uint32_t sw = r < w.n ? w.scales[r * groups + g] : 0, bw = r < w.n ? w.biases[r * groups + g] : 0;
-                bad += (v & 0xFFFF) != sw || (v >> 16) != bw;
+                for (int j = 0; j < G; j++) {
+                    int64_t gi = g * G + j;
+                    uint32_t v = sb[gi * n_pad + r];
+                    uint32_t sw = r < w.n ? w.scales[r * ng + gi] : 0, bw = r < w.n ? w.biases[r * ng + gi] : 0;
+                    bad += (v & 0xFFFF) != sw || (v >> 16) != bw;
+                }
             }
-        CHECKF(bad == 0, "N=%lld K=%lld: %d mismatches", (long long)w.n, (long long)w.k, bad);
-        printf("    N=%lld K=%lld n_pad=%lld ok\n", (long long)w.n, (long long)w.k, (long long)n_pad);
+        CHECKF(bad == 0, "g%d N=%lld K=%lld: %d mismatches", gs, (long long)w.n, (long long)w.k, bad);
+        printf("    g%-3d N=%lld K=%lld n_pad=%lld ok\n", gs, (long long)w.n, (long long)w.k, (long long)n_pad);
         free(packed), free(sb);
         qmm_w4_free(&w);
     }
@@ -77,6 +87,14 @@ static void rejects_bad_input(void)
     CHECK_STATUS(qmm_w4_to_device_layout(&w, buf, buf), QMM_ERR_SHAPE);
     w.k = 128;
     qmm_w4_free(&w);
+    /* groups of 64 with K = 192: valid on the CPU, not a whole number of 128-column blocks */
+    CHECK_OK(qmm_w4_alloc_group(4, 192, 64, &w));
+    CHECK_STATUS(qmm_w4_to_device_layout(&w, buf, buf), QMM_ERR_SHAPE);
+    CHECK(strstr(qmm_last_error(), "multiple of 128") != NULL);
+    size_t pb, sbb;
+    CHECK_STATUS(qmm_w4_device_image_bytes_group(4, 192, 64, &pb, &sbb), QMM_ERR_SHAPE);
+    CHECK_STATUS(qmm_w4_device_image_bytes_group(4, 256, 48, &pb, &sbb), QMM_ERR_ARG);
+    qmm_w4_free(&w);
 }
 
 static void device_image(void)
@@ -97,6 +115,18 @@ static void device_image(void)
     CHECK_STATUS(qmm_w4_device_image(&w, NULL, pb, s2, sbb), QMM_ERR_NULL);
     CHECK_STATUS(qmm_w4_device_image_bytes(40, 100, &pb, &sbb), QMM_ERR_SHAPE);
     CHECK_STATUS(qmm_w4_device_image_bytes(40, 256, NULL, &sbb), QMM_ERR_NULL);
+    free(p1), free(s1), free(p2), free(s2);
+    qmm_w4_free(&w);
+    /* groups of 32: the same codes, four times the scale|bias rows */
+    CHECK_OK(qmm_w4_alloc_group(40, 256, 32, &w));
+    test_random_w4(&w, 0.01, 0.1);
+    CHECK_OK(qmm_w4_device_image_bytes_group(40, 256, 32, &pb, &sbb));
+    CHECK(pb == 128 * 32 * 4 && sbb == 128 * 8 * 4);
+    p1 = malloc(pb), s1 = malloc(sbb), p2 = malloc(pb), s2 = malloc(sbb);
+    CHECK_OK(qmm_w4_device_image(&w, p1, pb, s1, sbb));
+    CHECK_OK(qmm_w4_to_device_layout(&w, p2, s2));
+    CHECK(memcmp(p1, p2, pb) == 0 && memcmp(s1, s2, sbb) == 0);
+    CHECK_STATUS(qmm_w4_device_image(&w, p2, pb, s2, sbb - 4), QMM_ERR_SIZE_MISMATCH);
     free(p1), free(s1), free(p2), free(s2);
     qmm_w4_free(&w);
 }

@@ -164,17 +164,13 @@ extern "C" qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w,
     *out = NULL;
     qmm_status st = qmm_w4_validate(w);
     if (st != QMM_OK) return st;
-    /* the device layout and every kernel read groups of 128 (QMM_GROUP) */
-    if (w->group != QMM_GROUP)
-        return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA kernels take groups of %d; this weight "
-                        "[%lld, %lld] has groups of %d (the CPU path runs it)", QMM_GROUP,
-                        (long long)w->n, (long long)w->k, w->group);
     if (w->n > (1 << 30) || w->k > (1 << 30))
         return qmm_fail(QMM_ERR_SHAPE, "N = %lld, K = %lld: the CUDA kernels take up to 2^30",
                         (long long)w->n, (long long)w->k);
+    size_t packed_bytes = 0, sb_bytes = 0; /* K % 128 == 0 is checked here */
+    st = qmm_w4_device_image_bytes_group(w->n, w->k, w->group, &packed_bytes, &sb_bytes);
+    if (st != QMM_OK) return st;
     int64_t n_pad = qmm_w4_device_rows(w->n);
-    size_t packed_bytes = (size_t)n_pad * (size_t)(w->k / 8) * 4;
-    size_t sb_bytes = (size_t)(w->k / QMM_GROUP) * (size_t)n_pad * 4;
     uint32_t *hp = (uint32_t *)malloc(packed_bytes), *hs = (uint32_t *)malloc(sb_bytes);
     qmm_cuda_weight *dw = (qmm_cuda_weight *)calloc(1, sizeof *dw);
     if (!hp || !hs || !dw) {
@@ -204,6 +200,7 @@ extern "C" qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w,
     dw->dev.n = w->n;
     dw->dev.k = w->k;
     dw->dev.n_pad = n_pad;
+    dw->dev.group = w->group;
     dw->bytes = packed_bytes + sb_bytes;
     dw->device = ctx->device;
     dw->owns = 1;
@@ -211,14 +208,15 @@ extern "C" qmm_status qmm_cuda_weight_upload(qmm_cuda_ctx *ctx, const qmm_w4 *w,
     return QMM_OK;
 }
 
-extern "C" qmm_status qmm_cuda_weight_wrap(qmm_cuda_ctx *ctx, int64_t n, int64_t k,
-                                           void *packed_dev, void *sb_dev, qmm_cuda_weight **out)
+extern "C" qmm_status qmm_cuda_weight_wrap_group(qmm_cuda_ctx *ctx, int64_t n, int64_t k,
+                                                 int group, void *packed_dev, void *sb_dev,
+                                                 qmm_cuda_weight **out)
 {
     if (!ctx || !packed_dev || !sb_dev || !out)
         return qmm_fail(QMM_ERR_NULL, "ctx, packed, sb or out is NULL");
     *out = NULL;
     size_t pb, sbb;
-    qmm_status st = qmm_w4_device_image_bytes(n, k, &pb, &sbb);
+    qmm_status st = qmm_w4_device_image_bytes_group(n, k, group, &pb, &sbb);
     if (st != QMM_OK) return st;
     if (n > (1 << 30) || k > (1 << 30))
         return qmm_fail(QMM_ERR_SHAPE, "N = %lld, K = %lld: the CUDA kernels take up to 2^30",
@@ -230,6 +228,7 @@ extern "C" qmm_status qmm_cuda_weight_wrap(qmm_cuda_ctx *ctx, int64_t n, int64_t
     dw->dev.n = n;
     dw->dev.k = k;
     dw->dev.n_pad = qmm_w4_device_rows(n);
+    dw->dev.group = group;
     dw->dev.packed = (uint32_t *)packed_dev;
     dw->dev.sb = (uint32_t *)sb_dev;
     dw->bytes = pb + sbb;
@@ -237,6 +236,12 @@ extern "C" qmm_status qmm_cuda_weight_wrap(qmm_cuda_ctx *ctx, int64_t n, int64_t
     dw->owns = 0;
     *out = dw;
     return QMM_OK;
+}
+
+extern "C" qmm_status qmm_cuda_weight_wrap(qmm_cuda_ctx *ctx, int64_t n, int64_t k,
+                                           void *packed_dev, void *sb_dev, qmm_cuda_weight **out)
+{
+    return qmm_cuda_weight_wrap_group(ctx, n, k, QMM_GROUP, packed_dev, sb_dev, out);
 }
 
 extern "C" void qmm_cuda_weight_free(qmm_cuda_weight *w)
@@ -269,6 +274,7 @@ extern "C" qmm_status qmm_cuda_dequantize_rows(qmm_cuda_ctx *ctx, const qmm_cuda
 extern "C" int64_t qmm_cuda_weight_n(const qmm_cuda_weight *w) { return w ? w->dev.n : 0; }
 extern "C" int64_t qmm_cuda_weight_k(const qmm_cuda_weight *w) { return w ? w->dev.k : 0; }
 extern "C" size_t qmm_cuda_weight_bytes(const qmm_cuda_weight *w) { return w ? w->bytes : 0; }
+extern "C" int qmm_cuda_weight_group(const qmm_cuda_weight *w) { return w ? w->dev.group : 0; }
 
 /* ---- plan, workspace: qmm_plan_call (plan_call.c) on this context's description ---- */
 
@@ -294,6 +300,15 @@ extern "C" qmm_status qmm_cuda_workspace_size(qmm_cuda_ctx *ctx, int64_t m, int6
     qmm_status st = qmm_plan_call(&ctx->desc, m, n, k, opt, &p);
     if (st != QMM_OK) return st;
     *bytes = p.workspace_bytes;
+    if (!opt || opt->group == 0) {
+        /* any group: groups of 32 and 64 plan alike (they differ from 128 only where the
+         * matvec would run), so the larger of the two plans' workspaces covers every weight */
+        qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
+        o.group = 64;
+        st = qmm_plan_call(&ctx->desc, m, n, k, &o, &p);
+        if (st != QMM_OK) return st;
+        if (p.workspace_bytes > *bytes) *bytes = p.workspace_bytes;
+    }
     return QMM_OK;
 }
 
@@ -310,8 +325,14 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
     if (w->device != ctx->device)
         return qmm_fail(QMM_ERR_ARG, "weight lives on device %d, context on %d", w->device,
                         ctx->device);
+    /* plan for this weight's group (the options may leave it at 0, or must agree) */
+    qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
+    if (o.group != 0 && o.group != w->dev.group)
+        return qmm_fail(QMM_ERR_ARG, "options.group = %d, but the weight has groups of %d", o.group,
+                        w->dev.group);
+    o.group = w->dev.group;
     qmm_plan p;
-    qmm_status st = qmm_plan_call(&ctx->desc, m, w->dev.n, w->dev.k, opt, &p);
+    qmm_status st = qmm_plan_call(&ctx->desc, m, w->dev.n, w->dev.k, &o, &p);
     if (st != QMM_OK) return st;
     if (p.workspace_bytes > 0) {
         if (!workspace || workspace_bytes < p.workspace_bytes)
@@ -321,7 +342,7 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
         if ((uintptr_t)workspace % 16)
             return qmm_fail(QMM_ERR_ALIGN, "workspace must be 16-byte aligned");
     }
-    const qmm_dtype partials = opt ? opt->partial_type : QMM_BF16;
+    const qmm_dtype partials = o.partial_type;
 
     const __nv_bfloat16 *a = (const __nv_bfloat16 *)a_dev;
     __nv_bfloat16 *c = (__nv_bfloat16 *)c_dev;
@@ -343,6 +364,9 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
         break;
     }
     case QMM_PATH_MATVEC:
+        if (w->dev.group != QMM_GROUP) /* the planner never plans this; the kernel reads g128 */
+            return qmm_fail(QMM_ERR_UNSUPPORTED, "the matvec takes groups of 128, not %d",
+                            w->dev.group);
         e = launch_matvec(w->dev, a, (int)m, c, ctx->desc.matvec_wide_tiles, ctx->stream);
         break;
     case QMM_PATH_TILED:

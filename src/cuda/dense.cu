@@ -12,19 +12,20 @@
 
 namespace qmm {
 
-// packed/sb: device layout; w is [n, k] bf16 row-major. One thread per (row, group, chunk of
-// 16 columns): consecutive threads write consecutive 32-byte pieces of a row, so a warp's
-// stores cover 1 KB contiguously.
-__global__ void dequant_w4g128_bf16_kernel(const uint32_t *__restrict__ packed,
-                                           const uint32_t *__restrict__ sb, int n, int n_pad, int k,
-                                           __nv_bfloat16 *__restrict__ w)
+// packed/sb: device layout (groups of 128/GPB); w is [n, k] bf16 row-major. One thread per
+// (row, 128-column block, chunk of 16 columns): consecutive threads write consecutive 32-byte
+// pieces of a row, so a warp's stores cover 1 KB contiguously.
+template <int GPB>
+__global__ void dequant_w4_bf16_kernel(const uint32_t *__restrict__ packed,
+                                       const uint32_t *__restrict__ sb, int n, int n_pad, int k,
+                                       __nv_bfloat16 *__restrict__ w)
 {
     const int chunks = k / 16;
     int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (int64_t)n * chunks) return;
     const int row = (int)(idx / chunks), kc = (int)(idx % chunks), grp = kc / 8, c = kc % 8;
     const uint32_t *src = packed + qmm_w4_device_offset(row, grp, k / 128);
-    const uint32_t v = sb[(int64_t)grp * n_pad + row];
+    const uint32_t v = sb[(int64_t)(grp * GPB + c / (8 / GPB)) * n_pad + row]; /* chunk c's group */
     const uint32_t s2 = (v & 0xFFFFu) | (v << 16), b2 = (v >> 16) | (v & 0xFFFF0000u);
     const int h = (c % 2) * 8;
     uint32_t lo[4], hi[4];
@@ -39,10 +40,11 @@ __global__ void dequant_w4g128_bf16_kernel(const uint32_t *__restrict__ packed,
     dst[1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
 }
 
-// out is [count, k] fp32; one block a row, consecutive threads on consecutive columns
+// out is [count, k] fp32; one block a row, consecutive threads on consecutive columns;
+// groups of 1 << gshift columns
 __global__ void dequant_rows_f32_kernel(const uint32_t *__restrict__ packed,
                                         const uint32_t *__restrict__ sb, int n, int n_pad, int k,
-                                        const int32_t *__restrict__ ids,
+                                        int gshift, const int32_t *__restrict__ ids,
                                         const int32_t *__restrict__ id_offset,
                                         float *__restrict__ out, int32_t *err)
 {
@@ -52,13 +54,12 @@ __global__ void dequant_rows_f32_kernel(const uint32_t *__restrict__ packed,
         if (threadIdx.x == 0 && err) *err = 1;
         row = 0;
     }
-    const int groups = k / 128;
+    const int blocks = k / 128;
     for (int j = threadIdx.x; j < k; j += blockDim.x) {
-        const int grp = j / 128;
         int word, bit;
         qmm_w4_device_position(j % 128, &word, &bit);
-        const uint32_t q = (packed[qmm_w4_device_offset(row, grp, groups) + word] >> bit) & 0xFu;
-        const uint32_t v = sb[(int64_t)grp * n_pad + row];
+        const uint32_t q = (packed[qmm_w4_device_offset(row, j / 128, blocks) + word] >> bit) & 0xFu;
+        const uint32_t v = sb[(int64_t)(j >> gshift) * n_pad + row];
         out[(int64_t)r * k + j] = __fmaf_rn(bf16_lo(v), (float)q, bf16_hi(v));
     }
 }
@@ -67,16 +68,25 @@ cudaError_t launch_dequant_rows(const DevWeight &w, const int32_t *ids, const in
                                 int count, float *out, int32_t *err, cudaStream_t stream)
 {
     if (count < 1) return cudaSuccess;
+    const int gshift = w.group == 32 ? 5 : w.group == 64 ? 6 : w.group == 128 ? 7 : 0;
+    if (!gshift) return cudaErrorInvalidValue;
     dequant_rows_f32_kernel<<<count, 256, 0, stream>>>(w.packed, w.sb, (int)w.n, (int)w.n_pad,
-                                                       (int)w.k, ids, id_offset, out, err);
+                                                       (int)w.k, gshift, ids, id_offset, out, err);
     return cudaGetLastError();
 }
 
 cudaError_t launch_dequant(const DevWeight &w, __nv_bfloat16 *out, cudaStream_t stream)
 {
     int64_t threads = w.n * (w.k / 16);
-    dequant_w4g128_bf16_kernel<<<(unsigned)((threads + 255) / 256), 256, 0, stream>>>(
-        w.packed, w.sb, (int)w.n, (int)w.n_pad, (int)w.k, out);
+    const unsigned blocks = (unsigned)((threads + 255) / 256);
+    if (w.group == 128)
+        dequant_w4_bf16_kernel<1><<<blocks, 256, 0, stream>>>(w.packed, w.sb, (int)w.n, (int)w.n_pad, (int)w.k, out);
+    else if (w.group == 64)
+        dequant_w4_bf16_kernel<2><<<blocks, 256, 0, stream>>>(w.packed, w.sb, (int)w.n, (int)w.n_pad, (int)w.k, out);
+    else if (w.group == 32)
+        dequant_w4_bf16_kernel<4><<<blocks, 256, 0, stream>>>(w.packed, w.sb, (int)w.n, (int)w.n_pad, (int)w.k, out);
+    else
+        return cudaErrorInvalidValue;
     return cudaGetLastError();
 }
 

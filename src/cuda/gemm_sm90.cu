@@ -5,11 +5,13 @@
  * dequantized from the device layout (w4_layout.h: one lane's 16 bytes per 16-row tile and group
  * are exactly its m64nNk16 A fragments for the group's eight k16 steps) to bf16(s·q + b); the
  * tokens are the wgmma N dimension (TN = 8…128), so a 16-token prompt runs an n16 tile.
- * A producer warp fills a ring of STAGES shared-memory buffers, one quantization group (128 k)
- * each, with two copy-engine operations a stage: the block's weight rows for the group (one
- * contiguous 4 or 8 KB piece of the device layout) by a bulk copy, the activations by one 3-D TMA
- * box with the 128-byte swizzle that wgmma's K-major B descriptor reads; the scale|bias pairs by
- * the warp's lanes (16-byte cp.async each). Full/empty mbarriers pace the ring.
+ * A producer warp fills a ring of STAGES shared-memory buffers, one 128-column block of k each
+ * (one group at g128; GPB = 2, 4 groups at g64, g32: a template parameter), with two copy-engine
+ * operations a stage: the block's weight rows (one contiguous 4 or 8 KB piece of the device
+ * layout) by a bulk copy, the activations by one 3-D TMA box with the 128-byte swizzle that
+ * wgmma's K-major B descriptor reads; the GPB groups' scale|bias pairs by the warp's lanes
+ * (16-byte cp.async each). Full/empty mbarriers pace the ring. Below, a "group" of the schedule
+ * is such a block: partitions of whole blocks are partitions of whole groups at every g.
  *
  * Work is a list of iterations (tile, group), tiles ordered m-tile fastest so that CTAs running
  * together share weight tiles. CTA p owns iterations [start(p), start(p+1)):
@@ -49,19 +51,19 @@ struct Sm90Args {
     int q, r;
 };
 
-template <int TN, int WG> struct Sm90Shape {
-    static constexpr int ACT_BYTES = TN * 256; /* two 64-wide k boxes of TN rows */
-    static constexpr int W_BYTES = WG * 4096;  /* 4·WG 16-row tiles of one group */
-    static constexpr int SB_BYTES = WG * 256;
+template <int TN, int WG, int GPB> struct Sm90Shape {
+    static constexpr int ACT_BYTES = TN * 256;     /* two 64-wide k boxes of TN rows */
+    static constexpr int W_BYTES = WG * 4096;      /* 4·WG 16-row tiles of one block */
+    static constexpr int SB_BYTES = GPB * WG * 256; /* [GPB][64·WG rows] scale|bias */
     static constexpr int TX_BYTES = ACT_BYTES + W_BYTES; /* the copy engine's bytes */
     static constexpr int STAGE_BYTES = (TX_BYTES + SB_BYTES + 1023) / 1024 * 1024; /* TMA boxes 1024-aligned */
     static constexpr int THREADS = 128 * (WG + 1);
     static constexpr int SLOT_FLOATS = 64 * WG * TN;
 };
 
-template <int TN, int WG, int STAGES> constexpr size_t sm90_smem_bytes()
+template <int TN, int WG, int STAGES, int GPB> constexpr size_t sm90_smem_bytes()
 {
-    return (size_t)STAGES * Sm90Shape<TN, WG>::STAGE_BYTES + 1024 /* alignment */ +
+    return (size_t)STAGES * Sm90Shape<TN, WG, GPB>::STAGE_BYTES + 1024 /* alignment */ +
            2 * STAGES * 8 + 16;
 }
 
@@ -113,12 +115,13 @@ struct Frag {
     uint32_t a[8][4];
 };
 
-// a (tensor map) is [m, k] bf16; packed/sb the device layout; c is [m, n] bf16.
-template <int TN, int WG, int STAGES, int BPS>
+// a (tensor map) is [m, k] bf16; packed/sb the device layout (groups of 128/GPB); c is [m, n] bf16.
+template <int TN, int WG, int STAGES, int BPS, int GPB>
 __global__ void __launch_bounds__(128 * (WG + 1), BPS)
-    gemm_sm90_w4g128_bf16_kernel(const __grid_constant__ CUtensorMap amap, const Sm90Args args)
+    gemm_sm90_w4_bf16_kernel(const __grid_constant__ CUtensorMap amap, const Sm90Args args)
 {
-    using S = Sm90Shape<TN, WG>;
+    using S = Sm90Shape<TN, WG, GPB>;
+    constexpr int KPG = 8 / GPB; /* k16 steps per group */
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint64_t *full = (uint64_t *)(smem + STAGES * S::STAGE_BYTES);
@@ -170,10 +173,20 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                     bulk_copy(st + S::ACT_BYTES, args.packed + (block * args.groups + grp) * 2048 + half * 1024,
                               S::W_BYTES, &full[s], pol);
                 }
-                if (lane < S::SB_BYTES / 16)
-                    cp_async16(st + S::ACT_BYTES + S::W_BYTES + lane * 16,
-                               args.sb + (int64_t)grp * args.n_pad + nt * 64 * WG + lane * 4, true);
-                cp_async_arrive_noinc(&full[s]);
+                if constexpr (GPB == 1) {
+                    if (lane < S::SB_BYTES / 16)
+                        cp_async16(st + S::ACT_BYTES + S::W_BYTES + lane * 16,
+                                   args.sb + (int64_t)grp * args.n_pad + nt * 64 * WG + lane * 4, true);
+                } else {
+                    /* [GPB][64·WG] pairs: the block's groups grp·GPB + j, 16 bytes a copy */
+                    for (int i = lane; i < S::SB_BYTES / 16; i += 32) {
+                        const int j = i / (WG * 16), r4 = i % (WG * 16);
+                        cp_async16(st + S::ACT_BYTES + S::W_BYTES + i * 16,
+                                   args.sb + (int64_t)(grp * GPB + j) * args.n_pad + nt * 64 * WG + r4 * 4,
+                                   true);
+                    }
+                }
+                cp_async_arrive_noinc(&full[s]); /* after all of this lane's copies land */
             };
             auto load_act = [&](int s) {
                 if (lane == 0) tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, mt * TN, grp * 2, &full[s]);
@@ -217,11 +230,19 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         const uint32_t *wt = (const uint32_t *)(st + S::ACT_BYTES) + (c * 4 + warp) * 256;
         const uint32_t *sbt = (const uint32_t *)(st + S::ACT_BYTES + S::W_BYTES) + c * 64 + warp * 16;
         const uint4 lo = lds128(wt + 16 * g + 4 * t4), hi = lds128(wt + 16 * (g + 8) + 4 * t4);
-        const uint32_t sbl = lds32(sbt + g), sbh = lds32(sbt + g + 8);
-        const uint32_t sl = (sbl & 0xFFFFu) * 0x10001u, bl = (sbl >> 16) * 0x10001u;
-        const uint32_t sh = (sbh & 0xFFFFu) * 0x10001u, bh = (sbh >> 16) * 0x10001u;
+        uint32_t sbl = lds32(sbt + g), sbh = lds32(sbt + g + 8);
+        uint32_t sl = (sbl & 0xFFFFu) * 0x10001u, bl = (sbl >> 16) * 0x10001u;
+        uint32_t sh = (sbh & 0xFFFFu) * 0x10001u, bh = (sbh >> 16) * 0x10001u;
 #pragma unroll
         for (int kk = 0; kk < 8; kk++) {
+            if constexpr (GPB > 1) {
+                if (kk > 0 && kk % KPG == 0) { /* step kk starts group kk / KPG of the block */
+                    const uint32_t *sbj = sbt + (kk / KPG) * 64 * WG;
+                    sbl = lds32(sbj + g), sbh = lds32(sbj + g + 8);
+                    sl = (sbl & 0xFFFFu) * 0x10001u, bl = (sbl >> 16) * 0x10001u;
+                    sh = (sbh & 0xFFFFu) * 0x10001u, bh = (sbh >> 16) * 0x10001u;
+                }
+            }
             const int wj = kk / 2, sft = (kk % 2) * 8;
             const uint32_t wl = word_at(lo, wj), wh = word_at(hi, wj);
             f.a[kk][0] = dequant_pair(wl, sft, sl, bl), f.a[kk][1] = dequant_pair(wh, sft, sh, bh);
@@ -375,9 +396,18 @@ const Sm90Config sm90_configs[SM90_CONFIGS] = {
 
 template <int TN, int WG, int ST, int BPS> static cudaError_t sm90_init_t(void)
 {
-    return cudaFuncSetAttribute(gemm_sm90_w4g128_bf16_kernel<TN, WG, ST, BPS>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)sm90_smem_bytes<TN, WG, ST>());
+    cudaError_t e = cudaFuncSetAttribute(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 1>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)sm90_smem_bytes<TN, WG, ST, 1>());
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 2>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)sm90_smem_bytes<TN, WG, ST, 2>());
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 4>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)sm90_smem_bytes<TN, WG, ST, 4>());
+    return e;
 }
 
 cudaError_t sm90_init(void)
@@ -397,28 +427,28 @@ size_t sm90_workspace_bytes(int config, int ctas)
     return (size_t)ctas * 2 * 64 * c.warpgroups * c.tile_tokens * sizeof(float);
 }
 
-template <int TN, int WG, int ST, int BPS>
+template <int TN, int WG, int ST, int BPS, int GPB>
 static cudaError_t launch_sm90_t(const CUtensorMap &map, const Sm90Args &args, bool pdl,
                                  cudaStream_t stream)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)args.ctas);
-    cfg.blockDim = dim3(Sm90Shape<TN, WG>::THREADS);
-    cfg.dynamicSmemBytes = sm90_smem_bytes<TN, WG, ST>();
+    cfg.blockDim = dim3(Sm90Shape<TN, WG, GPB>::THREADS);
+    cfg.dynamicSmemBytes = sm90_smem_bytes<TN, WG, ST, GPB>();
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, gemm_sm90_w4g128_bf16_kernel<TN, WG, ST, BPS>, map, args);
+    return cudaLaunchKernelEx(&cfg, gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB>, map, args);
 }
 
 cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &w,
                         const __nv_bfloat16 *a, int m, __nv_bfloat16 *c, void *workspace,
                         uint32_t *counters, bool pdl, cudaStream_t stream)
 {
-    if (config < 0 || config >= SM90_CONFIGS) return cudaErrorInvalidValue;
+    if (config < 0 || config >= SM90_CONFIGS || !groups_per_block(w.group)) return cudaErrorInvalidValue;
     const Sm90Config &cf = sm90_configs[config];
     PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     if (!encode) return cudaErrorNotSupported;
@@ -457,9 +487,12 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     args.q = share / parts;
     args.r = share % parts;
 
-#define QMM_SM90_DISPATCH(tn, wg, st, bps) \
-    if (cf.tile_tokens == tn && cf.warpgroups == wg && cf.stages == st) \
-        return launch_sm90_t<tn, wg, st, bps>(map, args, pdl, stream);
+    const int gpb = groups_per_block(w.group);
+#define QMM_SM90_DISPATCH(tn, wg, st, bps)                                          \
+    if (cf.tile_tokens == tn && cf.warpgroups == wg && cf.stages == st)             \
+        return gpb == 1   ? launch_sm90_t<tn, wg, st, bps, 1>(map, args, pdl, stream) \
+               : gpb == 2 ? launch_sm90_t<tn, wg, st, bps, 2>(map, args, pdl, stream) \
+                          : launch_sm90_t<tn, wg, st, bps, 4>(map, args, pdl, stream);
     QMM_SM90_CONFIGS(QMM_SM90_DISPATCH)
 #undef QMM_SM90_DISPATCH
     return cudaErrorInvalidValue;

@@ -2,9 +2,10 @@
  * Prefill path: tiled bf16 tensor-core GEMM with W4 weights dequantized in registers, and its
  * split-K form (partition index in blockIdx.z, each partition writing its own [M, N] plane).
  *
- * One k-tile is one group of 128 columns. Per stage the block copies asynchronously (cp.async)
- * A[BM, 128] (bf16, 16-byte chunks XOR-swizzled by row so ldmatrix is conflict-free), the packed
- * codes W[BN, 16 words] and the group's scale|bias pairs. STAGES buffers form the pipeline:
+ * One k-tile is one block of 128 columns (w4_layout.h). Per stage the block copies asynchronously
+ * (cp.async) A[BM, 128] (bf16, 16-byte chunks XOR-swizzled by row so ldmatrix is conflict-free),
+ * the packed codes W[BN, 16 words] and the scale|bias pairs of the block's GPB groups (GPB = 1,
+ * 2, 4 for groups of 128, 64, 32: a template parameter, so the g128 kernel is the one it was). STAGES buffers form the pipeline:
  * 1 = copy then compute, 2 = double buffering, 3–4 deeper. Each warp computes a (BM/WM)×(BN/WN)
  * tile with m16n8k16 mma; its B fragments are dequantized from the lane's 16 bytes of codes
  * (w4_layout.h) as bf16(scale·q + bias), accumulation in fp32.
@@ -18,22 +19,23 @@ namespace qmm {
 const TileConfig tile_configs[TILE_CONFIGS] = {QMM_SM90_TILED(QMM_TILE_ROW)};
 #undef QMM_TILE_ROW
 
-template <int BM, int BN> struct TileSmem {
-    static constexpr int A_BYTES = BM * 256;   /* BM rows x 128 bf16 */
-    static constexpr int W_BYTES = BN * 64;    /* BN rows x 16 words */
-    static constexpr int SB_BYTES = BN * 4;    /* BN scale|bias pairs */
+template <int BM, int BN, int GPB> struct TileSmem {
+    static constexpr int A_BYTES = BM * 256;     /* BM rows x 128 bf16 */
+    static constexpr int W_BYTES = BN * 64;      /* BN rows x 16 words */
+    static constexpr int SB_BYTES = GPB * BN * 4; /* [GPB][BN] scale|bias pairs */
     static constexpr int STAGE_BYTES = A_BYTES + W_BYTES + SB_BYTES;
 };
 
-// a is [m, k] bf16; packed/sb the device layout; out is [gridDim.z, m, n] of OutT;
-// partition z covers columns [z*k_split, (z+1)*k_split).
-template <int BM, int BN, int WM, int WN, int STAGES, typename OutT>
-__global__ __launch_bounds__(WM *WN * 32) void gemm_w4g128_bf16_kernel(
+// a is [m, k] bf16; packed/sb the device layout (groups of 128/GPB); out is [gridDim.z, m, n] of
+// OutT; partition z covers columns [z*k_split, (z+1)*k_split), k_split a multiple of 128.
+template <int BM, int BN, int WM, int WN, int STAGES, typename OutT, int GPB>
+__global__ __launch_bounds__(WM *WN * 32) void gemm_w4_bf16_kernel(
     const __nv_bfloat16 *__restrict__ a, int m, int k, const uint32_t *__restrict__ packed,
     const uint32_t *__restrict__ sb, int n, int n_pad, OutT *__restrict__ out, int k_split)
 {
     constexpr int THREADS = WM * WN * 32, TM = BM / WM, TN = BN / WN, MT = TM / 16, NT = TN / 8;
-    using S = TileSmem<BM, BN>;
+    using S = TileSmem<BM, BN, GPB>;
+    constexpr int CPG = 8 / GPB; /* 16-column chunks per group */
     extern __shared__ uint4 smem_v4[];
     unsigned char *smem = reinterpret_cast<unsigned char *>(smem_v4);
 
@@ -63,8 +65,15 @@ __global__ __launch_bounds__(WM *WN * 32) void gemm_w4g128_bf16_kernel(
             cp_async16(sw + r * 16 + ch * 4, packed + qmm_w4_device_offset(n0 + r, grp, k / 128) + ch * 4, true);
         }
         uint32_t *ss = stage_sb(s);
-        for (int i = tid; i < BN / 4; i += THREADS)
-            cp_async16(ss + i * 4, sb + (int64_t)grp * n_pad + n0 + i * 4, true);
+        if constexpr (GPB == 1) {
+            for (int i = tid; i < BN / 4; i += THREADS)
+                cp_async16(ss + i * 4, sb + (int64_t)grp * n_pad + n0 + i * 4, true);
+        } else { /* [GPB][BN]: the block's groups grp·GPB + j */
+            for (int i = tid; i < GPB * BN / 4; i += THREADS) {
+                const int j = i / (BN / 4), r4 = i % (BN / 4);
+                cp_async16(ss + j * BN + r4 * 4, sb + (int64_t)(grp * GPB + j) * n_pad + n0 + r4 * 4, true);
+            }
+        }
     };
 
     float acc[MT][NT][4];
@@ -85,6 +94,16 @@ __global__ __launch_bounds__(WM *WN * 32) void gemm_w4g128_bf16_kernel(
         }
 #pragma unroll
         for (int ch = 0; ch < 8; ch++) {
+            if constexpr (GPB > 1) {
+                if (ch > 0 && ch % CPG == 0) { /* chunk ch starts group ch / CPG of the block */
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++) {
+                        uint32_t v = ss[(ch / CPG) * BN + warp_n * TN + nt * 8 + g];
+                        s2[nt] = (v & 0xFFFFu) | (v << 16);
+                        b2[nt] = (v >> 16) | (v & 0xFFFF0000u);
+                    }
+                }
+            }
             uint32_t af[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
@@ -157,47 +176,63 @@ __global__ __launch_bounds__(WM *WN * 32) void gemm_w4g128_bf16_kernel(
             }
 }
 
-/* ---- instantiation table: config (a row of tune/sm90.h) x stages x output type ---- */
+/* ---- instantiation table: group size x config (a row of tune/sm90.h) x stages x output type ---- */
 
 typedef void (*TiledKernelBf16)(const __nv_bfloat16 *, int, int, const uint32_t *, const uint32_t *,
                                 int, int, __nv_bfloat16 *, int);
 typedef void (*TiledKernelF32)(const __nv_bfloat16 *, int, int, const uint32_t *, const uint32_t *,
                                int, int, float *, int);
 
-#define QMM_TILED_ROW(BM, BN, WM, WN, T)                                                  \
+#define QMM_TILED_ROW(BM, BN, WM, WN, T, GPB)                                             \
     {                                                                                     \
-        gemm_w4g128_bf16_kernel<BM, BN, WM, WN, 1, T>,                                    \
-            gemm_w4g128_bf16_kernel<BM, BN, WM, WN, 2, T>,                                \
-            gemm_w4g128_bf16_kernel<BM, BN, WM, WN, 3, T>,                                \
-            gemm_w4g128_bf16_kernel<BM, BN, WM, WN, 4, T>                                 \
+        gemm_w4_bf16_kernel<BM, BN, WM, WN, 1, T, GPB>,                                   \
+            gemm_w4_bf16_kernel<BM, BN, WM, WN, 2, T, GPB>,                               \
+            gemm_w4_bf16_kernel<BM, BN, WM, WN, 3, T, GPB>,                               \
+            gemm_w4_bf16_kernel<BM, BN, WM, WN, 4, T, GPB>                                \
     }
 
 static_assert(MAX_STAGES == 4, "QMM_TILED_ROW instantiates stages 1..4");
-#define QMM_BF16_ROW(tm, tn, wm, wn, max_m, stages, bps) QMM_TILED_ROW(tm, tn, wm, wn, __nv_bfloat16),
-#define QMM_F32_ROW(tm, tn, wm, wn, max_m, stages, bps) QMM_TILED_ROW(tm, tn, wm, wn, float),
-static const TiledKernelBf16 kernels_bf16[TILE_CONFIGS][MAX_STAGES] = {QMM_SM90_TILED(QMM_BF16_ROW)};
-static const TiledKernelF32 kernels_f32[TILE_CONFIGS][MAX_STAGES] = {QMM_SM90_TILED(QMM_F32_ROW)};
-#undef QMM_BF16_ROW
-#undef QMM_F32_ROW
+/* index 0, 1, 2: groups of 128, 64, 32 (GPB 1, 2, 4) */
+constexpr int GROUP_KINDS = 3;
+static int group_index(int group) { return group == 64 ? 1 : group == 32 ? 2 : 0; }
+#define QMM_BF16_ROW1(tm, tn, wm, wn, max_m, stages, bps) QMM_TILED_ROW(tm, tn, wm, wn, __nv_bfloat16, 1),
+#define QMM_BF16_ROW2(tm, tn, wm, wn, max_m, stages, bps) QMM_TILED_ROW(tm, tn, wm, wn, __nv_bfloat16, 2),
+#define QMM_BF16_ROW4(tm, tn, wm, wn, max_m, stages, bps) QMM_TILED_ROW(tm, tn, wm, wn, __nv_bfloat16, 4),
+#define QMM_F32_ROW1(tm, tn, wm, wn, max_m, stages, bps) QMM_TILED_ROW(tm, tn, wm, wn, float, 1),
+#define QMM_F32_ROW2(tm, tn, wm, wn, max_m, stages, bps) QMM_TILED_ROW(tm, tn, wm, wn, float, 2),
+#define QMM_F32_ROW4(tm, tn, wm, wn, max_m, stages, bps) QMM_TILED_ROW(tm, tn, wm, wn, float, 4),
+static const TiledKernelBf16 kernels_bf16[GROUP_KINDS][TILE_CONFIGS][MAX_STAGES] = {
+    {QMM_SM90_TILED(QMM_BF16_ROW1)}, {QMM_SM90_TILED(QMM_BF16_ROW2)}, {QMM_SM90_TILED(QMM_BF16_ROW4)}};
+static const TiledKernelF32 kernels_f32[GROUP_KINDS][TILE_CONFIGS][MAX_STAGES] = {
+    {QMM_SM90_TILED(QMM_F32_ROW1)}, {QMM_SM90_TILED(QMM_F32_ROW2)}, {QMM_SM90_TILED(QMM_F32_ROW4)}};
+#undef QMM_BF16_ROW1
+#undef QMM_BF16_ROW2
+#undef QMM_BF16_ROW4
+#undef QMM_F32_ROW1
+#undef QMM_F32_ROW2
+#undef QMM_F32_ROW4
 
-size_t tiled_smem_bytes(int config, int stages)
+size_t tiled_smem_bytes(int config, int stages, int group)
 {
     const TileConfig &c = tile_configs[config];
-    return (size_t)stages * ((size_t)c.tile_m * 256 + (size_t)c.tile_n * 68);
+    const size_t sb = 4 * (size_t)groups_per_block(group); /* scale|bias bytes per row */
+    return (size_t)stages * ((size_t)c.tile_m * 256 + (size_t)c.tile_n * (64 + sb));
 }
 
 cudaError_t tiled_init(void)
 {
-    for (int c = 0; c < TILE_CONFIGS; c++)
-        for (int s = 1; s <= MAX_STAGES; s++) {
-            int bytes = (int)tiled_smem_bytes(c, s);
-            cudaError_t e = cudaFuncSetAttribute((const void *)kernels_bf16[c][s - 1],
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-            if (e == cudaSuccess)
-                e = cudaFuncSetAttribute((const void *)kernels_f32[c][s - 1],
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-            if (e != cudaSuccess) return e;
-        }
+    static const int groups[GROUP_KINDS] = {128, 64, 32};
+    for (int gi = 0; gi < GROUP_KINDS; gi++)
+        for (int c = 0; c < TILE_CONFIGS; c++)
+            for (int s = 1; s <= MAX_STAGES; s++) {
+                int bytes = (int)tiled_smem_bytes(c, s, groups[gi]);
+                cudaError_t e = cudaFuncSetAttribute((const void *)kernels_bf16[gi][c][s - 1],
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+                if (e == cudaSuccess)
+                    e = cudaFuncSetAttribute((const void *)kernels_f32[gi][c][s - 1],
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+                if (e != cudaSuccess) return e;
+            }
     return cudaSuccess;
 }
 
@@ -205,8 +240,8 @@ cudaError_t tiled_occupancy(int config, int stages, int *blocks_per_sm)
 {
     const TileConfig &c = tile_configs[config];
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        blocks_per_sm, (const void *)kernels_bf16[config][stages - 1], c.warps_m * c.warps_n * 32,
-        tiled_smem_bytes(config, stages));
+        blocks_per_sm, (const void *)kernels_bf16[0][config][stages - 1], c.warps_m * c.warps_n * 32,
+        tiled_smem_bytes(config, stages, 128));
 }
 
 cudaError_t launch_tiled(int config, int stages, const DevWeight &w, const __nv_bfloat16 *a, int m,
@@ -216,13 +251,15 @@ cudaError_t launch_tiled(int config, int stages, const DevWeight &w, const __nv_
     dim3 grid((unsigned)((m + c.tile_m - 1) / c.tile_m), (unsigned)((w.n + c.tile_n - 1) / c.tile_n),
               (unsigned)split);
     dim3 block(c.warps_m * c.warps_n * 32);
-    size_t smem = tiled_smem_bytes(config, stages);
+    if (!groups_per_block(w.group) || w.k % ((int64_t)split * 128)) return cudaErrorInvalidValue;
+    const int gi = group_index(w.group);
+    size_t smem = tiled_smem_bytes(config, stages, w.group);
     int k_split = (int)(w.k / split);
     if (out_type == QMM_F32)
-        kernels_f32[config][stages - 1]<<<grid, block, smem, stream>>>(
+        kernels_f32[gi][config][stages - 1]<<<grid, block, smem, stream>>>(
             a, m, (int)w.k, w.packed, w.sb, (int)w.n, (int)w.n_pad, (float *)out, k_split);
     else
-        kernels_bf16[config][stages - 1]<<<grid, block, smem, stream>>>(
+        kernels_bf16[gi][config][stages - 1]<<<grid, block, smem, stream>>>(
             a, m, (int)w.k, w.packed, w.sb, (int)w.n, (int)w.n_pad, (__nv_bfloat16 *)out, k_split);
     return cudaGetLastError();
 }

@@ -12,9 +12,16 @@ namespace qmm {
 /* A weight on the device, in the layout of w4_layout.h. */
 struct DevWeight {
     int64_t n, k, n_pad;
-    uint32_t *packed; /* [n_pad, k/8] permuted codes */
-    uint32_t *sb;     /* [k/128, n_pad] scale | bias << 16 */
+    uint32_t *packed; /* [n_pad, k/8] permuted codes (blocks of 128 columns at every group size) */
+    uint32_t *sb;     /* [k/group, n_pad] scale | bias << 16 */
+    int group;        /* 32, 64 or 128 */
 };
+
+/* Groups per 128-column block (the kernels' template parameter GPB): 1, 2 or 4; 0 = unsupported. */
+__host__ __device__ constexpr int groups_per_block(int group)
+{
+    return group == 128 ? 1 : group == 64 ? 2 : group == 32 ? 4 : 0;
+}
 
 /* Tiled kernel configurations (tile and warp layout), one per row of the tuning table
  * (tune/sm90.h). They change speed, never results: every configuration and stage count
@@ -29,10 +36,10 @@ static_assert(TILE_CONFIGS <= QMM_MAX_TILE_CONFIGS, "tuning table has too many t
 extern const TileConfig tile_configs[TILE_CONFIGS];
 constexpr int MAX_STAGES = QMM_MAX_STAGES;
 
-size_t tiled_smem_bytes(int config, int stages);
+size_t tiled_smem_bytes(int config, int stages, int group);
 /* Raise the dynamic shared-memory limits of every instantiation (once per device). */
 cudaError_t tiled_init(void);
-/* Resident blocks per SM of a configuration at a stage count (occupancy API). */
+/* Resident blocks per SM of a configuration at a stage count (occupancy API), groups of 128. */
 cudaError_t tiled_occupancy(int config, int stages, int *blocks_per_sm);
 
 /* out = partial plane(s) [split, m, n] of type out_type (QMM_BF16 or QMM_F32), or C itself when
@@ -44,7 +51,8 @@ cudaError_t launch_tiled(int config, int stages, const DevWeight &w, const __nv_
 cudaError_t launch_splitk_reduce(const void *planes, qmm_dtype type, int split, int64_t mn,
                                  __nv_bfloat16 *c, cudaStream_t stream);
 
-/* m <= 16; wide_tiles: the tuning table's matvec_wide_tiles (the warp count's threshold). */
+/* m <= 16; wide_tiles: the tuning table's matvec_wide_tiles (the warp count's threshold).
+ * Groups of 128 only (the planner sends no other weight here). */
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
                           int wide_tiles, cudaStream_t stream);
 
