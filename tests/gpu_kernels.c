@@ -3,6 +3,8 @@
  * poisoned (NaN) before every run. Tolerances, relative Frobenius vs fp64 of the dequantized
  * weights: bf16 output with bf16 partial planes <= 1e-2; fp32 partials <= 5e-3; every element
  * finite. Exactness claims (fallback, stages, determinism) are checked bit for bit.
+ * Groups of 64 and 32 (cases g64/..., g32/...): the same checks on such weights, the matvec
+ * refused, and bitwise equality with groups of 128 when each block's groups share a scale|bias.
  * Skips (exit 77) with the reason when there is no GPU or no CUDA in this build.
  */
 #include <math.h>
@@ -32,11 +34,13 @@ typedef struct prob {
     double *ref;      /* [rows, n] */
 } prob;
 
-static int prob_init(prob *p, int64_t m, int64_t n, int64_t k)
+static void prob_reference(prob *p);
+
+static int prob_init_g(prob *p, int64_t m, int64_t n, int64_t k, int group)
 {
     memset(p, 0, sizeof *p);
     p->m = m, p->n = n, p->k = k;
-    if (qmm_w4_alloc(n, k, &p->w) != QMM_OK) return 0;
+    if (qmm_w4_alloc_group(n, k, group, &p->w) != QMM_OK) return 0;
     test_random_w4(&p->w, 0.002, 0.02);
     p->a = malloc((size_t)(m * k) * sizeof *p->a);
     test_fill_bf16(p->a, (size_t)(m * k), 1.0);
@@ -54,26 +58,37 @@ static int prob_init(prob *p, int64_t m, int64_t n, int64_t k)
     p->row_idx = malloc(sizeof(int64_t) * (size_t)p->rows);
     for (int i = 0; i < p->rows; i++)
         p->row_idx[i] = m <= 64 ? i : (i == p->rows - 1 ? m - 1 : (int64_t)(test_rand_u64() % (uint64_t)m));
+    prob_reference(p);
+    return 1;
+}
+
+static int prob_init(prob *p, int64_t m, int64_t n, int64_t k) { return prob_init_g(p, m, n, k, 128); }
+
+/* fp64 of the sampled rows with the weight as it is now */
+static void prob_reference(prob *p)
+{
+    const int64_t k = p->k, n = p->n;
     qmm_bf16 *asub = malloc((size_t)p->rows * (size_t)k * 2);
     for (int i = 0; i < p->rows; i++) memcpy(asub + i * k, p->a + p->row_idx[i] * k, (size_t)k * 2);
+    free(p->ref);
     p->ref = malloc(sizeof(double) * (size_t)p->rows * (size_t)n);
     test_matmul_f64(asub, p->rows, &p->w, p->ref);
     free(asub);
-    return 1;
 }
 
 static void prob_free(prob *p);
 
 /* Set up a problem or fail the case and return (a half-built problem is freed). */
-#define SETUP(p, m, n, k)                                                                   \
+#define SETUP_G(p, m, n, k, g)                                                              \
     do {                                                                                    \
-        if (!prob_init(&(p), (m), (n), (k))) {                                              \
-            test_fail(__FILE__, __LINE__, "setup of M=%lld N=%lld K=%lld failed: %s",       \
-                      (long long)(m), (long long)(n), (long long)(k), qmm_last_error());    \
+        if (!prob_init_g(&(p), (m), (n), (k), (g))) {                                       \
+            test_fail(__FILE__, __LINE__, "setup of M=%lld N=%lld K=%lld g%d failed: %s",   \
+                      (long long)(m), (long long)(n), (long long)(k), (g), qmm_last_error()); \
             prob_free(&(p));                                                                \
             return;                                                                         \
         }                                                                                   \
     } while (0)
+#define SETUP(p, m, n, k) SETUP_G(p, m, n, k, 128)
 
 static void prob_free(prob *p)
 {
@@ -213,7 +228,7 @@ static void splitk_kv_m32(void)
     prob_free(&p);
 }
 
-static void ragged_shapes(void)
+static void ragged_shapes_g(int group)
 {
     static const int64_t shapes[][3] = {
         {17, 1032, 2560}, {1, 1, 128}, {3, 31, 128}, {33, 200, 256}, {65, 130, 384},
@@ -221,7 +236,7 @@ static void ragged_shapes(void)
     };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         prob p;
-        SETUP(p, shapes[s][0], shapes[s][1], shapes[s][2]);
+        SETUP_G(p, shapes[s][0], shapes[s][1], shapes[s][2], group);
         qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
         qmm_cuda_options o = qmm_cuda_options_default();
         CHECK_OK(run(&p, &o, out, NULL));
@@ -236,16 +251,30 @@ static void ragged_shapes(void)
             CHECK_OK(run(&p, &o, out, NULL));
             check(&p, out, 5e-3, "splitk f32");
         }
-        if (p.m <= 16) {
+        o = opts(QMM_PATH_DENSE, 0, 0, QMM_BF16);
+        CHECK_OK(run(&p, &o, out, NULL));
+        check(&p, out, 1e-2, "dense");
+        if (p.m <= 16 && group == 128) {
             o = opts(QMM_PATH_MATVEC, 0, 0, QMM_BF16);
             CHECK_OK(run(&p, &o, out, NULL));
             check(&p, out, 1e-2, "matvec");
         }
-        printf("    M=%lld N=%lld K=%lld ok\n", (long long)p.m, (long long)p.n, (long long)p.k);
+        if (group != 128) { /* the matvec reads groups of 128 only: refused, nothing written */
+            o = opts(QMM_PATH_MATVEC, 0, 0, QMM_BF16);
+            cudaMemset(p.c_dev, 0xAB, (size_t)(p.m * p.n) * 2);
+            CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, p.m, p.dw, p.c_dev, p.ws, p.ws_bytes, &o, NULL),
+                         QMM_ERR_UNSUPPORTED);
+            cudaMemcpy(out, p.c_dev, (size_t)(p.m * p.n) * 2, cudaMemcpyDeviceToHost);
+            int untouched = 1;
+            for (int64_t i = 0; i < p.m * p.n; i++) untouched &= out[i] == 0xABAB;
+            CHECK(untouched);
+        }
+        printf("    g%d M=%lld N=%lld K=%lld ok\n", group, (long long)p.m, (long long)p.n, (long long)p.k);
         free(out);
         prob_free(&p);
     }
 }
+static void ragged_shapes(void) { ragged_shapes_g(128); }
 
 static void matvec_all_m(void)
 {
@@ -268,7 +297,7 @@ static int same_bits(const qmm_bf16 *x, const qmm_bf16 *y, size_t n)
     return memcmp(x, y, n * sizeof *x) == 0;
 }
 
-static void fallback_is_bitwise(void)
+static void fallback_is_bitwise_g(int group)
 {
     /* Whenever a plan's split is 1 the call must run the unsplit kernel: bitwise equal to forcing
      * it. Note M=128, N=256, K=2560 is NOT a full grid under the seed rule (base 4*8 = 32 ->
@@ -281,7 +310,7 @@ static void fallback_is_bitwise(void)
     int compared[2] = {0, 0};
     for (int si = 0; si < 7; si++) {
         prob p;
-        SETUP(p, shapes[si][0], shapes[si][1], shapes[si][2]);
+        SETUP_G(p, shapes[si][0], shapes[si][1], shapes[si][2], group);
         size_t sz = (size_t)(p.m * p.n);
         qmm_bf16 *x = malloc(sz * 2), *y = malloc(sz * 2);
         for (int pol = 0; pol < 2; pol++) {
@@ -307,13 +336,14 @@ static void fallback_is_bitwise(void)
     CHECKF(compared[0] >= 2 && compared[1] >= 2, "too few full-grid cases (%d device, %d seed)",
            compared[0], compared[1]);
 }
+static void fallback_is_bitwise(void) { fallback_is_bitwise_g(128); }
 
-static void stages_same_bits(void)
+static void stages_same_bits_g(int group)
 {
     static const int64_t ms[] = {17, 48, 100};
     for (int mi = 0; mi < 3; mi++) {
         prob p;
-        SETUP(p, ms[mi], 520, 1280);
+        SETUP_G(p, ms[mi], 520, 1280, group);
         size_t sz = (size_t)(p.m * p.n);
         qmm_bf16 *first = malloc(sz * 2), *out = malloc(sz * 2);
         for (int split = 1; split <= 5; split += 4) {
@@ -330,11 +360,12 @@ static void stages_same_bits(void)
         prob_free(&p);
     }
 }
+static void stages_same_bits(void) { stages_same_bits_g(128); }
 
-static void splitk_deterministic(void)
+static void splitk_deterministic_g(int group)
 {
     prob p;
-    SETUP(p, 32, 1024, 2560);
+    SETUP_G(p, 32, 1024, 2560, group);
     size_t sz = (size_t)(p.m * p.n);
     qmm_bf16 *first = malloc(sz * 2), *out = malloc(sz * 2);
     for (int t = 0; t < 2; t++) {
@@ -348,6 +379,7 @@ static void splitk_deterministic(void)
     free(first), free(out);
     prob_free(&p);
 }
+static void splitk_deterministic(void) { splitk_deterministic_g(128); }
 
 static void bad_input(void)
 {
@@ -468,13 +500,13 @@ static void dense_shapes(int first, int last)
 static void dense_path(void) { dense_shapes(0, 1); }
 static void dense_path_2048(void) { dense_shapes(2, 2); }
 
-static void wrapped_weight(void)
+static void wrapped_weight_g(int group)
 {
     /* a weight over caller-owned device buffers (streaming slots) gives the uploaded one's bits */
     prob p;
-    SETUP(p, 17, 1032, 2560);
+    SETUP_G(p, 17, 1032, 2560, group);
     size_t pb = 0, sbb = 0, sz = (size_t)(p.m * p.n);
-    CHECK_OK(qmm_w4_device_image_bytes(p.n, p.k, &pb, &sbb));
+    CHECK_OK(qmm_w4_device_image_bytes_group(p.n, p.k, group, &pb, &sbb));
     void *hp = NULL, *hs = NULL, *dp = NULL, *ds = NULL;
     CUDA_OK(cudaMallocHost(&hp, pb));
     CUDA_OK(cudaMallocHost(&hs, sbb));
@@ -484,9 +516,10 @@ static void wrapped_weight(void)
     cudaMemcpy(dp, hp, pb, cudaMemcpyHostToDevice);
     cudaMemcpy(ds, hs, sbb, cudaMemcpyHostToDevice);
     qmm_cuda_weight *wrapped = NULL;
-    CHECK_STATUS(qmm_cuda_weight_wrap(ctx, p.n, p.k, (char *)dp + 4, ds, &wrapped), QMM_ERR_ALIGN);
+    CHECK_STATUS(qmm_cuda_weight_wrap_group(ctx, p.n, p.k, group, (char *)dp + 4, ds, &wrapped), QMM_ERR_ALIGN);
     CHECK(wrapped == NULL);
-    CHECK_OK(qmm_cuda_weight_wrap(ctx, p.n, p.k, dp, ds, &wrapped));
+    CHECK_OK(qmm_cuda_weight_wrap_group(ctx, p.n, p.k, group, dp, ds, &wrapped));
+    CHECK(qmm_cuda_weight_group(wrapped) == group);
     qmm_bf16 *x = malloc(sz * 2), *y = malloc(sz * 2);
     for (int path = QMM_PATH_MATVEC; path <= QMM_PATH_SPLITK; path++) {
         if (path == QMM_PATH_MATVEC && p.m > 16) continue;
@@ -504,6 +537,7 @@ static void wrapped_weight(void)
     free(x), free(y);
     prob_free(&p);
 }
+static void wrapped_weight(void) { wrapped_weight_g(128); }
 
 /* Every path gets exactly the workspace it reports, framed by guard bytes, and C is framed too:
  * an under-reported size or an overrun of a ragged tile changes a guard. */
@@ -519,13 +553,16 @@ static int guards_intact(const unsigned char *dev, size_t guard, size_t body)
     return ok;
 }
 
-static void exact_workspace_guards(void)
+/* options.group = the weight's: the exact size (group 0 reports enough for any group, which
+ * may be more than this weight's plan needs) */
+static void exact_workspace_guards_g(int group)
 {
-    static const int64_t shapes[][3] = {{17, 1032, 2560}, {33, 200, 256}, {129, 1000, 1280}, {5, 77, 640}};
+    static const int64_t shapes[][3] = {{17, 1032, 2560}, {33, 200, 256}, {129, 1000, 1280}, {5, 77, 640},
+                                        {1, 1032, 2560}};
     const size_t guard = 4096; /* a multiple of 256: keeps the pointers' alignment */
-    for (int si = 0; si < 4; si++) {
+    for (int si = 0; si < 5; si++) {
         prob p;
-        SETUP(p, shapes[si][0], shapes[si][1], shapes[si][2]);
+        SETUP_G(p, shapes[si][0], shapes[si][1], shapes[si][2], group);
         size_t c_bytes = (size_t)(p.m * p.n) * 2;
         int groups = (int)(p.k / 128), top = 1;
         for (int sp = 2; sp <= 16 && sp <= groups; sp++)
@@ -536,8 +573,12 @@ static void exact_workspace_guards(void)
                                     opts(QMM_PATH_DENSE, 0, 0, QMM_BF16)};
         qmm_bf16 *out = malloc(c_bytes);
         for (int oi = 0; oi < 5; oi++) {
-            size_t need = 0;
+            size_t need = 0, any = 0;
+            CHECK_OK(qmm_cuda_workspace_size(ctx, p.m, p.n, p.k, &list[oi], &any));
+            list[oi].group = group;
             CHECK_OK(qmm_cuda_workspace_size(ctx, p.m, p.n, p.k, &list[oi], &need));
+            CHECKF(any >= need, "g%d option set %d: group 0 reports %zu bytes < the weight's %zu", group,
+                   oi, any, need);
             unsigned char *ws = NULL, *cb = NULL;
             CUDA_OK(cudaMalloc((void **)&ws, need + 2 * guard));
             CUDA_OK(cudaMalloc((void **)&cb, c_bytes + 2 * guard));
@@ -564,6 +605,181 @@ static void exact_workspace_guards(void)
         prob_free(&p);
     }
 }
+static void exact_workspace_guards(void) { exact_workspace_guards_g(128); }
+
+/* ---- groups of 64 and 32 ---- */
+
+/* M = 1…300 through every path the plan takes (the wgmma kernel where groups of 128 take the
+ * matvec), the tiled kernel and split-K on the same data */
+static void g64_all_m(void)
+{
+    static const int64_t ms[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 100, 128, 129, 255, 300};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        prob p;
+        SETUP_G(p, ms[i], 1000, 1280, 64);
+        qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
+        qmm_plan plan;
+        qmm_cuda_options o = qmm_cuda_options_default();
+        CHECK_OK(run(&p, &o, out, &plan));
+        double e = check(&p, out, 1e-2, "g64 auto");
+        CHECKF(plan.path != QMM_PATH_MATVEC, "g64 M=%lld planned on the matvec", (long long)p.m);
+        printf("    g64 M=%-4lld N=1000 K=1280 %-7s split %d err %.2e\n", (long long)p.m,
+               qmm_path_name(plan.path), plan.split, e);
+        o = opts(QMM_PATH_TILED, 0, 0, QMM_BF16);
+        CHECK_OK(run(&p, &o, out, NULL));
+        check(&p, out, 1e-2, "g64 tiled");
+        o = opts(QMM_PATH_SPLITK, 5, 0, QMM_F32);
+        CHECK_OK(run(&p, &o, out, NULL));
+        check(&p, out, 5e-3, "g64 splitk f32");
+        free(out);
+        prob_free(&p);
+    }
+}
+
+/* Groups of g inside each 128-column block sharing one scale and bias make the same matrix as a
+ * groups-of-128 weight: the tiled, split-K and dense paths must give the g128 kernels' bits. */
+static void same_bits_as_g128(int group)
+{
+    static const int64_t shapes[][3] = {{17, 1032, 2560}, {77, 520, 1280}, {300, 200, 384}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        const int per = 128 / group;
+        prob p, q;
+        memset(&q, 0, sizeof q);
+        SETUP_G(p, m, n, k, group);
+        for (int64_t i = 0; i < n * (k / group); i++) { /* group i copies its block's first */
+            p.w.scales[i] = p.w.scales[i - i % per];
+            p.w.biases[i] = p.w.biases[i - i % per];
+        }
+        prob_reference(&p);
+        qmm_cuda_weight_free(p.dw);
+        p.dw = NULL;
+        if (qmm_cuda_weight_upload(ctx, &p.w, &p.dw) != QMM_OK || !prob_init(&q, m, n, k)) {
+            CHECKF(0, "setup: %s", qmm_last_error());
+            prob_free(&p), prob_free(&q);
+            return;
+        }
+        memcpy(q.w.packed, p.w.packed, p.w.packed_count * 4);
+        for (int64_t i = 0; i < n * (k / 128); i++)
+            q.w.scales[i] = p.w.scales[i * per], q.w.biases[i] = p.w.biases[i * per];
+        qmm_cuda_weight_free(q.dw);
+        q.dw = NULL;
+        CHECK_OK(qmm_cuda_weight_upload(ctx, &q.w, &q.dw));
+        cudaMemcpy(q.a_dev, p.a_dev, (size_t)(m * k) * 2, cudaMemcpyDeviceToDevice);
+        size_t sz = (size_t)(m * n);
+        qmm_bf16 *x = malloc(sz * 2), *y = malloc(sz * 2);
+        const int blocks = (int)(k / 128);
+        const qmm_cuda_options list[] = {
+            opts(QMM_PATH_TILED, 0, 1, QMM_BF16), opts(QMM_PATH_TILED, 0, 0, QMM_BF16),
+            opts(QMM_PATH_SPLITK, qmm_split_align(k, 4), 0, QMM_BF16),
+            opts(QMM_PATH_SPLITK, qmm_split_align(k, 4), 0, QMM_F32), opts(QMM_PATH_DENSE, 0, 0, QMM_BF16)};
+        for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+            if (list[i].path == QMM_PATH_SPLITK && (list[i].split < 2 || list[i].split > blocks)) continue;
+            CHECK_OK(run(&p, &list[i], x, NULL));
+            CHECK_OK(run(&q, &list[i], y, NULL));
+            CHECKF(same_bits(x, y, sz), "g%d M=%lld N=%lld K=%lld option set %zu (%s): differs from "
+                   "groups of 128", group, (long long)m, (long long)n, (long long)k, i,
+                   qmm_path_name(list[i].path));
+            check(&p, x, list[i].partial_type == QMM_F32 ? 5e-3 : 1e-2, "shared groups");
+        }
+        free(x), free(y);
+        prob_free(&p), prob_free(&q);
+    }
+}
+
+/* qmm_cuda_dequantize_rows equals qmm_dequantize_row_f32 bit for bit (bad ids flagged) */
+static void dequantize_rows_g(int group)
+{
+    qmm_w4 w;
+    const int64_t n = 333, k = 1280;
+    CHECK_OK(qmm_w4_alloc_group(n, k, group, &w));
+    test_random_w4(&w, 0.002, 0.02);
+    qmm_cuda_weight *dw = NULL;
+    CHECK_OK(qmm_cuda_weight_upload(ctx, &w, &dw));
+    const int32_t ids[6] = {0, 332, 17, 200, 5, 400}; /* 400: out of range -> row 0, err = 1 */
+    int32_t *ids_dev = NULL, *err_dev = NULL;
+    float *out_dev = NULL, *out = malloc(6 * (size_t)k * 4), *want = malloc((size_t)k * 4);
+    CUDA_OK(cudaMalloc((void **)&ids_dev, sizeof ids));
+    CUDA_OK(cudaMalloc((void **)&err_dev, 4));
+    CUDA_OK(cudaMalloc((void **)&out_dev, 6 * (size_t)k * 4));
+    cudaMemcpy(ids_dev, ids, sizeof ids, cudaMemcpyHostToDevice);
+    cudaMemset(err_dev, 0, 4);
+    cudaMemset(out_dev, 0xFF, 6 * (size_t)k * 4); /* NaN */
+    CHECK_OK(qmm_cuda_dequantize_rows(ctx, dw, ids_dev, 6, out_dev, err_dev));
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    cudaMemcpy(out, out_dev, 6 * (size_t)k * 4, cudaMemcpyDeviceToHost);
+    int32_t err = 0;
+    cudaMemcpy(&err, err_dev, 4, cudaMemcpyDeviceToHost);
+    CHECK(err == 1);
+    for (int r = 0; r < 6; r++) {
+        CHECK_OK(qmm_dequantize_row_f32(&w, ids[r] < n ? ids[r] : 0, want));
+        CHECKF(memcmp(out + r * k, want, (size_t)k * 4) == 0, "g%d row %d (id %d) differs", group, r, ids[r]);
+    }
+    cudaFree(ids_dev), cudaFree(err_dev), cudaFree(out_dev);
+    free(out), free(want);
+    qmm_cuda_weight_free(dw);
+    qmm_w4_free(&w);
+}
+
+/* The plan follows the weight: a g64 weight at decode sizes runs without the matvec, with the
+ * workspace that qmm_cuda_workspace_size reports for group 0 (any); options that disagree with
+ * the weight's group are refused */
+static void g64_plan_follows_weight(void)
+{
+    prob p;
+    SETUP_G(p, 1, 2560, 9728, 64);
+    qmm_plan plan;
+    qmm_cuda_options o = qmm_cuda_options_default();
+    CHECK_OK(qmm_cuda_plan(ctx, 1, 2560, 9728, &o, &plan));
+    CHECK(plan.path == QMM_PATH_MATVEC); /* group 0 plans for 128 */
+    o.group = 64;
+    CHECK_OK(qmm_cuda_plan(ctx, 1, 2560, 9728, &o, &plan));
+    CHECK(plan.path == QMM_PATH_WGMMA || plan.path == QMM_PATH_STREAMK);
+    size_t any = 0;
+    o.group = 0;
+    CHECK_OK(qmm_cuda_workspace_size(ctx, 1, 2560, 9728, &o, &any));
+    CHECK(any >= plan.workspace_bytes);
+    void *ws = NULL;
+    if (any) CUDA_OK(cudaMalloc(&ws, any));
+    qmm_bf16 *out = malloc((size_t)p.n * 2);
+    cudaMemset(p.c_dev, 0xFF, (size_t)p.n * 2);
+    qmm_plan ran;
+    CHECK_OK(qmm_cuda_matmul(ctx, p.a_dev, 1, p.dw, p.c_dev, ws, any, NULL, &ran));
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(ran.path == plan.path && ran.blocks == plan.blocks);
+    cudaMemcpy(out, p.c_dev, (size_t)p.n * 2, cudaMemcpyDeviceToHost);
+    check(&p, out, 1e-2, "g64 decode");
+    printf("    g64 M=1 N=2560 K=9728: %s, %lld CTAs, %zu workspace bytes\n", qmm_path_name(ran.path),
+           (long long)ran.blocks, any);
+    o.group = 128;
+    CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 1, p.dw, p.c_dev, ws, any, &o, NULL), QMM_ERR_ARG);
+    o = opts(QMM_PATH_MATVEC, 0, 0, QMM_BF16);
+    CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, 1, p.dw, p.c_dev, ws, any, &o, NULL), QMM_ERR_UNSUPPORTED);
+    /* K not a whole number of 128-column blocks stays on the CPU */
+    qmm_w4 odd;
+    CHECK_OK(qmm_w4_alloc_group(8, 192, 64, &odd));
+    qmm_cuda_weight *dw = NULL;
+    CHECK_STATUS(qmm_cuda_weight_upload(ctx, &odd, &dw), QMM_ERR_SHAPE);
+    CHECK(dw == NULL);
+    qmm_w4_free(&odd);
+    cudaFree(ws);
+    free(out);
+    prob_free(&p);
+}
+
+static void g64_ragged_shapes(void) { ragged_shapes_g(64); }
+static void g32_ragged_shapes(void) { ragged_shapes_g(32); }
+static void g64_fallback_is_bitwise(void) { fallback_is_bitwise_g(64); }
+static void g64_stages_same_bits(void) { stages_same_bits_g(64); }
+static void g32_stages_same_bits(void) { stages_same_bits_g(32); }
+static void g64_splitk_deterministic(void) { splitk_deterministic_g(64); }
+static void g64_wrapped_weight(void) { wrapped_weight_g(64); }
+static void g64_exact_workspace_guards(void) { exact_workspace_guards_g(64); }
+static void g32_exact_workspace_guards(void) { exact_workspace_guards_g(32); }
+static void g64_same_bits_as_g128(void) { same_bits_as_g128(64); }
+static void g32_same_bits_as_g128(void) { same_bits_as_g128(32); }
+static void g64_dequantize_rows(void) { dequantize_rows_g(64); }
+static void g32_dequantize_rows(void) { dequantize_rows_g(32); }
 
 static const test_case cases[] = {
     {"small/exact_workspace_guards", exact_workspace_guards},
@@ -580,6 +796,21 @@ static const test_case cases[] = {
     {"plan_is_the_shipped_table", plan_is_the_shipped_table},
     {"fallback_is_bitwise", fallback_is_bitwise},
     {"qwen3_projections", qwen3_projections},
+    {"g64/ragged_shapes", g64_ragged_shapes},
+    {"g64/all_m", g64_all_m},
+    {"g64/fallback_is_bitwise", g64_fallback_is_bitwise},
+    {"g64/stages_same_bits", g64_stages_same_bits},
+    {"g64/splitk_deterministic", g64_splitk_deterministic},
+    {"g64/wrapped_weight", g64_wrapped_weight},
+    {"g64/exact_workspace_guards", g64_exact_workspace_guards},
+    {"g64/same_bits_as_g128", g64_same_bits_as_g128},
+    {"g64/dequantize_rows", g64_dequantize_rows},
+    {"g64/plan_follows_weight", g64_plan_follows_weight},
+    {"g32/ragged_shapes", g32_ragged_shapes},
+    {"g32/stages_same_bits", g32_stages_same_bits},
+    {"g32/exact_workspace_guards", g32_exact_workspace_guards},
+    {"g32/same_bits_as_g128", g32_same_bits_as_g128},
+    {"g32/dequantize_rows", g32_dequantize_rows},
 };
 
 int main(int argc, char **argv)

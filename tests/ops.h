@@ -32,6 +32,7 @@ typedef struct op_case {
     int64_t pos;               /* positions already in the cache / token offset */
     int flag;                  /* OP_ADD_RMSNORM: 1 = with the residual add */
     double tol;                /* relative Frobenius error vs the reference; 0 = bitwise */
+    int group;                 /* OP_MATMUL, OP_ROWS: the weight's group size (0 = 128) */
 } op_case;
 
 typedef enum t_type { T_BF16, T_F32, T_I32 } t_type;

@@ -52,13 +52,13 @@ void ops_make(op_data *d)
     d->max_seq = c->pos + c->m + 3; /* not a multiple of any tile: the kernels take any length */
     switch (c->op) {
     case OP_MATMUL:
-        qmm_w4_alloc(c->n, c->k, &d->w);
+        qmm_w4_alloc_group(c->n, c->k, c->group ? c->group : QMM_GROUP, &d->w);
         test_random_w4(&d->w, 0.002, 0.02);
         op_add(d, "a", T_BF16, T_IN, m * k, 1.0);
         op_add(d, "c", T_BF16, T_OUT, m * n, 0);
         break;
     case OP_ROWS:
-        qmm_w4_alloc(c->n, c->k, &d->w);
+        qmm_w4_alloc_group(c->n, c->k, c->group ? c->group : QMM_GROUP, &d->w);
         test_random_w4(&d->w, 0.002, 0.02);
         op_add(d, "ids", T_I32, T_IN, (size_t)c->pos + m, 0);
         for (size_t i = 0; i < (size_t)c->pos + m; i++)

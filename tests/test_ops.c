@@ -12,15 +12,18 @@
 /* ---- the table ---- */
 
 /* One row a case; the macros name each op's sizes (op_case holds them all). */
-#define MATMUL(name, m, n, k) {name, OP_MATMUL, m, n, k, 0, 0, 0, 0, 0, 1e-2}
-#define ROWS(name, m, n, k, pos) {name, OP_ROWS, m, n, k, 0, 0, 0, pos, 0, 0}
-#define NORM(name, m, n, add) {name, OP_ADD_RMSNORM, m, n, 0, 0, 0, 0, 0, add, 1e-2}
-#define ROPE(name, m, heads, kv, hd, pos) {name, OP_QK_NORM_ROPE, m, 0, 0, heads, kv, hd, pos, 0, 1e-2}
-#define SWIGLU(name, m, n) {name, OP_SWIGLU, m, n, 0, 0, 0, 0, 0, 0, 1e-2}
-#define PREFILL(name, m, heads, kv, hd, pos) {name, OP_ATTN_PREFILL, m, 0, 0, heads, kv, hd, pos, 0, 2e-2}
-#define DECODE(name, heads, kv, hd, pos) {name, OP_ATTN_DECODE, 1, 0, 0, heads, kv, hd, pos, 0, 1e-2}
-#define FUSED(name, heads, kv, hd, pos) {name, OP_DECODE_FUSED, 1, 0, 0, heads, kv, hd, pos, 0, 1e-2}
-#define ARGMAX(name, m, vocab, pos) {name, OP_ARGMAX, m, vocab, 0, 0, 0, 0, pos, 0, 0}
+#define MATMUL(name, m, n, k) {name, OP_MATMUL, m, n, k, 0, 0, 0, 0, 0, 1e-2, 0}
+#define ROWS(name, m, n, k, pos) {name, OP_ROWS, m, n, k, 0, 0, 0, pos, 0, 0, 0}
+/* the same with groups of g columns (32, 64; the plain rows take 128) */
+#define MATMUL_G(name, m, n, k, g) {name, OP_MATMUL, m, n, k, 0, 0, 0, 0, 0, 1e-2, g}
+#define ROWS_G(name, m, n, k, pos, g) {name, OP_ROWS, m, n, k, 0, 0, 0, pos, 0, 0, g}
+#define NORM(name, m, n, add) {name, OP_ADD_RMSNORM, m, n, 0, 0, 0, 0, 0, add, 1e-2, 0}
+#define ROPE(name, m, heads, kv, hd, pos) {name, OP_QK_NORM_ROPE, m, 0, 0, heads, kv, hd, pos, 0, 1e-2, 0}
+#define SWIGLU(name, m, n) {name, OP_SWIGLU, m, n, 0, 0, 0, 0, 0, 0, 1e-2, 0}
+#define PREFILL(name, m, heads, kv, hd, pos) {name, OP_ATTN_PREFILL, m, 0, 0, heads, kv, hd, pos, 0, 2e-2, 0}
+#define DECODE(name, heads, kv, hd, pos) {name, OP_ATTN_DECODE, 1, 0, 0, heads, kv, hd, pos, 0, 1e-2, 0}
+#define FUSED(name, heads, kv, hd, pos) {name, OP_DECODE_FUSED, 1, 0, 0, heads, kv, hd, pos, 0, 1e-2, 0}
+#define ARGMAX(name, m, vocab, pos) {name, OP_ARGMAX, m, vocab, 0, 0, 0, 0, pos, 0, 0, 0}
 
 static const op_case cases[] = {
     /* matmul: Qwen3-4B projections at decode and prefill sizes, each tile configuration, ragged
@@ -29,8 +32,17 @@ static const op_case cases[] = {
     MATMUL("o m17", 17, 2560, 4096), MATMUL("down m9", 9, 2560, 9728),
     MATMUL("m65 (second tile)", 65, 512, 1024), MATMUL("m130 (third tile)", 130, 300, 512),
     MATMUL("ragged m37", 37, 1000, 384), MATMUL("n1 k128", 3, 1, 128),
+    /* groups of 64 (mlx_lm.convert's default) and 32: decode sizes (no matvec: the wgmma kernel),
+     * prefill, ragged and edge shapes */
+    MATMUL_G("g64 q m1", 1, 4096, 2560, 64), MATMUL_G("g64 kv m8", 8, 1024, 2560, 64),
+    MATMUL_G("g64 o m17", 17, 2560, 4096, 64), MATMUL_G("g64 down m9", 9, 2560, 9728, 64),
+    MATMUL_G("g64 m130", 130, 300, 512, 64), MATMUL_G("g64 ragged m37", 37, 1000, 384, 64),
+    MATMUL_G("g64 n1 k128", 3, 1, 128, 64),
+    MATMUL_G("g32 kv m1", 1, 1024, 2560, 32), MATMUL_G("g32 m65", 65, 512, 1024, 32),
+    MATMUL_G("g32 ragged m37", 37, 1000, 384, 32), MATMUL_G("g32 n1 k128", 3, 1, 128, 32),
     /* embedding rows: bitwise with qmm_dequantize_row_f32 */
     ROWS("rows m1", 1, 1000, 2560, 3), ROWS("rows m7 ragged vocab", 7, 333, 256, 0),
+    ROWS_G("g64 rows m5", 5, 1000, 2560, 2, 64), ROWS_G("g32 rows m7", 7, 333, 256, 0, 32),
     /* engine operators at Qwen3-4B widths and small ones */
     NORM("norm h2560 m1", 1, 2560, 0), NORM("add+norm h2560 m5", 5, 2560, 1),
     NORM("add+norm h1024 m3", 3, 1024, 1),

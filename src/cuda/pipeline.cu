@@ -138,6 +138,7 @@ extern "C" qmm_status qmm_pipeline_create(qmm_cuda_ctx *ctx, const qmm_cuda_weig
     p->chunk_rows = chunk_rows;
     p->buffers = buffers;
     p->opt = opt ? *opt : qmm_cuda_options_default();
+    if (p->opt.group == 0) p->opt.group = qmm_cuda_weight_group(w); /* the exact workspace */
     st = pipeline_build(p);
     if (st != QMM_OK) {
         /* keep the build's message: teardown may overwrite qmm_last_error via qmm_cuda_destroy */
