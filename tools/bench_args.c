@@ -36,6 +36,8 @@ void bench_usage(FILE *f)
             "  --target-us X      shortest graph replay, µs (default 50)\n"
             "  --hot              time one weight copy (L2-hot) instead of rotating cold copies\n"
             "  --stages           also time the tiled kernel at pipeline stages 1, 2, 3, 4\n"
+            "  --group LIST       weight group sizes among 32,64,128 (default 128); each shape runs\n"
+            "                     at each, the others named e.g. q-g64 beside q\n"
             "  --no-ceilings      skip measuring copy bandwidth and cuBLAS 8192^3; use the\n"
             "                     DESIGN defaults (4200 GB/s, 720 TFLOP/s) for the %% columns\n"
             "  --device N         CUDA device (default 0)\n"
@@ -139,6 +141,25 @@ static void set_defaults(bench_opts *o)
     o->measure_ceilings = 1;
     o->max_copies_mb = 1024.0;
     o->policy = QMM_POLICY_DEVICE;
+    o->groups[0] = QMM_GROUP;
+    o->group_count = 1;
+}
+
+/* "64,128" -> groups[] in the given order, each of 32, 64, 128 once. */
+static int parse_group_list(const char *s, bench_opts *o)
+{
+    char buf[64];
+    if (strlen(s) >= sizeof buf) return -1;
+    strcpy(buf, s);
+    o->group_count = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int64_t g;
+        if (parse_i64(t, 32, 128, &g) || !QMM_GROUP_OK(g) || o->group_count == 3) return -1;
+        for (int i = 0; i < o->group_count; i++)
+            if (o->groups[i] == g) return -1;
+        o->groups[o->group_count++] = (int)g;
+    }
+    return o->group_count > 0 ? 0 : -1;
 }
 
 int bench_parse_args(int argc, char **argv, bench_opts *o)
@@ -174,6 +195,8 @@ int bench_parse_args(int argc, char **argv, bench_opts *o)
             if (!bad) extra_count++;
         } else if (!strcmp(a, "--m")) {
             bad = parse_m_list(v, o);
+        } else if (!strcmp(a, "--group")) {
+            bad = parse_group_list(v, o);
         } else if (!strcmp(a, "--calls")) {
             bad = parse_i64(v, 1, 100000, &iv);
             o->calls = (int)iv;
@@ -234,5 +257,26 @@ int bench_parse_args(int argc, char **argv, bench_opts *o)
         fprintf(stderr, "qmm bench ops: no shapes selected\n");
         return -1;
     }
+    /* each shape at each group size, side by side: q, q-g64, k, k-g64, ... */
+    if (o->shape_count * o->group_count > BENCH_MAX_SHAPES) {
+        fprintf(stderr, "qmm bench ops: %d shapes x %d group sizes: at most %d cases\n",
+                o->shape_count, o->group_count, BENCH_MAX_SHAPES);
+        return -1;
+    }
+    bench_shape base[BENCH_MAX_SHAPES];
+    int nb = o->shape_count;
+    memcpy(base, o->shapes, sizeof base);
+    o->shape_count = 0;
+    for (int i = 0; i < nb; i++)
+        for (int g = 0; g < o->group_count; g++) {
+            bench_shape *sh = &o->shapes[o->shape_count++];
+            *sh = base[i];
+            sh->group = o->groups[g];
+            if (sh->group != QMM_GROUP) {
+                size_t len = strlen(sh->name);
+                if (len + 5 >= sizeof sh->name) len = sizeof sh->name - 6; /* room for "-g64" */
+                snprintf(sh->name + len, sizeof sh->name - len, "-g%d", sh->group);
+            }
+        }
     return 0;
 }

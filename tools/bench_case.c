@@ -48,9 +48,10 @@ static int enqueue(void *user, int call, char *why, size_t why_len)
     return 0;
 }
 
-static contender qmm_contender(const bench_opts *o, const char *name, qmm_path path, int split,
+static contender qmm_contender(const bench_case *c, const char *name, qmm_path path, int split,
                                int stages)
 {
+    const bench_opts *o = c->o;
     contender ct;
     memset(&ct, 0, sizeof ct);
     snprintf(ct.name, sizeof ct.name, "%s", name);
@@ -59,6 +60,7 @@ static contender qmm_contender(const bench_opts *o, const char *name, qmm_path p
     ct.opt.split = split;
     ct.opt.stages = stages;
     ct.opt.policy = (qmm_policy)o->policy;
+    ct.opt.group = c->shape->group; /* the plan and exact workspace of this weight */
     return ct;
 }
 
@@ -71,18 +73,20 @@ static int build_contenders(const bench_case *c, const qmm_plan *plan, contender
     qmm_device_desc d;
     if (qmm_cuda_device_desc(c->ctx, &d) != QMM_OK) return 0;
     int n = 0;
-    list[n++] = qmm_contender(o, "auto", QMM_PATH_AUTO, 0, 0);
-    list[n++] = qmm_contender(o, "tiled", QMM_PATH_TILED, 0, 0);
-    list[n++] = qmm_contender(o, "wgmma_s1", QMM_PATH_WGMMA, 1, 0);
-    list[n++] = qmm_contender(o, "wgmma", QMM_PATH_WGMMA, 0, 0);
-    list[n++] = qmm_contender(o, "streamk", QMM_PATH_STREAMK, 0, 0);
+    list[n++] = qmm_contender(c, "auto", QMM_PATH_AUTO, 0, 0);
+    list[n++] = qmm_contender(c, "tiled", QMM_PATH_TILED, 0, 0);
+    list[n++] = qmm_contender(c, "wgmma_s1", QMM_PATH_WGMMA, 1, 0);
+    list[n++] = qmm_contender(c, "wgmma", QMM_PATH_WGMMA, 0, 0);
+    list[n++] = qmm_contender(c, "streamk", QMM_PATH_STREAMK, 0, 0);
     if (plan->path == QMM_PATH_SPLITK && plan->split > 1)
-        list[n++] = qmm_contender(o, "splitk_plan", QMM_PATH_SPLITK, plan->split, 0);
+        list[n++] = qmm_contender(c, "splitk_plan", QMM_PATH_SPLITK, plan->split, 0);
     for (int s = 2; s <= d.max_split; s++)
         if (c->shape->k % ((int64_t)s * QMM_GROUP) == 0)
-            list[n++] = qmm_contender(o, "splitk", QMM_PATH_SPLITK, s, 0);
-    if (c->m <= d.matvec_limit_m) list[n++] = qmm_contender(o, "matvec", QMM_PATH_MATVEC, 0, 0);
-    if (c->m >= d.dense_min_m) list[n++] = qmm_contender(o, "dense", QMM_PATH_DENSE, 0, 0);
+            list[n++] = qmm_contender(c, "splitk", QMM_PATH_SPLITK, s, 0);
+    /* the matvec reads groups of 128 only */
+    if (c->m <= d.matvec_limit_m && c->shape->group == QMM_GROUP)
+        list[n++] = qmm_contender(c, "matvec", QMM_PATH_MATVEC, 0, 0);
+    if (c->m >= d.dense_min_m) list[n++] = qmm_contender(c, "dense", QMM_PATH_DENSE, 0, 0);
     contender cb;
     memset(&cb, 0, sizeof cb);
     snprintf(cb.name, sizeof cb.name, "cublas");
@@ -91,7 +95,7 @@ static int build_contenders(const bench_case *c, const qmm_plan *plan, contender
     static const char *const stage_names[] = {"tiled_st1", "tiled_st2", "tiled_st3", "tiled_st4"};
     if (o->stages_sweep)
         for (int st = 1; st <= 4; st++)
-            list[n++] = qmm_contender(o, stage_names[st - 1], QMM_PATH_TILED, 0, st);
+            list[n++] = qmm_contender(c, stage_names[st - 1], QMM_PATH_TILED, 0, st);
     return n;
 }
 
@@ -238,6 +242,7 @@ int bench_run_case(const bench_case *c, bench_results *rs)
 {
     qmm_cuda_options ao = qmm_cuda_options_default();
     ao.policy = (qmm_policy)c->o->policy;
+    ao.group = c->shape->group;
     qmm_plan plan;
     memset(&plan, 0, sizeof plan);
     plan.predicted_us = -1.0;

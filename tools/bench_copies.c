@@ -36,7 +36,7 @@ void bench_copies_create(bench_copies *cp, qmm_cuda_ctx *ctx, const qmm_w4 *w,
 {
     memset(cp, 0, sizeof *cp);
     size_t w4_total = 0;
-    CKQ(qmm_w4_sizes(w->n, w->k, NULL, NULL, &w4_total));
+    CKQ(qmm_w4_sizes_group(w->n, w->k, w->group, NULL, NULL, &w4_total));
     cp->w4_logical_bytes = w4_total;
     cp->bf16_bytes = (size_t)w->n * (size_t)w->k * sizeof(qmm_bf16);
     int n4 = copies_needed(w4_total, l2_bytes, o, "W4");

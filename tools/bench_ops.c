@@ -93,7 +93,7 @@ static int run_shape(ops_state *st, cudaStream_t s, qmm_cuda_ctx *ctx, bench_cub
 
     bench_set_activity("%s: random weight %lldx%lld", sh->name, (long long)n, (long long)k);
     qmm_w4 w;
-    CKQ(qmm_w4_alloc(n, k, &w));
+    CKQ(qmm_w4_alloc_group(n, k, sh->group, &w));
     bench_random_w4(rng, &w);
     qmm_bf16 *wb = host_alloc((size_t)n * (size_t)k * sizeof *wb);
     CKQ(qmm_dequantize(&w, wb, QMM_BF16, (size_t)n * (size_t)k));

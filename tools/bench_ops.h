@@ -26,8 +26,9 @@
 #define BENCH_DEFAULT_CUBLAS_TFLOPS 720.0
 
 typedef struct bench_shape {
-    char name[24]; /* "q", "down", or "2560x1024" for --shape */
+    char name[24]; /* "q", "down", or "2560x1024" for --shape; "-g64" appended for groups != 128 */
     int64_t k, n;  /* K in_features (reduced), N out_features */
+    int group;     /* the weight's group size: 128 (the default), 64 or 32 (--group) */
 } bench_shape;
 
 typedef struct bench_opts {
@@ -40,6 +41,8 @@ typedef struct bench_opts {
     double target_replay_us; /* grow the call count until a replay takes about this long */
     int hot;               /* 1: one weight copy (L2-hot); 0: rotate copies >= 4x L2 */
     int stages_sweep;      /* 1: also time the tiled kernel at stages 1..4 */
+    int groups[3];         /* --group: the group sizes, each shape runs at each (default 128) */
+    int group_count;
     int measure_ceilings;  /* 0: use the DESIGN §8 defaults instead of measuring */
     int device;
     uint64_t seed;
