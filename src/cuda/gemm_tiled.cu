@@ -5,8 +5,8 @@
  * One k-tile is one block of 128 columns (w4_layout.h). Per stage the block copies asynchronously
  * (cp.async) A[BM, 128] (bf16, 16-byte chunks XOR-swizzled by row so ldmatrix is conflict-free),
  * the packed codes W[BN, 16 words] and the scale|bias pairs of the block's GPB groups (GPB = 1,
- * 2, 4 for groups of 128, 64, 32: a template parameter, so the g128 kernel is the one it was). STAGES buffers form the pipeline:
- * 1 = copy then compute, 2 = double buffering, 3–4 deeper. Each warp computes a (BM/WM)×(BN/WN)
+ * 2, 4 for groups of 128, 64, 32: a template parameter, so the g128 kernel is the one it was).
+ * STAGES buffers form the pipeline: 1 = copy then compute, 2 = double buffering, 3–4 deeper. Each warp computes a (BM/WM)×(BN/WN)
  * tile with m16n8k16 mma; its B fragments are dequantized from the lane's 16 bytes of codes
  * (w4_layout.h) as bf16(scale·q + bias), accumulation in fp32.
  */
