@@ -16,8 +16,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qmm plan --model NAME [--policy seed|device] [--tokens 16,32,64,128,2048]\n"
-            "                [--table sm90|generic] [--json]\n"
-            "       qmm plan --m M --n N --k K [--policy seed|device] [--table T] [--json]\n"
+            "                [--table sm90|generic] [--group G] [--json]\n"
+            "       qmm plan --m M --n N --k K [--policy seed|device] [--table T] [--group G] [--json]\n"
             "  Prints the plan (path and K split) for each projection of a model at each token\n"
             "  count M, as 'base blocks→split', or every plan field for one shape.\n"
             "  models: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b\n"
@@ -25,6 +25,8 @@ static void usage(FILE *f)
             "  --policy device  what qmm_cuda_matmul runs (qmm_plan_call): on GPU 0's\n"
             "                   description, or without a GPU on the shipped tuning table (sm90)\n"
             "  --table T        plan on the shipped table's entry T (sm90, generic), GPU or not\n"
+            "  --group G        device policy: a weight in groups of G = 32, 64, 128 (default;\n"
+            "                   32 and 64 never take the matvec)\n"
             "  --json           the plans as one JSON object\n"
             "  exit: 0 ok, 2 usage or environment (bad shape, unknown model, bad table)\n");
 }
@@ -45,6 +47,7 @@ typedef qmm_status (*plan_fn)(const void *ctx, int64_t m, int64_t n, int64_t k, 
 typedef void (*cell_fn)(const qmm_plan *pl, char *out, size_t len);
 
 static int g_json; /* --json: plans as JSON objects instead of tables */
+static int g_group; /* --group: the weight's group size for the device policy (0 = 128) */
 static int g_json_first = 1;
 
 static void plan_json(const char *proj, int64_t m, int64_t n, int64_t k, const qmm_plan *pl)
@@ -211,7 +214,9 @@ static qmm_status device_desc(const char *table, qmm_device_desc *d, char *what,
 
 static qmm_status device_plan(const void *ctx, int64_t m, int64_t n, int64_t k, qmm_plan *out)
 {
-    return qmm_plan_call((const qmm_device_desc *)ctx, m, n, k, NULL, out);
+    qmm_cuda_options o = qmm_cuda_options_default();
+    o.group = g_group;
+    return qmm_plan_call((const qmm_device_desc *)ctx, m, n, k, &o, out);
 }
 
 static void device_cell(const qmm_plan *pl, char *out, size_t len)
@@ -237,7 +242,9 @@ static int device_plans(const char *table, const char *model, const int64_t *tok
     if (g_json) {
         if (model) json_open(model, "device");
     } else {
-        printf("device policy on %s\n", what);
+        printf("device policy on %s%s\n", what, g_group == 32   ? ", groups of 32"
+                                                  : g_group == 64 ? ", groups of 64"
+                                                                  : "");
         if (model)
             printf("%s: cells path/split/predicted µs (wgmma, streamk: path/split/CTAs x token "
                    "tile x weight rows)\n\n", model);
@@ -282,13 +289,22 @@ int cmd_plan(int argc, char **argv)
             continue;
         }
         if (strcmp(o, "--model") && strcmp(o, "--policy") && strcmp(o, "--tokens") &&
-            strcmp(o, "--table") && strcmp(o, "--m") && strcmp(o, "--n") && strcmp(o, "--k"))
+            strcmp(o, "--table") && strcmp(o, "--m") && strcmp(o, "--n") && strcmp(o, "--k") &&
+            strcmp(o, "--group"))
             return cli_unknown("plan", o);
         if (!(v = cli_value("plan", argc, argv, &i))) return EXIT_USAGE;
         int ok = 1;
         if (!strcmp(o, "--model")) model = v;
         else if (!strcmp(o, "--policy")) policy = v;
         else if (!strcmp(o, "--table")) table = v;
+        else if (!strcmp(o, "--group")) {
+            long long g = 0;
+            if ((ok = cli_int("plan", o, v, 32, 128, &g)) && !QMM_GROUP_OK(g)) {
+                fprintf(stderr, "qmm plan: bad value '%s' for --group: 32, 64 or 128\n", v);
+                ok = 0;
+            }
+            g_group = (int)g;
+        }
         else if (!strcmp(o, "--tokens")) {
             if (!(ok = (nt = parse_tokens(v, tokens)) > 0))
                 fprintf(stderr, "qmm plan: bad value '%s' for --tokens: want up to %d "
@@ -300,6 +316,11 @@ int cmd_plan(int argc, char **argv)
         if (!ok) return EXIT_USAGE;
     }
     int device = !strcmp(policy, "device");
+    if (!device && g_group && g_group != QMM_GROUP) {
+        fprintf(stderr, "qmm plan: --group applies to --policy device (the seed rule has no "
+                "group)\n");
+        return EXIT_USAGE;
+    }
     if (!device && strcmp(policy, "seed")) {
         fprintf(stderr, "qmm plan: --policy must be seed or device, not '%s'\n", policy);
         return EXIT_USAGE;

@@ -87,6 +87,12 @@ expect "run --max-new-tokens overflow is refused" 2 "bad value" -- \
 expect "plan --m overflow is refused" 2 "bad value '99999999999999999999' for --m" -- \
     "$qmm" plan --m 99999999999999999999 --n 128 --k 128
 expect "plan: a bad shape is a usage error" 2 "multiple of 128" -- "$qmm" plan --m 5 --n 5 --k 100
+expect "plan --group 64: decode takes the wgmma kernel, not the matvec" 0 "path  *(streamk|wgmma)" "!matvec" -- \
+    "$qmm" plan --policy device --table sm90 --group 64 --m 1 --n 2560 --k 9728
+expect "plan --group 128: decode takes the matvec" 0 "path  *matvec" -- \
+    "$qmm" plan --policy device --table sm90 --group 128 --m 1 --n 2560 --k 9728
+expect "plan --group 48 is refused" 2 "bad value '48' for --group" -- \
+    "$qmm" plan --policy device --group 48 --m 1 --n 128 --k 128
 
 echo "-- errors name the right file and give a reason"
 expect "a missing model directory is named as given" 2 "/nonexistent/dir: no such file" "!/nonexistent/config.json" -- \
