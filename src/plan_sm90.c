@@ -1,7 +1,9 @@
 /* The plan of the Hopper wgmma kernel (src/cuda/gemm_sm90.cu): token tile from M, the number of
  * consumer warpgroups from the output grid, and the schedule — unsplit when the tiles fill the
  * GPU in whole waves, else stream-K over one CTA per SM (or split-K when forced). Plain C, so
- * the choice for any shape on any SM count is testable without a GPU. */
+ * the choice for any shape on any SM count is testable without a GPU. The "groups" here are the
+ * kernel's 128-column k blocks: a block holds 1, 2 or 4 whole groups of 128, 64 or 32, so every
+ * split-K partition and stream-K share is group-aligned at every group size. */
 #include "internal.h"
 #include "plan_sm90.h"
 #include "tune/sm90.h"

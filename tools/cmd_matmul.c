@@ -22,7 +22,9 @@ static void usage(FILE *f)
             "usage: qmm matmul [--m M] [--n N] [--k K] [--threads T] [--seed S]\n"
             "                  [--device cpu|cuda|auto] [--path auto|matvec|tiled|splitk|streamk|dense|wgmma]\n"
             "                  [--split S] [--stages 1..4] [--partials bf16|f32] [--policy device|seed]\n"
-            "  C[M, N] = A[M, K] · Wᵀ with W quantized to 4 bits (groups of 128) from random f32.\n"
+            "                  [--group 32|64|128]\n"
+            "  C[M, N] = A[M, K] · Wᵀ with W quantized to 4 bits (groups of --group, default 128)\n"
+            "  from random f32.\n"
             "  Runs the scalar reference and the threaded CPU path, times both, and checks them\n"
             "  against an fp64 product of the dequantized weight (relative Frobenius error of\n"
             "  the bf16 output must be <= %g). Exit 1 when a check fails.\n"
@@ -56,7 +58,7 @@ static void matmul_f64(const qmm_bf16 *a, const float *wd, int64_t m, int64_t n,
 
 int cmd_matmul(int argc, char **argv)
 {
-    long long m = 128, n = 4096, k = 2560, threads = 0, seed = -1, split = 0, stages = 0;
+    long long m = 128, n = 4096, k = 2560, threads = 0, seed = -1, split = 0, stages = 0, group = 128;
     const char *device = "auto";
     int json = 0, dev = 2;
     qmm_cuda_options gopt = qmm_cuda_options_default();
@@ -78,7 +80,7 @@ int cmd_matmul(int argc, char **argv)
         if (strcmp(o, "--m") && strcmp(o, "--n") && strcmp(o, "--k") && strcmp(o, "--threads") &&
             strcmp(o, "--seed") && strcmp(o, "--split") && strcmp(o, "--stages") &&
             strcmp(o, "--device") && strcmp(o, "--path") && strcmp(o, "--partials") &&
-            strcmp(o, "--policy"))
+            strcmp(o, "--policy") && strcmp(o, "--group"))
             return cli_unknown("matmul", o);
         if (!(v = cli_value("matmul", argc, argv, &i))) return EXIT_USAGE;
         if (!strcmp(o, "--m")) ok = cli_int("matmul", o, v, 1, 1LL << 24, &m);
@@ -88,6 +90,12 @@ int cmd_matmul(int argc, char **argv)
         else if (!strcmp(o, "--seed")) ok = cli_int("matmul", o, v, 0, INT64_MAX, &seed);
         else if (!strcmp(o, "--split")) ok = cli_int("matmul", o, v, 0, 1 << 16, &split);
         else if (!strcmp(o, "--stages")) ok = cli_int("matmul", o, v, 0, 4, &stages);
+        else if (!strcmp(o, "--group")) {
+            if ((ok = cli_int("matmul", o, v, 32, 128, &group)) && !QMM_GROUP_OK(group)) {
+                fprintf(stderr, "qmm matmul: bad value '%s' for --group: 32, 64 or 128\n", v);
+                ok = 0;
+            }
+        }
         else if (!strcmp(o, "--device")) ok = cli_choice("matmul", o, (device = v), devices, &dev);
         else if (!strcmp(o, "--path")) {
             ok = cli_choice("matmul", o, v, paths, &choice);
@@ -102,7 +110,7 @@ int cmd_matmul(int argc, char **argv)
         if (!ok) return EXIT_USAGE;
     }
     if (k % 128) {
-        fprintf(stderr, "qmm matmul: --k %lld is not a multiple of 128 (the group size)\n", k);
+        fprintf(stderr, "qmm matmul: --k %lld is not a multiple of 128 (the CUDA kernels' block)\n", k);
         return EXIT_USAGE;
     }
     /* a demo, not a stress test: keep every buffer well inside memory and size_t */
@@ -125,7 +133,7 @@ int cmd_matmul(int argc, char **argv)
     bench_rng rng = {(uint64_t)seed};
 
     qmm_w4 w;
-    qmm_status st = qmm_w4_alloc(n, k, &w);
+    qmm_status st = qmm_w4_alloc_group(n, k, (int)group, &w);
     if (st) {
         fprintf(stderr, "qmm matmul: %s: %s\n", qmm_status_name(st), qmm_last_error());
         return 2;
