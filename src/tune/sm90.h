@@ -34,8 +34,9 @@
  * (~0.4 µs a stage measured, mostly latency), so independent CTAs overlap; large tiles run one
  * CTA with a deep ring. A block computes 64·WG weight rows × TN tokens; its shared-memory ring
  * holds STAGES 128-column blocks of k (weights 4·WG KB + the block's 1, 2 or 4 groups of
- * scales|biases + activations TN·256 bytes each); groups of 64 and 32 fit in the same stage
- * rounding (1 KB), so the stage counts and occupancy hold at every group size. */
+ * scales|biases + activations TN·256 bytes each). Groups of 64 need no more shared memory than
+ * groups of 128 (stages round up to 1 KB); groups of 32 add 1 KB a stage at WG = 2 (at most
+ * 216 KB a CTA): every row keeps its stage count and resident blocks per SM at every group size. */
 #define QMM_SM90_CONFIGS(X)                                                                        \
     X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 8, 2)                                                    \
     X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 9, 1)
