@@ -256,11 +256,11 @@ static void case_bitwise(void)
 
 /* A chain of dependent calls launched back to back (PDL lets each start before the previous
  * ends) equals the same chain with a synchronization between calls. */
-static void case_dependent_launches(void)
+static void dependent_launches_g(int group)
 {
     const int64_t m = 16, d = 2560;
     prob p;
-    SETUP(p, m, d, d);
+    SETUP_G(p, m, d, d, group);
     qmm_bf16 *c2 = NULL, *c3 = NULL;
     size_t bytes = (size_t)(m * d) * 2;
     if (cudaMalloc((void **)&c2, bytes) != cudaSuccess || cudaMalloc((void **)&c3, bytes) != cudaSuccess) {
@@ -295,6 +295,9 @@ static void case_dependent_launches(void)
     cudaFree(c2), cudaFree(c3);
     prob_free(&p);
 }
+
+static void case_dependent_launches(void) { dependent_launches_g(128); }
+static void case_g64_dependent_launches(void) { dependent_launches_g(64); }
 
 /* Bad requests: stream-K with a split, a split beyond K's groups; C untouched. */
 static void case_bad_requests(void)
@@ -458,6 +461,7 @@ static const test_case cases[] = {
     {"g64/ragged", case_g64_ragged},
     {"g64/all-m", case_g64_all_m},
     {"g64/bitwise", case_g64_bitwise},
+    {"g64/dependent-launches", case_g64_dependent_launches},
     {"g64/same-bits-as-g128", case_g64_same_bits},
     {"g64/projections", case_g64_projections},
     {"g32/ragged", case_g32_ragged},
