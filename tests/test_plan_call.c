@@ -293,15 +293,25 @@ static void group_routing(void)
     CHECK_STATUS(qmm_plan_call(&d, 1, 1024, 2560, &o, &p), QMM_ERR_ARG);
     o.group = 256;
     CHECK_STATUS(qmm_plan_call(&d, 1, 1024, 2560, &o, &p), QMM_ERR_ARG);
-    /* the other forced paths take every group */
+    /* the other forced paths take every group and plan exactly as for 128 (what
+     * qmm_cuda_workspace_size relies on for group 0) */
     static const qmm_path paths[] = {QMM_PATH_TILED, QMM_PATH_SPLITK, QMM_PATH_DENSE, QMM_PATH_WGMMA,
                                      QMM_PATH_STREAMK};
-    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        o = qmm_cuda_options_default();
-        o.path = paths[i];
-        o.group = 32;
-        CHECK_OK(qmm_plan_call(&d, 1, 1024, 2560, &o, &p));
-    }
+    static const int64_t fms[] = {1, 4, 16, 300};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        for (size_t mi = 0; mi < sizeof fms / sizeof fms[0]; mi++) {
+            qmm_plan p128, pg;
+            o = qmm_cuda_options_default();
+            o.path = paths[i];
+            o.split = paths[i] == QMM_PATH_SPLITK || paths[i] == QMM_PATH_WGMMA ? 4 : 0;
+            CHECK_OK(qmm_plan_call(&d, fms[mi], 1024, 2560, &o, &p128));
+            for (int g = 32; g <= 64; g *= 2) {
+                o.group = g;
+                CHECK_OK(qmm_plan_call(&d, fms[mi], 1024, 2560, &o, &pg));
+                CHECKF(test_plan_equal(&pg, &p128), "forced %s M=%lld g%d differs from g128",
+                       qmm_path_name(paths[i]), (long long)fms[mi], g);
+            }
+        }
 }
 
 static void bad_input(void)

@@ -320,10 +320,11 @@ extern "C" qmm_status qmm_cuda_workspace_size(qmm_cuda_ctx *ctx, int64_t m, int6
     qmm_status st = qmm_plan_call(&ctx->desc, m, n, k, opt, &p);
     if (st != QMM_OK) return st;
     *bytes = p.workspace_bytes;
-    if (!opt || opt->group == 0) {
-        /* any group: groups of 32 and 64 plan alike (they differ from 128 only where the
-         * matvec would run), so the larger of the two plans' workspaces covers every weight */
-        qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
+    qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
+    if (o.group == 0 && o.path == QMM_PATH_AUTO) {
+        /* any group: groups of 32 and 64 plan alike, and differ from 128 only where AUTO would
+         * take the matvec (forced paths plan the same at every group), so the larger of the
+         * two plans' workspaces covers every weight */
         o.group = 64;
         st = qmm_plan_call(&ctx->desc, m, n, k, &o, &p);
         if (st != QMM_OK) return st;
