@@ -7,8 +7,8 @@
  * API) splits the units into equal contiguous ranges (stream-K): every SM streams the same bytes.
  * In a CTA one producer thread keeps a ring of STAGES units in flight with bulk copies (the codes,
  * the unit's 128 scale|bias words, and the M activation rows of its group), the weights issued
- * before griddepcontrol.wait (they never depend on the previous kernel); four consumer warps take
- * 32 rows each from shared memory. Codes enter the mma as the exact bf16 values 128 + q, and an
+ * before griddepcontrol.wait (they never depend on the previous kernel); eight consumer warps take
+ * 16 rows each from shared memory. Codes enter the mma as the exact bf16 values 128 + q, and an
  * mma of all-ones weights gives Σa, so per group
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
  * A row block finished inside one CTA is written by it; one shared by several CTAs (at most the
@@ -23,9 +23,13 @@
 #include "hopper.cuh"
 #include "w4_layout.h"
 
+#include <stdlib.h>
+
 namespace qmm {
 
-constexpr int MV_CONSUMERS = 4;                       /* warps, 32 rows each */
+constexpr int MV_CONSUMERS = 8;                       /* warps, 16·MV_RT rows each */
+constexpr int MV_RT = 128 / 16 / MV_CONSUMERS;          /* 16-row tiles a consumer warp */
+constexpr int MV_CT = MV_CONSUMERS * 32;                /* consumer threads */
 constexpr int MV_THREADS = (MV_CONSUMERS + 1) * 32;   /* + the producer warp */
 constexpr int MV_STAGES = 4;
 constexpr int MV_UNIT_BYTES = 128 * 64;               /* 128 rows × 64 bytes of codes */
@@ -38,17 +42,19 @@ template <int TOKT> struct MvSmem {
     static constexpr size_t bytes = (size_t)MV_STAGES * STAGE + TOKS * 128 * sizeof(float) + 256;
 };
 
-__device__ __forceinline__ int64_t mv_first_unit(int cta, int64_t units, int grid)
-{
-    return (int64_t)cta * units / grid;
-}
-/* The CTA whose range holds unit u (the largest c with first_unit(c) <= u). */
-__device__ __forceinline__ int mv_cta_of(int64_t u, int64_t units, int grid)
-{
-    return (int)(((u + 1) * grid - 1) / units);
-}
+/* CTA c takes units [first(c), first(c+1)): `per` each, one more for the first `rem` CTAs
+ * (32-bit: a 64-bit division is a ~100-instruction call). */
+struct MvSplit {
+    int per, rem;
+    __device__ __forceinline__ int first(int c) const { return c * per + (c < rem ? c : rem); }
+    __device__ __forceinline__ int cta_of(int u) const
+    {
+        const int big = rem * (per + 1);
+        return u < big ? u / (per + 1) : rem + (u - big) / per;
+    }
+};
 
-/* The epilogue of one row block from its fp32 sums ys[tok][r] (r < 128), by the 128 consumer
+/* The epilogue of one row block from its fp32 sums ys[tok][r] (r < 128), by the consumer
  * threads. */
 template <int TOKS>
 __device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const float *inv, int rb,
@@ -56,7 +62,7 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const f
 {
     const int m = p.m, row0 = rb * 128;
     if (p.epi == MV_EPI_SWIGLU) {
-        for (int e = tid; e < m * 64; e += 128) {
+        for (int e = tid; e < m * 64; e += MV_CT) {
             int t = e / 64, r = e % 64;
             int j = rb * 64 + r;
             if (j >= p.n / 2) continue;
@@ -67,7 +73,7 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const f
         return;
     }
     if (p.epi == MV_EPI_STORE) {
-        for (int e = tid; e < m * 128; e += 128) {
+        for (int e = tid; e < m * 128; e += MV_CT) {
             int t = e / 128, r = e % 128;
             if (row0 + r < p.n)
                 p.c[(int64_t)t * p.ldc + row0 + r] = __float2bfloat16_rn(ys[t][r] * inv[t]);
@@ -97,7 +103,7 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const f
 }
 
 template <int TOKT>
-__global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
+__global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(const MatvecArgs p)
 {
     constexpr int TOKS = 8 * TOKT;
     using S = MvSmem<TOKT>;
@@ -110,10 +116,9 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int groups = p.k / 128;
-    const int64_t units = (int64_t)p.row_blocks * groups;
-    const int64_t u_begin = mv_first_unit(blockIdx.x, units, gridDim.x);
-    const int64_t u_end = mv_first_unit(blockIdx.x + 1, units, gridDim.x);
-    const int count = (int)(u_end - u_begin);
+    const MvSplit split = {p.units_per_cta, p.units_rem};
+    const int u_begin = split.first(blockIdx.x), count = split.first(blockIdx.x + 1) - u_begin;
+    const int rb_begin = u_begin / groups, g_begin = u_begin % groups;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < MV_STAGES; s++) {
@@ -136,33 +141,35 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
             const uint32_t a_bytes = (uint32_t)p.m * 256u;
             const int first = count < MV_STAGES ? count : MV_STAGES;
             /* weights of the first units before the dependency wait */
+            int rb = rb_begin, g = g_begin;
             for (int i = 0; i < first; i++) {
-                const int64_t u = u_begin + i;
                 unsigned char *st = smem + i * S::STAGE;
                 mbar_arrive_expect_tx(&full[i], MV_UNIT_BYTES + MV_SB_BYTES + a_bytes);
-                bulk_copy(st, p.packed + u * 2048, MV_UNIT_BYTES, &full[i], pol);
-                bulk_copy(st + MV_UNIT_BYTES, p.sb + (u % groups) * p.n_pad + (u / groups) * 128,
-                          MV_SB_BYTES, &full[i], pol);
+                bulk_copy(st, p.packed + (int64_t)(u_begin + i) * 2048, MV_UNIT_BYTES, &full[i], pol);
+                bulk_copy(st + MV_UNIT_BYTES, p.sb + (int64_t)g * p.n_pad + rb * 128, MV_SB_BYTES,
+                          &full[i], pol);
+                if (++g == groups) g = 0, rb++;
             }
             pdl_wait();
+            rb = rb_begin, g = g_begin;
             for (int i = 0; i < count; i++) {
                 const int s = i % MV_STAGES;
-                const int64_t u = u_begin + i;
-                const int64_t g = u % groups;
                 unsigned char *st = smem + s * S::STAGE;
                 if (i >= first) {
                     mbar_wait(&empty[s], ((i / MV_STAGES) - 1) & 1);
                     mbar_arrive_expect_tx(&full[s], MV_UNIT_BYTES + MV_SB_BYTES + a_bytes);
-                    bulk_copy(st, p.packed + u * 2048, MV_UNIT_BYTES, &full[s], pol);
-                    bulk_copy(st + MV_UNIT_BYTES, p.sb + g * p.n_pad + (u / groups) * 128,
+                    bulk_copy(st, p.packed + (int64_t)(u_begin + i) * 2048, MV_UNIT_BYTES, &full[s],
+                              pol);
+                    bulk_copy(st + MV_UNIT_BYTES, p.sb + (int64_t)g * p.n_pad + rb * 128,
                               MV_SB_BYTES, &full[s], pol);
                 }
                 unsigned char *as = st + MV_UNIT_BYTES + MV_SB_BYTES;
                 for (int t = 0; t < p.m; t++)
                     bulk_copy_plain(as + t * MV_A_STRIDE * 2, p.a + (int64_t)t * p.lda + g * 128,
                                     256, &full[s]);
+                if (++g == groups) g = 0, rb++;
             }
-            pdl_launch_dependents();
+            if (!p.late_trigger) pdl_launch_dependents();
         }
         return;
     }
@@ -176,33 +183,34 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
             for (int j = 0; j < p.ss_blocks; j++) ss += p.ss_in[(int64_t)tid * p.ss_blocks + j];
         inv[tid] = p.ss_in ? 1.0f / sqrtf(ss / (float)p.norm_dim + p.eps) : 1.0f;
     }
-    named_barrier(1, 128);
-    float acc[2][TOKT][4];
+    named_barrier(1, MV_CT);
+    float acc[MV_RT][TOKT][4];
     zero_frags(acc);
-    for (int i = 0; i < count; i++) {
+    int rb = rb_begin, g = g_begin;
+    for (int i = 0; i < count; i++, g++) {
+        if (g == groups) g = 0, rb++;
         const int s = i % MV_STAGES;
-        const int64_t u = u_begin + i;
         const unsigned char *st = smem + s * S::STAGE;
-        mbar_wait(&full[s], (i / MV_STAGES) & 1);
+        if (p.spin) mbar_spin(&full[s], (i / MV_STAGES) & 1);
+        else mbar_wait(&full[s], (i / MV_STAGES) & 1);
         const uint32_t *wq = reinterpret_cast<const uint32_t *>(st);
         const uint32_t *sbs = reinterpret_cast<const uint32_t *>(st + MV_UNIT_BYTES);
         const __nv_bfloat16 *as = reinterpret_cast<const __nv_bfloat16 *>(st + MV_UNIT_BYTES + MV_SB_BYTES);
-        uint4 lo[2], hi[2];
-        uint32_t sb_lo[2], sb_hi[2];
+        uint4 lo[MV_RT], hi[MV_RT];
+        uint32_t sb_lo[MV_RT], sb_hi[MV_RT];
 #pragma unroll
-        for (int rt = 0; rt < 2; rt++) {
-            const int row = (2 * warp + rt) * 16 + g8;
+        for (int rt = 0; rt < MV_RT; rt++) {
+            const int row = (MV_RT * warp + rt) * 16 + g8;
             lo[rt] = *reinterpret_cast<const uint4 *>(wq + row * 16 + 4 * t4);
             hi[rt] = *reinterpret_cast<const uint4 *>(wq + (row + 8) * 16 + 4 * t4);
             sb_lo[rt] = sbs[row];
             sb_hi[rt] = sbs[row + 8];
         }
-        float pq[2][TOKT][4], sa[TOKT][4];
-        zero_frags(pq);
-#pragma unroll
-        for (int tt = 0; tt < TOKT; tt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) sa[tt][e] = 0.f;
+        /* two chains (even and odd chunks) of each sum, added at the end: shorter mma chains */
+        float pq[2][MV_RT][TOKT][4], sa[2][TOKT][4];
+        zero_frags(pq[0]);
+        zero_frags(pq[1]);
+        zero_frags(sa);
 #pragma unroll
         for (int c2 = 0; c2 < 4; c2++) { /* chunks 2·c2 and 2·c2 + 1 */
             uint32_t b[TOKT][4];
@@ -215,49 +223,54 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
 #pragma unroll
-                for (int rt = 0; rt < 2; rt++) {
+                for (int rt = 0; rt < MV_RT; rt++) {
                     const uint32_t wl = c2 == 0 ? lo[rt].x : c2 == 1 ? lo[rt].y : c2 == 2 ? lo[rt].z : lo[rt].w;
                     const uint32_t wh = c2 == 0 ? hi[rt].x : c2 == 1 ? hi[rt].y : c2 == 2 ? hi[rt].z : hi[rt].w;
                     const uint32_t a0 = codes_128(wl, 8 * h), a2 = codes_128(wl, 8 * h + 4);
                     const uint32_t a1 = codes_128(wh, 8 * h), a3 = codes_128(wh, 8 * h + 4);
 #pragma unroll
                     for (int tt = 0; tt < TOKT; tt++)
-                        mma_bf16_16816(pq[rt][tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
+                        mma_bf16_16816(pq[h][rt][tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
                 }
                 const uint32_t one2 = 0x3F803F80u;
 #pragma unroll
                 for (int tt = 0; tt < TOKT; tt++)
-                    mma_bf16_16816(sa[tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
+                    mma_bf16_16816(sa[h][tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
             }
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[s]); /* the stage is read into registers */
 #pragma unroll
-        for (int rt = 0; rt < 2; rt++) {
+        for (int rt = 0; rt < MV_RT; rt++) {
             const float sl = bf16_lo(sb_lo[rt]), bl = bf16_hi(sb_lo[rt]) - 128.f * sl;
             const float sh = bf16_lo(sb_hi[rt]), bh = bf16_hi(sb_hi[rt]) - 128.f * sh;
 #pragma unroll
             for (int tt = 0; tt < TOKT; tt++) {
-                acc[rt][tt][0] += sl * pq[rt][tt][0] + bl * sa[tt][0];
-                acc[rt][tt][1] += sl * pq[rt][tt][1] + bl * sa[tt][1];
-                acc[rt][tt][2] += sh * pq[rt][tt][2] + bh * sa[tt][2];
-                acc[rt][tt][3] += sh * pq[rt][tt][3] + bh * sa[tt][3];
+                float q[4], a[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    q[e] = pq[0][rt][tt][e] + pq[1][rt][tt][e];
+                    a[e] = sa[0][tt][e] + sa[1][tt][e];
+                }
+                acc[rt][tt][0] += sl * q[0] + bl * a[0];
+                acc[rt][tt][1] += sl * q[1] + bl * a[1];
+                acc[rt][tt][2] += sh * q[2] + bh * a[2];
+                acc[rt][tt][3] += sh * q[3] + bh * a[3];
             }
         }
 
         /* the end of a row block's piece in this CTA: its output, or its partial */
-        const int64_t rb = u / groups;
-        if (u % groups != groups - 1 && i != count - 1) continue;
-        const int c_first = mv_cta_of(rb * groups, units, gridDim.x);
-        const int c_last = mv_cta_of(rb * groups + groups - 1, units, gridDim.x);
+        if (g != groups - 1 && i != count - 1) continue;
+        const int c_first = split.cta_of(rb * groups);
+        const int c_last = split.cta_of(rb * groups + groups - 1);
         const bool alone = c_first == c_last;
-        const int slot = (rb == u_begin / groups) ? 0 : 1; /* first or last piece of the range */
+        const int slot = rb == rb_begin ? 0 : 1; /* first or last piece of the range */
         float *mine = p.partials + ((int64_t)blockIdx.x * 2 + slot) * TOKS * 128;
 #pragma unroll
-        for (int rt = 0; rt < 2; rt++)
+        for (int rt = 0; rt < MV_RT; rt++)
 #pragma unroll
             for (int tt = 0; tt < TOKT; tt++) {
-                const int r = (2 * warp + rt) * 16 + g8, t = tt * 8 + 2 * t4;
+                const int r = (MV_RT * warp + rt) * 16 + g8, t = tt * 8 + 2 * t4;
                 if (alone) {
                     ys[t][r] = acc[rt][tt][0];
                     ys[t + 1][r] = acc[rt][tt][1];
@@ -275,28 +288,37 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
                 }
             }
         zero_frags(acc);
-        named_barrier(1, 128);
+        named_barrier(1, MV_CT);
         if (!alone) {
-            if (tid == 0) {
-                __threadfence();
+            if (tid == 0) { /* release: the block's partial (barrier above); acquire: the others' */
                 const uint32_t old = atom_add_acq_rel_gpu(&p.counters[rb], 1u);
                 *flag = old == (uint32_t)(c_last - c_first);
                 if (*flag) p.counters[rb] = 0; /* ready for the next call */
             }
-            named_barrier(1, 128);
+            named_barrier(1, MV_CT);
             if (!*flag) continue;
-            __threadfence();
-            /* every element summed over the CTAs in order (each thread owns its elements) */
-            for (int c = c_first; c <= c_last; c++) {
-                const int cs = (rb == mv_first_unit(c, units, gridDim.x) / groups) ? 0 : 1;
-                const float *part = p.partials + ((int64_t)c * 2 + cs) * TOKS * 128;
-                for (int e = tid; e < p.m * 128; e += 128)
-                    ys[e / 128][e % 128] = (c == c_first ? 0.f : ys[e / 128][e % 128]) + __ldcg(part + e);
+            /* every element summed over the CTAs in order (each thread owns its elements);
+             * rb is the last piece of c_first's range unless that range starts at rb, and the
+             * first piece of every later contributor's */
+            const int slot_first = split.first(c_first) == rb * groups ? 0 : 1;
+            for (int e = tid; e < p.m * 128; e += MV_CT) {
+                const float *part = p.partials + e;
+                float sum = __ldcg(part + ((int64_t)c_first * 2 + slot_first) * TOKS * 128);
+                int c = c_first + 1;
+                for (; c + 8 <= c_last + 1; c += 8) { /* eight loads in flight, added in order */
+                    float v[8];
+#pragma unroll
+                    for (int j = 0; j < 8; j++) v[j] = __ldcg(part + (int64_t)(c + j) * 2 * TOKS * 128);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) sum += v[j];
+                }
+                for (; c <= c_last; c++) sum += __ldcg(part + (int64_t)c * 2 * TOKS * 128);
+                ys[e / 128][e % 128] = sum;
             }
-            named_barrier(1, 128);
+            named_barrier(1, MV_CT);
         }
         mv_epilogue<TOKS>(p, ys, inv, (int)rb, tid);
-        named_barrier(1, 128); /* ys is free again */
+        named_barrier(1, MV_CT); /* ys is free again */
     }
 }
 
@@ -306,8 +328,14 @@ template <int TOKT> static cudaError_t matvec_attrs()
                                 (int)MvSmem<TOKT>::bytes);
 }
 
+/* experiment knobs (QMM_MV_MIN_UNITS, QMM_MV_SPIN), read once by matvec_init */
+static int mv_min_units = 2, mv_spin = 0, mv_late = 0;
+
 cudaError_t matvec_init(int sm_count, int *grid_cap)
 {
+    if (const char *v = getenv("QMM_MV_MIN_UNITS")) mv_min_units = atoi(v) > 0 ? atoi(v) : 1;
+    if (const char *v = getenv("QMM_MV_SPIN")) mv_spin = atoi(v);
+    if (const char *v = getenv("QMM_MV_LATE")) mv_late = atoi(v);
     cudaError_t e = matvec_attrs<1>();
     if (e == cudaSuccess) e = matvec_attrs<2>();
     int b1 = 0, b2 = 0;
@@ -331,11 +359,18 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaSt
     p.row_blocks = (int)(p.n_pad / 128);
     /* one counter per row block; bulk copies of activation rows need 16-byte alignment */
     if (p.m < 1 || p.m > 16 || p.k % 128 || p.n_pad % 128 || p.row_blocks > QMM_SM90_MAX_COUNTED_TILES ||
-        p.lda % 8 || (uintptr_t)p.a % 16)
+        p.lda % 8 || (uintptr_t)p.a % 16 || (int64_t)p.row_blocks * (p.k / 128) > INT32_MAX)
         return cudaErrorInvalidValue;
-    const int64_t units = (int64_t)p.row_blocks * (p.k / 128);
-    const int cap = grid_cap[tokt - 1];
-    const int grid = (int)(units < cap ? units : cap);
+    const int groups = p.k / 128, units = p.row_blocks * groups;
+    /* at least min(groups, MIN_UNITS) units a CTA, so a shared row block has few partials;
+     * else as many CTAs as fit (the occupancy cap) */
+    int min_units = groups < mv_min_units ? groups : mv_min_units;
+    int grid = (units + min_units - 1) / min_units;
+    if (grid > grid_cap[tokt - 1]) grid = grid_cap[tokt - 1];
+    p.units_per_cta = units / grid;
+    p.units_rem = units % grid;
+    p.spin = mv_spin;
+    p.late_trigger = mv_late;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)grid);
     cfg.blockDim = dim3(MV_THREADS);
