@@ -79,7 +79,13 @@ def upload(w, device):
     that torch.compile traces (the handle becomes a constant of the graph)."""
     if not isinstance(w, QuantizedWeight):
         raise TypeError(f"w must be a qmm.QuantizedWeight, not {type(w).__name__}")
-    dev = device if isinstance(device, int) else torch.device(device).index
+    if isinstance(device, int):
+        dev = device
+    else:
+        device = torch.device(device)
+        if device.type != "cuda":
+            raise ValueError(f"qmm.torch.upload: {device} is not a CUDA device")
+        dev = device.index
     if dev is None:
         dev = torch.cuda.current_device()
     cache = getattr(w, "_cuda", None)

@@ -136,6 +136,10 @@ def test_wrapper_rejects():
         qt.matmul(np.zeros((2, 256), np.float32), w)
     with pytest.raises(TypeError, match="QuantizedWeight"):
         qt.matmul(torch.zeros(2, 256), object())
+    with pytest.raises(ValueError, match="not a CUDA device"):
+        qt.upload(w, "cpu")
+    with pytest.raises(TypeError, match="QuantizedWeight"):
+        qt.upload(w.packed, 0)
     meta = torch.empty(256, 2, device="meta", dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="contiguous"):
         qt.matmul(meta.T, w)
