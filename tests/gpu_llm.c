@@ -320,8 +320,10 @@ static void fused_projections_match_separate(void)
         CHECK(err <= 1e-2);
         CHECK(ts == tf || near_tie(a, V, tf, &gap));
         for (int step = 0; step < 4; step++) {
-            CHECK_OK(qmm_llm_cuda_decode(sep, ts, a, &ts));
-            CHECK_OK(qmm_llm_cuda_decode(fus, ts, b, &tf));
+            /* both sessions take the same token (the separate one's previous choice) */
+            const int32_t in = ts;
+            CHECK_OK(qmm_llm_cuda_decode(sep, in, a, &ts));
+            CHECK_OK(qmm_llm_cuda_decode(fus, in, b, &tf));
             err = test_rel_err_f32(b, a, V);
             printf("    decode step %d: fused vs separate rel err %.3g\n", step, err);
             CHECK(err <= 1e-2);

@@ -1,10 +1,11 @@
 /*
- * Decode path: C[M, N] = A[M, K] · Wᵀ for M <= 16, at the memory-bandwidth limit.
+ * Decode path: C[M, N] = A[M, K] · Wᵀ for M <= 16, built for the memory-bandwidth limit (on the
+ * H200 it takes about twice the time of a kernel that only reads the weight: bench/NOTES.md).
  *
  * The weight is a sequence of units, one unit = one 128-row block × one group of 128 columns:
  * 8 KB of codes, contiguous in the device layout (w4_layout.h), in row-block-major order, so the
- * whole weight is units 0..U-1 one after another. The grid (a few CTAs a SM, from the occupancy
- * API) splits the units into equal contiguous ranges (stream-K): every SM streams the same bytes.
+ * whole weight is units 0..U-1 one after another. The grid (MV_MIN_UNITS units a CTA at least,
+ * at most the CTAs that fit at once) splits the units into equal contiguous ranges (stream-K).
  * In a CTA one producer thread keeps a ring of STAGES units in flight with bulk copies (the codes,
  * the unit's 128 scale|bias words, and the M activation rows of its group), the weights issued
  * before griddepcontrol.wait (they never depend on the previous kernel); eight consumer warps take
@@ -23,18 +24,13 @@
 #include "hopper.cuh"
 #include "w4_layout.h"
 
-#include <stdlib.h>
-
 namespace qmm {
 
-constexpr int MV_STAGES = 4;
-constexpr int MV_CONSUMERS = 8;                       /* warps */
-constexpr int MV_TEAMS = 4;                           /* teams of warps on different units */
-constexpr int MV_TEAM_WARPS = MV_CONSUMERS / MV_TEAMS;
-constexpr int MV_RT = 128 / 16 / MV_TEAM_WARPS;       /* 16-row tiles a consumer warp */
-static_assert(MV_STAGES % MV_TEAMS == 0, "a stage belongs to one team");
+constexpr int MV_CONSUMERS = 8;                       /* warps, 16·MV_RT rows each */
+constexpr int MV_RT = 128 / 16 / MV_CONSUMERS;          /* 16-row tiles a consumer warp */
 constexpr int MV_CT = MV_CONSUMERS * 32;                /* consumer threads */
 constexpr int MV_THREADS = (MV_CONSUMERS + 1) * 32;   /* + the producer warp */
+constexpr int MV_STAGES = 4;
 constexpr int MV_UNIT_BYTES = 128 * 64;               /* 128 rows × 64 bytes of codes */
 constexpr int MV_SB_BYTES = 128 * 4;
 constexpr int MV_A_STRIDE = 136;                      /* bf16 per staged row: 128 + 8 (banks) */
@@ -42,9 +38,7 @@ constexpr int MV_A_STRIDE = 136;                      /* bf16 per staged row: 12
 template <int TOKT> struct MvSmem {
     static constexpr int TOKS = 8 * TOKT;
     static constexpr int STAGE = MV_UNIT_BYTES + MV_SB_BYTES + TOKS * MV_A_STRIDE * 2;
-    /* the ring, ys (a row block's sums), tys (each team's), barriers and flags */
-    static constexpr size_t bytes =
-        (size_t)MV_STAGES * STAGE + (1 + MV_TEAMS) * TOKS * 128 * sizeof(float) + 256;
+    static constexpr size_t bytes = (size_t)MV_STAGES * STAGE + TOKS * 128 * sizeof(float) + 256;
 };
 
 /* CTA c takes units [first(c), first(c+1)): `per` each, one more for the first `rem` CTAs
@@ -108,16 +102,13 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const f
 }
 
 template <int TOKT>
-__global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 2 : 1) void matvec_kernel(const MatvecArgs p)
+__global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(const MatvecArgs p)
 {
     constexpr int TOKS = 8 * TOKT;
     using S = MvSmem<TOKT>;
     extern __shared__ __align__(128) unsigned char smem[];
     float(*ys)[128] = reinterpret_cast<float(*)[128]>(smem + MV_STAGES * S::STAGE);
-    float(*tys)[TOKS][128] =
-        reinterpret_cast<float(*)[TOKS][128]>(smem + MV_STAGES * S::STAGE + TOKS * 128 * 4);
-    uint64_t *full = reinterpret_cast<uint64_t *>(smem + MV_STAGES * S::STAGE +
-                                                  (1 + MV_TEAMS) * TOKS * 128 * 4);
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + MV_STAGES * S::STAGE + TOKS * 128 * 4);
     uint64_t *empty = full + MV_STAGES;
     float *inv = reinterpret_cast<float *>(empty + MV_STAGES); /* [16] */
     int *flag = reinterpret_cast<int *>(inv + 16);
@@ -131,7 +122,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 2 : 1) void matvec_kernel(c
     if (threadIdx.x == 0) {
         for (int s = 0; s < MV_STAGES; s++) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], MV_TEAM_WARPS); /* the stage's team */
+            mbar_init(&empty[s], MV_CONSUMERS);
         }
         mbar_fence_init();
     }
@@ -177,17 +168,14 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 2 : 1) void matvec_kernel(c
                                     256, &full[s]);
                 if (++g == groups) g = 0, rb++;
             }
-            if (!p.late_trigger) pdl_launch_dependents();
+            pdl_launch_dependents(); /* the next kernel may start its weight copies */
         }
         return;
     }
 
-    /* consumers: MV_TEAMS teams take the units of a row block's piece in turn (unit i: team
-     * i % MV_TEAMS, so its stage i % MV_STAGES is always the same team's); in a team, warp w owns
-     * rows 16·MV_RT·w.. of the unit. Teams run concurrently: a CTA's chain is one unit deep. */
+    /* consumers: warp w owns rows 32w..32w+31 of each unit (row tiles 2w, 2w+1) */
     pdl_wait(); /* the partials, counters and outputs may be in use by the previous kernel */
     const int g8 = lane / 4, t4 = lane % 4, tid = threadIdx.x;
-    const int team = warp / MV_TEAM_WARPS, tw = warp % MV_TEAM_WARPS;
     if (tid < p.m) { /* RMSNorm of the input rows from their Σx², one per producer row block */
         float ss = 0.f;
         if (p.ss_in)
@@ -195,122 +183,122 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 2 : 1) void matvec_kernel(c
         inv[tid] = p.ss_in ? 1.0f / sqrtf(ss / (float)p.norm_dim + p.eps) : 1.0f;
     }
     named_barrier(1, MV_CT);
-    int rb = rb_begin, i0 = 0, g0 = g_begin;
-    while (i0 < count) {
-        /* the piece: units i0..i1-1 of row block rb (groups g0..) */
-        const int i1 = min(count, i0 + groups - g0);
-        float acc[MV_RT][TOKT][4];
-        zero_frags(acc);
-        for (int i = i0 + ((team - i0) % MV_TEAMS + MV_TEAMS) % MV_TEAMS; i < i1; i += MV_TEAMS) {
-            const int s = i % MV_STAGES;
-            const unsigned char *st = smem + s * S::STAGE;
-            if (p.spin) mbar_spin(&full[s], (i / MV_STAGES) & 1);
-            else mbar_wait(&full[s], (i / MV_STAGES) & 1);
-            const uint32_t *wq = reinterpret_cast<const uint32_t *>(st);
-            const uint32_t *sbs = reinterpret_cast<const uint32_t *>(st + MV_UNIT_BYTES);
-            const __nv_bfloat16 *as = reinterpret_cast<const __nv_bfloat16 *>(st + MV_UNIT_BYTES + MV_SB_BYTES);
-            uint4 lo[MV_RT], hi[MV_RT];
-            uint32_t sb_lo[MV_RT], sb_hi[MV_RT];
+    float acc[MV_RT][TOKT][4];
+    zero_frags(acc);
+    int rb = rb_begin, g = g_begin;
+    for (int i = 0; i < count; i++, g++) {
+        if (g == groups) g = 0, rb++;
+        const int s = i % MV_STAGES;
+        const unsigned char *st = smem + s * S::STAGE;
+        mbar_wait(&full[s], (i / MV_STAGES) & 1);
+        const uint32_t *wq = reinterpret_cast<const uint32_t *>(st);
+        const uint32_t *sbs = reinterpret_cast<const uint32_t *>(st + MV_UNIT_BYTES);
+        const __nv_bfloat16 *as = reinterpret_cast<const __nv_bfloat16 *>(st + MV_UNIT_BYTES + MV_SB_BYTES);
+        uint4 lo[MV_RT], hi[MV_RT];
+        uint32_t sb_lo[MV_RT], sb_hi[MV_RT];
 #pragma unroll
-            for (int rt = 0; rt < MV_RT; rt++) {
-                const int row = (MV_RT * tw + rt) * 16 + g8;
-                lo[rt] = *reinterpret_cast<const uint4 *>(wq + row * 16 + 4 * t4);
-                hi[rt] = *reinterpret_cast<const uint4 *>(wq + (row + 8) * 16 + 4 * t4);
-                sb_lo[rt] = sbs[row];
-                sb_hi[rt] = sbs[row + 8];
-            }
-            /* two chains (even and odd chunks) of each sum, added at the end */
-            float pq[2][MV_RT][TOKT][4], sa[2][TOKT][4];
-            zero_frags(pq[0]);
-            zero_frags(pq[1]);
-            zero_frags(sa);
-#pragma unroll
-            for (int c2 = 0; c2 < 4; c2++) { /* chunks 2·c2 and 2·c2 + 1 */
-                uint32_t b[TOKT][4];
-#pragma unroll
-                for (int tt = 0; tt < TOKT; tt++) {
-                    const int r = tt * 8 + (lane % 8);
-                    const int col = 32 * c2 + 16 * (lane / 16) + 8 * ((lane / 8) % 2);
-                    ldmatrix_x4(b[tt][0], b[tt][1], b[tt][2], b[tt][3], as + r * MV_A_STRIDE + col);
-                }
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-#pragma unroll
-                    for (int rt = 0; rt < MV_RT; rt++) {
-                        const uint32_t wl = c2 == 0 ? lo[rt].x : c2 == 1 ? lo[rt].y : c2 == 2 ? lo[rt].z : lo[rt].w;
-                        const uint32_t wh = c2 == 0 ? hi[rt].x : c2 == 1 ? hi[rt].y : c2 == 2 ? hi[rt].z : hi[rt].w;
-                        const uint32_t a0 = codes_128(wl, 8 * h), a2 = codes_128(wl, 8 * h + 4);
-                        const uint32_t a1 = codes_128(wh, 8 * h), a3 = codes_128(wh, 8 * h + 4);
-#pragma unroll
-                        for (int tt = 0; tt < TOKT; tt++)
-                            mma_bf16_16816(pq[h][rt][tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
-                    }
-                    const uint32_t one2 = 0x3F803F80u;
-#pragma unroll
-                    for (int tt = 0; tt < TOKT; tt++)
-                        mma_bf16_16816(sa[h][tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
-                }
-            }
-            __syncwarp();
-            if (lane == 0) mbar_arrive(&empty[s]); /* the stage is read into registers */
-#pragma unroll
-            for (int rt = 0; rt < MV_RT; rt++) {
-                const float sl = bf16_lo(sb_lo[rt]), bl = bf16_hi(sb_lo[rt]) - 128.f * sl;
-                const float sh = bf16_lo(sb_hi[rt]), bh = bf16_hi(sb_hi[rt]) - 128.f * sh;
-#pragma unroll
-                for (int tt = 0; tt < TOKT; tt++) {
-                    float q[4], a[4];
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        q[e] = pq[0][rt][tt][e] + pq[1][rt][tt][e];
-                        a[e] = sa[0][tt][e] + sa[1][tt][e];
-                    }
-                    acc[rt][tt][0] += sl * q[0] + bl * a[0];
-                    acc[rt][tt][1] += sl * q[1] + bl * a[1];
-                    acc[rt][tt][2] += sh * q[2] + bh * a[2];
-                    acc[rt][tt][3] += sh * q[3] + bh * a[3];
-                }
-            }
+        for (int rt = 0; rt < MV_RT; rt++) {
+            const int row = (MV_RT * warp + rt) * 16 + g8;
+            lo[rt] = *reinterpret_cast<const uint4 *>(wq + row * 16 + 4 * t4);
+            hi[rt] = *reinterpret_cast<const uint4 *>(wq + (row + 8) * 16 + 4 * t4);
+            sb_lo[rt] = sbs[row];
+            sb_hi[rt] = sbs[row + 8];
         }
-        /* the teams' sums into tys[team], then added in team order into ys */
+        /* two chains (even and odd chunks) of each sum, added at the end: shorter mma chains */
+        float pq[2][MV_RT][TOKT][4], sa[2][TOKT][4];
+        zero_frags(pq[0]);
+        zero_frags(pq[1]);
+        zero_frags(sa);
 #pragma unroll
-        for (int rt = 0; rt < MV_RT; rt++)
+        for (int c2 = 0; c2 < 4; c2++) { /* chunks 2·c2 and 2·c2 + 1 */
+            uint32_t b[TOKT][4];
 #pragma unroll
             for (int tt = 0; tt < TOKT; tt++) {
-                const int r = (MV_RT * tw + rt) * 16 + g8, t = tt * 8 + 2 * t4;
-                tys[team][t][r] = acc[rt][tt][0];
-                tys[team][t + 1][r] = acc[rt][tt][1];
-                tys[team][t][r + 8] = acc[rt][tt][2];
-                tys[team][t + 1][r + 8] = acc[rt][tt][3];
+                const int r = tt * 8 + (lane % 8);
+                const int col = 32 * c2 + 16 * (lane / 16) + 8 * ((lane / 8) % 2);
+                ldmatrix_x4(b[tt][0], b[tt][1], b[tt][2], b[tt][3], as + r * MV_A_STRIDE + col);
             }
-        named_barrier(1, MV_CT);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+#pragma unroll
+                for (int rt = 0; rt < MV_RT; rt++) {
+                    const uint32_t wl = c2 == 0 ? lo[rt].x : c2 == 1 ? lo[rt].y : c2 == 2 ? lo[rt].z : lo[rt].w;
+                    const uint32_t wh = c2 == 0 ? hi[rt].x : c2 == 1 ? hi[rt].y : c2 == 2 ? hi[rt].z : hi[rt].w;
+                    const uint32_t a0 = codes_128(wl, 8 * h), a2 = codes_128(wl, 8 * h + 4);
+                    const uint32_t a1 = codes_128(wh, 8 * h), a3 = codes_128(wh, 8 * h + 4);
+#pragma unroll
+                    for (int tt = 0; tt < TOKT; tt++)
+                        mma_bf16_16816(pq[h][rt][tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
+                }
+                const uint32_t one2 = 0x3F803F80u;
+#pragma unroll
+                for (int tt = 0; tt < TOKT; tt++)
+                    mma_bf16_16816(sa[h][tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
+            }
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]); /* the stage is read into registers */
+#pragma unroll
+        for (int rt = 0; rt < MV_RT; rt++) {
+            const float sl = bf16_lo(sb_lo[rt]), bl = bf16_hi(sb_lo[rt]) - 128.f * sl;
+            const float sh = bf16_lo(sb_hi[rt]), bh = bf16_hi(sb_hi[rt]) - 128.f * sh;
+#pragma unroll
+            for (int tt = 0; tt < TOKT; tt++) {
+                float q[4], a[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    q[e] = pq[0][rt][tt][e] + pq[1][rt][tt][e];
+                    a[e] = sa[0][tt][e] + sa[1][tt][e];
+                }
+                acc[rt][tt][0] += sl * q[0] + bl * a[0];
+                acc[rt][tt][1] += sl * q[1] + bl * a[1];
+                acc[rt][tt][2] += sh * q[2] + bh * a[2];
+                acc[rt][tt][3] += sh * q[3] + bh * a[3];
+            }
+        }
+
+        /* the end of a row block's piece in this CTA: its output, or its partial */
+        if (g != groups - 1 && i != count - 1) continue;
         const int c_first = split.cta_of(rb * groups);
         const int c_last = split.cta_of(rb * groups + groups - 1);
         const bool alone = c_first == c_last;
         const int slot = rb == rb_begin ? 0 : 1; /* first or last piece of the range */
         float *mine = p.partials + ((int64_t)blockIdx.x * 2 + slot) * TOKS * 128;
-        for (int e = tid; e < p.m * 128; e += MV_CT) {
-            float v = tys[0][e / 128][e % 128];
 #pragma unroll
-            for (int tm = 1; tm < MV_TEAMS; tm++) v += tys[tm][e / 128][e % 128];
-            if (alone) ys[e / 128][e % 128] = v;
-            else mine[e] = v;
-        }
+        for (int rt = 0; rt < MV_RT; rt++)
+#pragma unroll
+            for (int tt = 0; tt < TOKT; tt++) {
+                const int r = (MV_RT * warp + rt) * 16 + g8, t = tt * 8 + 2 * t4;
+                if (alone) {
+                    ys[t][r] = acc[rt][tt][0];
+                    ys[t + 1][r] = acc[rt][tt][1];
+                    ys[t][r + 8] = acc[rt][tt][2];
+                    ys[t + 1][r + 8] = acc[rt][tt][3];
+                } else {
+                    if (t < p.m) {
+                        mine[t * 128 + r] = acc[rt][tt][0];
+                        mine[t * 128 + r + 8] = acc[rt][tt][2];
+                    }
+                    if (t + 1 < p.m) {
+                        mine[(t + 1) * 128 + r] = acc[rt][tt][1];
+                        mine[(t + 1) * 128 + r + 8] = acc[rt][tt][3];
+                    }
+                }
+            }
+        zero_frags(acc);
         named_barrier(1, MV_CT);
-        const int piece_rb = rb;
-        i0 = i1, g0 = 0, rb++;
         if (!alone) {
             if (tid == 0) { /* release: the block's partial (barrier above); acquire: the others' */
-                const uint32_t old = atom_add_acq_rel_gpu(&p.counters[piece_rb], 1u);
+                const uint32_t old = atom_add_acq_rel_gpu(&p.counters[rb], 1u);
                 *flag = old == (uint32_t)(c_last - c_first);
-                if (*flag) p.counters[piece_rb] = 0; /* ready for the next call */
+                if (*flag) p.counters[rb] = 0; /* ready for the next call */
             }
             named_barrier(1, MV_CT);
             if (!*flag) continue;
             /* every element summed over the CTAs in order (each thread owns its elements);
              * rb is the last piece of c_first's range unless that range starts at rb, and the
              * first piece of every later contributor's */
-            const int slot_first = split.first(c_first) == piece_rb * groups ? 0 : 1;
+            const int slot_first = split.first(c_first) == rb * groups ? 0 : 1;
             for (int e = tid; e < p.m * 128; e += MV_CT) {
                 const float *part = p.partials + e;
                 float sum = __ldcg(part + ((int64_t)c_first * 2 + slot_first) * TOKS * 128);
@@ -327,7 +315,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 2 : 1) void matvec_kernel(c
             }
             named_barrier(1, MV_CT);
         }
-        mv_epilogue<TOKS>(p, ys, inv, piece_rb, tid);
+        mv_epilogue<TOKS>(p, ys, inv, (int)rb, tid);
         named_barrier(1, MV_CT); /* ys is free again */
     }
 }
@@ -338,14 +326,12 @@ template <int TOKT> static cudaError_t matvec_attrs()
                                 (int)MvSmem<TOKT>::bytes);
 }
 
-/* experiment knobs (QMM_MV_MIN_UNITS, QMM_MV_SPIN), read once by matvec_init */
-static int mv_min_units = 2, mv_spin = 0, mv_late = 0;
+/* Units a CTA takes at least (when the row block has that many groups): 1, 2, 4 and 8 measured
+ * on the H200 at M = 1 (bench/NOTES.md, row 22); 2 was best or within 5 % on every projection. */
+constexpr int MV_MIN_UNITS = 2;
 
 cudaError_t matvec_init(int sm_count, int *grid_cap)
 {
-    if (const char *v = getenv("QMM_MV_MIN_UNITS")) mv_min_units = atoi(v) > 0 ? atoi(v) : 1;
-    if (const char *v = getenv("QMM_MV_SPIN")) mv_spin = atoi(v);
-    if (const char *v = getenv("QMM_MV_LATE")) mv_late = atoi(v);
     cudaError_t e = matvec_attrs<1>();
     if (e == cudaSuccess) e = matvec_attrs<2>();
     int b1 = 0, b2 = 0;
@@ -374,13 +360,11 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaSt
     const int groups = p.k / 128, units = p.row_blocks * groups;
     /* at least min(groups, MIN_UNITS) units a CTA, so a shared row block has few partials;
      * else as many CTAs as fit (the occupancy cap) */
-    int min_units = groups < mv_min_units ? groups : mv_min_units;
+    int min_units = groups < MV_MIN_UNITS ? groups : MV_MIN_UNITS;
     int grid = (units + min_units - 1) / min_units;
     if (grid > grid_cap[tokt - 1]) grid = grid_cap[tokt - 1];
     p.units_per_cta = units / grid;
     p.units_rem = units % grid;
-    p.spin = mv_spin;
-    p.late_trigger = mv_late;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)grid);
     cfg.blockDim = dim3(MV_THREADS);
