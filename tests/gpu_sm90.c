@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "matmul_prob.h"
 
 #ifndef QMM_HAVE_CUDA
 int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not found)"); }
@@ -19,61 +19,6 @@ int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not fou
 
 static qmm_cuda_ctx *ctx;
 
-typedef struct prob {
-    int64_t m, n, k;
-    qmm_w4 w;
-    qmm_bf16 *a, *a_dev, *c_dev;
-    qmm_cuda_weight *dw;
-    int rows;
-    int64_t *row_idx;
-    double *ref; /* [rows, n] fp64 of the sampled rows */
-} prob;
-
-static void prob_free(prob *p)
-{
-    qmm_cuda_weight_free(p->dw);
-    cudaFree(p->a_dev), cudaFree(p->c_dev);
-    qmm_w4_free(&p->w);
-    free(p->a), free(p->row_idx), free(p->ref);
-    memset(p, 0, sizeof *p);
-}
-
-static int prob_init(prob *p, int64_t m, int64_t n, int64_t k)
-{
-    memset(p, 0, sizeof *p);
-    p->m = m, p->n = n, p->k = k;
-    if (qmm_w4_alloc(n, k, &p->w) != QMM_OK) return 0;
-    test_random_w4(&p->w, 0.002, 0.02);
-    p->a = malloc((size_t)(m * k) * sizeof *p->a);
-    if (!p->a) return 0;
-    test_fill_bf16(p->a, (size_t)(m * k), 1.0);
-    if (qmm_cuda_weight_upload(ctx, &p->w, &p->dw) != QMM_OK) return 0;
-    if (cudaMalloc((void **)&p->a_dev, (size_t)(m * k) * 2) != cudaSuccess ||
-        cudaMalloc((void **)&p->c_dev, (size_t)(m * n) * 2) != cudaSuccess)
-        return 0;
-    cudaMemcpy(p->a_dev, p->a, (size_t)(m * k) * 2, cudaMemcpyHostToDevice);
-    p->rows = m <= 48 ? (int)m : 24;
-    p->row_idx = malloc(sizeof(int64_t) * (size_t)p->rows);
-    for (int i = 0; i < p->rows; i++)
-        p->row_idx[i] = m <= 48 ? i : (i == p->rows - 1 ? m - 1 : (int64_t)(test_rand_u64() % (uint64_t)m));
-    qmm_bf16 *asub = malloc((size_t)p->rows * (size_t)k * 2);
-    for (int i = 0; i < p->rows; i++) memcpy(asub + i * k, p->a + p->row_idx[i] * k, (size_t)k * 2);
-    p->ref = malloc(sizeof(double) * (size_t)p->rows * (size_t)n);
-    test_matmul_f64(asub, p->rows, &p->w, p->ref);
-    free(asub);
-    return 1;
-}
-
-#define SETUP(p, m, n, k)                                                                   \
-    do {                                                                                    \
-        if (!prob_init(&(p), (m), (n), (k))) {                                              \
-            test_fail(__FILE__, __LINE__, "setup of M=%lld N=%lld K=%lld failed: %s",       \
-                      (long long)(m), (long long)(n), (long long)(k), qmm_last_error());    \
-            prob_free(&(p));                                                                \
-            return;                                                                         \
-        }                                                                                   \
-    } while (0)
-
 static qmm_cuda_options opts(qmm_path path, int split)
 {
     qmm_cuda_options o = qmm_cuda_options_default();
@@ -81,51 +26,11 @@ static qmm_cuda_options opts(qmm_path path, int split)
     return o;
 }
 
-/* Poison C, run with a workspace of exactly the reported size, copy C to out[m*n]. */
-static qmm_status run(prob *p, const qmm_cuda_options *o, qmm_bf16 *out, qmm_plan *plan)
-{
-    size_t bytes = 0;
-    qmm_status st = qmm_cuda_workspace_size(ctx, p->m, p->n, p->k, o, &bytes);
-    if (st != QMM_OK) return st;
-    void *ws = NULL;
-    if (bytes && cudaMalloc(&ws, bytes) != cudaSuccess) return QMM_ERR_NOMEM;
-    cudaMemset(p->c_dev, 0xFF, (size_t)(p->m * p->n) * 2);
-    st = qmm_cuda_matmul(ctx, p->a_dev, p->m, p->dw, p->c_dev, ws, bytes, o, plan);
-    cudaError_t e = cudaDeviceSynchronize();
-    cudaFree(ws);
-    if (st != QMM_OK) return st;
-    if (e != cudaSuccess) {
-        printf("    kernel failed: %s\n", cudaGetErrorString(e));
-        return QMM_ERR_CUDA;
-    }
-    cudaMemcpy(out, p->c_dev, (size_t)(p->m * p->n) * 2, cudaMemcpyDeviceToHost);
-    return QMM_OK;
-}
-
-static double check(const prob *p, const qmm_bf16 *out, const char *what)
-{
-    for (int64_t i = 0; i < p->m * p->n; i++)
-        if (!isfinite(qmm_bf16_to_f32(out[i]))) {
-            test_fail(__FILE__, __LINE__, "%s M=%lld N=%lld K=%lld: element %lld (row %lld) not finite",
-                      what, (long long)p->m, (long long)p->n, (long long)p->k, (long long)i,
-                      (long long)(i / p->n));
-            return INFINITY;
-        }
-    qmm_bf16 *sub = malloc((size_t)p->rows * (size_t)p->n * 2);
-    for (int i = 0; i < p->rows; i++) memcpy(sub + i * p->n, out + p->row_idx[i] * p->n, (size_t)p->n * 2);
-    double err = test_rel_frob_bf16(sub, p->ref, (size_t)p->rows * (size_t)p->n);
-    free(sub);
-    CHECKF(err <= 1e-2, "%s: M=%lld N=%lld K=%lld rel err %.3e > 1e-2", what, (long long)p->m,
-           (long long)p->n, (long long)p->k, err);
-    return err;
-}
-
 /* Every schedule of one shape against fp64: the plan, unsplit, split-K 2 and 3, stream-K. */
 static void check_schedules(int64_t m, int64_t n, int64_t k, const char *name)
 {
     prob p;
     SETUP(p, m, n, k);
-    qmm_bf16 *out = malloc((size_t)(m * n) * 2);
     const struct { const char *what; qmm_cuda_options o; } list[] = {
         {"auto", qmm_cuda_options_default()}, {"wgmma-unsplit", opts(QMM_PATH_WGMMA, 1)},
         {"wgmma-split2", opts(QMM_PATH_WGMMA, 2)}, {"wgmma-split3", opts(QMM_PATH_WGMMA, 3)},
@@ -135,28 +40,25 @@ static void check_schedules(int64_t m, int64_t n, int64_t k, const char *name)
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         if (list[i].o.split > k / 128) continue;
         qmm_plan plan;
-        qmm_status st = run(&p, &list[i].o, out, &plan);
+        qmm_status st = prob_run(&p, &list[i].o, p.out, &plan);
         CHECKF(st == QMM_OK, "%s %s M=%lld: %s (%s)", name, list[i].what, (long long)m,
                qmm_status_name(st), qmm_last_error());
         if (st != QMM_OK) continue;
-        double e = check(&p, out, list[i].what);
+        double e = prob_check(&p, p.out, 1e-2, list[i].what);
         if (e > worst) worst = e;
     }
     printf("    %-5s M=%-5lld N=%-5lld K=%-5lld worst rel err %.2e\n", name, (long long)m,
            (long long)n, (long long)k, worst);
-    free(out);
     prob_free(&p);
 }
-
-static const struct { const char *name; int64_t k, n; } projections[] = {
-    {"q", 2560, 4096}, {"k", 2560, 1024}, {"o", 4096, 2560}, {"gate", 2560, 9728},
-    {"down", 9728, 2560},
-};
 
 static void case_projections(void)
 {
     static const int64_t ms[] = {1, 9, 16, 17, 32, 64, 100, 128, 256, 2048};
-    for (size_t s = 0; s < sizeof projections / sizeof projections[0]; s++)
+    prob_proj projections[QMM_LLM_LINEAR_COUNT];
+    int count = prob_qwen3_projections(projections, 1); /* q, k, o, gate, down */
+    CHECKF(count == 5, "qwen3-4b projections: %d (%s)", count, qmm_last_error());
+    for (int s = 0; s < count; s++)
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
             check_schedules(ms[i], projections[s].n, projections[s].k, projections[s].name);
 }
@@ -180,16 +82,15 @@ static void case_nonfinite_rows(void)
     p.a[5 * k + 7] = 0x7FC0;        /* NaN in row 5 */
     p.a[11 * k + 300] = 0x7F80;     /* +Inf in row 11 */
     cudaMemcpy(p.a_dev, p.a, (size_t)(m * k) * 2, cudaMemcpyHostToDevice);
-    qmm_bf16 *out = malloc((size_t)(m * n) * 2);
     const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 1),
                                      opts(QMM_PATH_WGMMA, 4), opts(QMM_PATH_STREAMK, 0)};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         qmm_plan plan;
-        CHECK_OK(run(&p, &list[i], out, &plan));
+        CHECK_OK(prob_run(&p, &list[i], p.out, &plan));
         int bad_rows = 0, nan5 = 1, nonfinite11 = 1;
         for (int64_t r = 0; r < m; r++)
             for (int64_t j = 0; j < n; j++) {
-                float v = qmm_bf16_to_f32(out[r * n + j]);
+                float v = qmm_bf16_to_f32(p.out[r * n + j]);
                 if (r == 5) nan5 &= isnan(v);
                 else if (r == 11) nonfinite11 &= !isfinite(v);
                 else if (!isfinite(v)) bad_rows++;
@@ -198,7 +99,6 @@ static void case_nonfinite_rows(void)
                "schedule %zu: NaN row all NaN %d, Inf row all non-finite %d, %d non-finite elsewhere",
                i, nan5, nonfinite11, bad_rows);
     }
-    free(out);
     prob_free(&p);
 }
 
@@ -214,9 +114,9 @@ static void case_bitwise(void)
                                      opts(QMM_PATH_STREAMK, 0)};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         qmm_plan plan;
-        CHECK_OK(run(&p, &list[i], first, &plan));
+        CHECK_OK(prob_run(&p, &list[i], first, &plan));
         for (int r = 0; r < 10; r++) {
-            CHECK_OK(run(&p, &list[i], out, &plan));
+            CHECK_OK(prob_run(&p, &list[i], out, &plan));
             CHECKF(memcmp(first, out, bytes) == 0, "schedule %zu: run %d differs from run 0", i, r + 1);
         }
     }
@@ -228,10 +128,10 @@ static void case_bitwise(void)
     qmm_bf16 *a2 = malloc(bytes), *b2 = malloc(bytes);
     qmm_plan plan;
     qmm_cuda_options unsplit = opts(QMM_PATH_WGMMA, 1);
-    CHECK_OK(run(&p, NULL, a2, &plan));
+    CHECK_OK(prob_run(&p, NULL, a2, &plan));
     CHECKF(plan.path == QMM_PATH_WGMMA && plan.split == 1, "full grid planned as %s split %d",
            qmm_path_name(plan.path), plan.split);
-    CHECK_OK(run(&p, &unsplit, b2, &plan));
+    CHECK_OK(prob_run(&p, &unsplit, b2, &plan));
     CHECK(memcmp(a2, b2, bytes) == 0);
     free(a2), free(b2), free(first), free(out);
     prob_free(&p);
@@ -322,6 +222,7 @@ int main(int argc, char **argv)
         printf("FAIL: a GPU is present but the context could not be created: %s\n", qmm_last_error());
         return 1;
     }
+    prob_setup = (prob_style){ctx, 48, 0}; /* all rows up to M = 48; workspaces as reported */
     int rc = test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
     qmm_cuda_destroy(ctx);
     return rc;
