@@ -137,6 +137,12 @@ static void matvec_all_m(void)
         /* the matvec never rounds the weights: fp32 accumulation, bf16 output only */
         double err = prob_check(&p, p.out, 5e-3, "matvec");
         if (m == 1 || m == 16) printf("    matvec M=%lld err %.2e\n", (long long)m, err);
+        /* row blocks shared by several CTAs are summed in CTA order: the same bits again */
+        qmm_bf16 *again = malloc((size_t)(p.m * p.n) * 2);
+        CHECK_OK(prob_run(&p, &o, again, NULL));
+        CHECKF(!memcmp(p.out, again, (size_t)(p.m * p.n) * 2), "matvec M=%lld: two runs differ",
+               (long long)m);
+        free(again);
         prob_free(&p);
     }
 }

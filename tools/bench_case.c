@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "bench_gpu.h"
+#include "bench_read.h"
 
 #define MAX_CONTENDERS 32
 
 typedef struct contender {
     char name[16];
     int cublas;               /* 1: cuBLAS bf16 on the dequantized weight */
+    int read;                 /* 1: only stream the weight's bytes (bench_read.cu) */
     qmm_cuda_options opt;     /* qmm contenders */
 } contender;
 
@@ -39,6 +41,15 @@ static int enqueue(void *user, int call, char *why, size_t why_len)
         return 0;
     }
     const qmm_cuda_weight *w = c->cp->w4[call % c->cp->n_w4];
+    if (x->ct->read) {
+        qmm_gpu_info gi;
+        if (qmm_cuda_info(c->ctx, &gi) != QMM_OK ||
+            bench_read_weight(w, gi.sm_count, *c->ws, c->s) != 0) {
+            snprintf(why, why_len, "read kernel launch failed");
+            return -1;
+        }
+        return 0;
+    }
     qmm_status st = qmm_cuda_matmul(c->ctx, c->a_dev, c->m, w, c->c_dev, x->ws, x->ws_bytes,
                                     &x->ct->opt, NULL);
     if (st != QMM_OK) {
@@ -83,6 +94,13 @@ static int build_contenders(const bench_case *c, const qmm_plan *plan, contender
             list[n++] = qmm_contender(o, "splitk", QMM_PATH_SPLITK, s, 0);
     if (c->m <= d.matvec_limit_m) list[n++] = qmm_contender(o, "matvec", QMM_PATH_MATVEC, 0, 0);
     if (c->m >= d.dense_min_m) list[n++] = qmm_contender(o, "dense", QMM_PATH_DENSE, 0, 0);
+    if (c->m <= d.matvec_limit_m) { /* the floor of a kernel that reads the weight */
+        contender rd;
+        memset(&rd, 0, sizeof rd);
+        snprintf(rd.name, sizeof rd.name, "read");
+        rd.read = 1;
+        list[n++] = rd;
+    }
     contender cb;
     memset(&cb, 0, sizeof cb);
     snprintf(cb.name, sizeof cb.name, "cublas");
@@ -135,6 +153,16 @@ static int check(const bench_case *c, call_ctx *x, bench_result *r)
     /* 0xFFFF is a bf16 NaN: an element the contender never writes cannot pass. */
     CK(cudaMemsetAsync(c->c_dev, 0xFF, c_bytes, c->s));
     if (x->ws && x->ws_bytes) CK(cudaMemsetAsync(x->ws, 0xFF, x->ws_bytes, c->s));
+    if (x->ct->read) { /* no output to check: run it once */
+        r->checked_rows = 0;
+        r->rel_err = 0.0;
+        if (enqueue(x, 0, why, sizeof why)) {
+            fail(r, why);
+            return -1;
+        }
+        CK(cudaStreamSynchronize(c->s));
+        return 0;
+    }
     if (x->ct->cublas) {
         if (enqueue(x, 0, why, sizeof why)) {
             fail(r, why);
@@ -189,7 +217,7 @@ static int run_contender(const bench_case *c, const contender *ct, const qmm_pla
     r.n = sh->n;
     r.m = c->m;
     snprintf(r.contender, sizeof r.contender, "%.15s", ct->name);
-    r.path = ct->cublas ? -1 : (int)ct->opt.path;
+    r.path = ct->read ? -2 : ct->cublas ? -1 : (int)ct->opt.path;
     r.split = ct->cublas ? 1 : ct->opt.split > 0 ? ct->opt.split : 1;
     r.stages = ct->cublas ? 0 : ct->opt.stages;
     r.rel_err = NAN;
@@ -207,7 +235,12 @@ static int run_contender(const bench_case *c, const contender *ct, const qmm_pla
     call_ctx x = {c, ct, NULL, 0};
     bench_set_activity("%s M=%lld %s split=%d stages=%d: check", sh->name, (long long)c->m,
                        ct->name, r.split, r.stages);
-    if (!ct->cublas) {
+    if (ct->read) {
+        ensure_workspace(c, 16); /* the sink word */
+        x.ws = *c->ws;
+        r.flops = 0.0;
+        r.bytes = (double)c->cp->w4_logical_bytes;
+    } else if (!ct->cublas) {
         size_t need = 0;
         qmm_status st = qmm_cuda_workspace_size(c->ctx, c->m, sh->n, sh->k, &ct->opt, &need);
         if (st != QMM_OK) {

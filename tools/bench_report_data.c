@@ -8,7 +8,7 @@
 
 static const char *path_label(const bench_result *r)
 {
-    return r->path < 0 ? "cublas" : qmm_path_name((qmm_path)r->path);
+    return r->path == -2 ? "read" : r->path < 0 ? "cublas" : qmm_path_name((qmm_path)r->path);
 }
 
 static double gbps_of(const bench_result *r)

@@ -79,10 +79,10 @@ static void write_main_table(FILE *f, const bench_report *r, const size_t *cases
                "GB/s counts packed weights + scales + biases + A + C once; TFLOP/s = 2·M·N·K / "
                "time. %% copy and %% bf16 are of the ceilings above.\n\n");
     fprintf(f, "| proj | K→N | M | plan | auto | tiled | split-K@plan | best split-K (s) | matvec "
-               "| dense | cuBLAS | auto eager | auto × cuBLAS | auto × tiled | split-K × tiled "
+               "| read | auto ÷ read | dense | cuBLAS | auto eager | auto × cuBLAS | auto × tiled | split-K × tiled "
                "| auto GB/s | %% copy | auto TFLOP/s | %% bf16 | predicted | auto min–max |\n");
-    fprintf(f, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-               "---:|---:|---:|---:|---|\n");
+    fprintf(f, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+               "---:|---:|---:|---:|---:|---|\n");
     for (size_t c = 0; c < ncases; c++) {
         const bench_result *first = &rs->v[cases[c]];
         const char *p = first->proj;
@@ -92,9 +92,10 @@ static void write_main_table(FILE *f, const bench_report *r, const size_t *cases
         const bench_result *sp = bench_results_find(rs, p, m, "splitk_plan", 0);
         const bench_result *mv = bench_results_find(rs, p, m, "matvec", 0);
         const bench_result *dn = bench_results_find(rs, p, m, "dense", 0);
+        const bench_result *rd = bench_results_find(rs, p, m, "read", 0);
         const bench_result *cb = bench_results_find(rs, p, m, "cublas", 0);
         const bench_result *best = bench_results_best_split(rs, p, m);
-        char b[16][48];
+        char b[18][48];
         char plan[48], bestcell[64], spread[64];
         if (first->plan_path > 0)
             snprintf(plan, sizeof plan, "%s/%d", qmm_path_name((qmm_path)first->plan_path),
@@ -112,11 +113,12 @@ static void write_main_table(FILE *f, const bench_report *r, const size_t *cases
             snprintf(spread, sizeof spread, "%.2f–%.2f", au->t.graph_min, au->t.graph_max);
         else
             snprintf(spread, sizeof spread, DASH);
-        fprintf(f, "| %s | %lld→%lld | %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+        fprintf(f, "| %s | %lld→%lld | %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
                    "| %s | %s | %s | %s | %s | %s | %s |\n",
                 p, (long long)first->k, (long long)first->n, (long long)m, plan,
                 us_cell(b[0], 48, au), us_cell(b[1], 48, ti), us_cell(b[2], 48, sp), bestcell,
-                us_cell(b[3], 48, mv), us_cell(b[14], 48, dn), us_cell(b[4], 48, cb),
+                us_cell(b[3], 48, mv), us_cell(b[15], 48, rd), num(b[16], 48, t_au / us_of(rd), 2),
+                us_cell(b[14], 48, dn), us_cell(b[4], 48, cb),
                 num(b[5], 48, au && au->status == BENCH_PASS ? au->t.eager_med : NAN, 2),
                 num(b[6], 48, t_cb / t_au, 2), num(b[7], 48, t_ti / t_au, 2),
                 num(b[8], 48, t_ti / t_best, 2), num(b[9], 48, gbps, 0),

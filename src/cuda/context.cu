@@ -23,7 +23,8 @@ struct qmm_cuda_ctx {
     qmm_gpu_info info;
     qmm_device_desc desc; /* what the device policy knows */
     cublasHandle_t cublas; /* the dense path's */
-    uint32_t *counters;    /* per-tile CTA counts of the wgmma kernel's split schedules, kept zero */
+    uint32_t *counters;    /* per-tile CTA counts of the split schedules (wgmma, matvec), kept zero */
+    MatvecScratch mv;      /* the matvec's partials of shared row blocks (counters above) */
 };
 
 struct qmm_cuda_weight {
@@ -99,16 +100,33 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
         free(ctx);
         return st;
     }
-    if (cublasCreate(&ctx->cublas) != CUBLAS_STATUS_SUCCESS) {
+    cublasStatus_t bs = cublasCreate(&ctx->cublas);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
         free(ctx);
-        return qmm_fail(QMM_ERR_CUDA, "cublasCreate failed");
+        /* under memory pressure cuBLAS reports ALLOC_FAILED, or NOT_INITIALIZED when its own
+         * context allocations fail: both are out of memory when little is left */
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        cudaGetLastError();
+        if (bs == CUBLAS_STATUS_ALLOC_FAILED ||
+            (bs == CUBLAS_STATUS_NOT_INITIALIZED && free_b < ((size_t)256 << 20)))
+            return qmm_fail(QMM_ERR_NOMEM, "cublasCreate: out of device memory (%zu MiB free)",
+                            free_b >> 20);
+        return qmm_fail(QMM_ERR_CUDA, "cublasCreate failed (cuBLAS status %d)", (int)bs);
     }
     cudaError_t ce = sm90_init();
     size_t counter_bytes = (size_t)QMM_SM90_MAX_COUNTED_TILES * sizeof(uint32_t);
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&ctx->counters, counter_bytes);
     if (ce == cudaSuccess) ce = cudaMemset(ctx->counters, 0, counter_bytes);
+    if (ce == cudaSuccess) ce = matvec_init(in->sm_count, ctx->mv.grid_cap);
+    if (ce == cudaSuccess) {
+        int cap = ctx->mv.grid_cap[0] > ctx->mv.grid_cap[1] ? ctx->mv.grid_cap[0] : ctx->mv.grid_cap[1];
+        ce = cudaMalloc((void **)&ctx->mv.partials, matvec_partial_bytes(cap));
+    }
+    ctx->mv.counters = ctx->counters;
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
     if (ce != cudaSuccess) {
+        cudaFree(ctx->mv.partials);
         cudaFree(ctx->counters);
         cublasDestroy(ctx->cublas);
         free(ctx);
@@ -120,6 +138,7 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
         int bps = 0;
         cudaError_t e = tiled_occupancy(c, d->config[c].stages, &bps);
         if (e != cudaSuccess || bps < 1) {
+            cudaFree(ctx->mv.partials);
             cudaFree(ctx->counters);
             cublasDestroy(ctx->cublas);
             free(ctx);
@@ -136,6 +155,7 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
 extern "C" void qmm_cuda_destroy(qmm_cuda_ctx *ctx)
 {
     if (!ctx) return;
+    cudaFree(ctx->mv.partials);
     cudaFree(ctx->counters);
     cublasDestroy(ctx->cublas);
     free(ctx);
@@ -343,7 +363,7 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
         break;
     }
     case QMM_PATH_MATVEC:
-        e = launch_matvec(w->dev, a, (int)m, c, ctx->desc.matvec_wide_tiles, ctx->stream);
+        e = launch_matvec(w->dev, a, (int)m, c, ctx->mv, ctx->stream);
         break;
     case QMM_PATH_TILED:
         e = launch_tiled(p.config, p.stages, w->dev, a, (int)m, c, QMM_BF16, 1, ctx->stream);

@@ -44,9 +44,42 @@ cudaError_t launch_tiled(int config, int stages, const DevWeight &w, const __nv_
 cudaError_t launch_splitk_reduce(const void *planes, qmm_dtype type, int split, int64_t mn,
                                  __nv_bfloat16 *c, cudaStream_t stream);
 
-/* m <= 16; wide_tiles: the tuning table's matvec_wide_tiles (the warp count's threshold). */
+/* The decode matvec (matvec.cu), M <= 16. Its epilogues: */
+enum { MV_EPI_STORE = 0, MV_EPI_RESIDUAL = 1, MV_EPI_SWIGLU = 2 };
+struct MatvecArgs {
+    const uint32_t *packed, *sb; /* the weight (DevWeight) */
+    int n, k;
+    int64_t n_pad;
+    const __nv_bfloat16 *a;      /* [m, lda], 16-byte aligned rows */
+    int64_t lda;
+    int m;
+    int epi;
+    __nv_bfloat16 *c;            /* STORE: [m, ldc]; SWIGLU: [m, ldc] with n/2 columns */
+    int64_t ldc;
+    float *x;                    /* RESIDUAL: x[m, ldc] += bf16(y), in fp32 */
+    const __nv_bfloat16 *gamma;  /* RESIDUAL: the next RMSNorm's weight [n] (with xg) */
+    __nv_bfloat16 *xg;           /*   xg[m, ldc] = bf16(x · gamma) (may be NULL) */
+    float *ss_out;               /*   ss_out[t * ss_out_blocks + rb] = Σ x² of row block rb */
+    int ss_out_blocks;
+    const float *ss_in;          /* RMSNorm source: y *= 1/sqrt(Σ_j ss_in[t*ss_blocks+j]/norm_dim + eps) */
+    int ss_blocks, norm_dim;
+    float eps;
+    float *partials;             /* scratch of the shared row blocks */
+    uint32_t *counters;          /* one zeroed counter per row block, left zeroed */
+    int row_blocks;              /* set by the launcher */
+};
+/* A context's scratch for the matvec: partials (matvec_partial_bytes), counters, grid caps for
+ * 1 and 2 token tiles (CTAs a SM × SMs). */
+struct MatvecScratch {
+    float *partials;
+    uint32_t *counters;
+    int grid_cap[2];
+};
+cudaError_t matvec_init(int sm_count, int *grid_cap);
+size_t matvec_partial_bytes(int max_grid);
+cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaStream_t stream);
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
-                          int wide_tiles, cudaStream_t stream);
+                          const MatvecScratch &scratch, cudaStream_t stream);
 
 /* Dense path: W dequantized into the workspace, then cuBLAS. run_dense returns NULL on
  * success, else what failed. */

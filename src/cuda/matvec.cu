@@ -1,195 +1,376 @@
 /*
- * Decode path: C[M, N] = A[M, K] · Wᵀ for M <= 16 on tensor cores.
+ * Decode path: C[M, N] = A[M, K] · Wᵀ for M <= 16, at the memory-bandwidth limit.
  *
- * Roles are swapped so that small M wastes little: W rows are the mma's A operand (16 rows a tile),
- * the tokens its B operand (8 a tile). The codes enter the mma as the exact bf16 values 128 + q,
- * so per group of 128 the mma yields P = Σ a·(128+q) and the weights are never rounded:
- *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σ a      (fp32, per group).
- * A block owns 16·ROWT rows; its W = 4 or 8 warps take the K groups in turn (warp w: w, w+W, …),
- * each keeping MV_DEPTH groups of weights in flight (a register ring), and sum their results in
- * shared memory in a fixed order: deterministic, no atomics.
+ * The weight is a sequence of units, one unit = one 128-row block × one group of 128 columns:
+ * 8 KB of codes, contiguous in the device layout (w4_layout.h), in row-block-major order, so the
+ * whole weight is units 0..U-1 one after another. The grid (a few CTAs a SM, from the occupancy
+ * API) splits the units into equal contiguous ranges (stream-K): every SM streams the same bytes.
+ * In a CTA one producer thread keeps a ring of STAGES units in flight with bulk copies (the codes,
+ * the unit's 128 scale|bias words, and the M activation rows of its group), the weights issued
+ * before griddepcontrol.wait (they never depend on the previous kernel); four consumer warps take
+ * 32 rows each from shared memory. Codes enter the mma as the exact bf16 values 128 + q, and an
+ * mma of all-ones weights gives Σa, so per group
+ *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
+ * A row block finished inside one CTA is written by it; one shared by several CTAs (at most the
+ * first and last piece of a range) is summed by the last of them to arrive, from every CTA's
+ * fp32 partial in CTA order: deterministic for a given grid, no second launch.
+ * Epilogues (the engine's fused decode step): store; residual (x += bf16(y) in fp32, and the
+ * next RMSNorm's inputs: bf16(x·γ) and Σx² per row block); SwiGLU over a gate|up weight whose
+ * row blocks hold 64 gate rows then the same 64 up rows. With a norm source the result is scaled
+ * by 1/sqrt(mean(x²) + eps) from those per-block sums (RMSNorm folded into the matmul).
  */
 #include "kernels.h"
+#include "hopper.cuh"
 #include "w4_layout.h"
 
 namespace qmm {
 
+constexpr int MV_CONSUMERS = 4;                       /* warps, 32 rows each */
+constexpr int MV_THREADS = (MV_CONSUMERS + 1) * 32;   /* + the producer warp */
+constexpr int MV_STAGES = 4;
+constexpr int MV_UNIT_BYTES = 128 * 64;               /* 128 rows × 64 bytes of codes */
+constexpr int MV_SB_BYTES = 128 * 4;
+constexpr int MV_A_STRIDE = 136;                      /* bf16 per staged row: 128 + 8 (banks) */
 
-/* 16 bytes of streamed weights, not kept in L1. */
-__device__ __forceinline__ uint4 ld_stream16(const uint32_t *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
-__device__ __forceinline__ uint32_t word_of(const uint4 &v, int j)
-{
-    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
-}
-
-template <int ROWT> struct MvGroup {
-    uint4 lo[ROWT], hi[ROWT];   /* this lane's 16 bytes of rows g and g+8 of each row tile */
-    uint32_t sb_lo[ROWT], sb_hi[ROWT];
+template <int TOKT> struct MvSmem {
+    static constexpr int TOKS = 8 * TOKT;
+    static constexpr int STAGE = MV_UNIT_BYTES + MV_SB_BYTES + TOKS * MV_A_STRIDE * 2;
+    static constexpr size_t bytes = (size_t)MV_STAGES * STAGE + TOKS * 128 * sizeof(float) + 256;
 };
 
-template <int ROWT>
-__device__ __forceinline__ void mv_load(MvGroup<ROWT> &G, const uint32_t *__restrict__ packed,
-                                        const uint32_t *__restrict__ sb, int64_t kw, int n_pad,
-                                        int n0, int grp, int g, int t)
+__device__ __forceinline__ int64_t mv_first_unit(int cta, int64_t units, int grid)
 {
+    return (int64_t)cta * units / grid;
+}
+/* The CTA whose range holds unit u (the largest c with first_unit(c) <= u). */
+__device__ __forceinline__ int mv_cta_of(int64_t u, int64_t units, int grid)
+{
+    return (int)(((u + 1) * grid - 1) / units);
+}
+
+/* The epilogue of one row block from its fp32 sums ys[tok][r] (r < 128), by the 128 consumer
+ * threads. */
+template <int TOKS>
+__device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const float *inv, int rb,
+                            int tid)
+{
+    const int m = p.m, row0 = rb * 128;
+    if (p.epi == MV_EPI_SWIGLU) {
+        for (int e = tid; e < m * 64; e += 128) {
+            int t = e / 64, r = e % 64;
+            int j = rb * 64 + r;
+            if (j >= p.n / 2) continue;
+            float g = __bfloat162float(__float2bfloat16_rn(ys[t][r] * inv[t]));
+            float u = __bfloat162float(__float2bfloat16_rn(ys[t][r + 64] * inv[t]));
+            p.c[(int64_t)t * p.ldc + j] = __float2bfloat16_rn(g / (1.0f + expf(-g)) * u);
+        }
+        return;
+    }
+    if (p.epi == MV_EPI_STORE) {
+        for (int e = tid; e < m * 128; e += 128) {
+            int t = e / 128, r = e % 128;
+            if (row0 + r < p.n)
+                p.c[(int64_t)t * p.ldc + row0 + r] = __float2bfloat16_rn(ys[t][r] * inv[t]);
+        }
+        return;
+    }
+    /* residual: x (fp32) += bf16(y); xg = bf16(x·γ); ss[t][rb] = Σ x² over the block's rows.
+     * Warp w takes tokens w, w+4, ...: each lane 4 rows, then a warp sum (fixed order). */
+    const int warp = tid / 32, lane = tid % 32;
+    for (int t = warp; t < m; t += MV_CONSUMERS) {
+        float ss = 0.f;
 #pragma unroll
-    for (int rt = 0; rt < ROWT; rt++) {
-        int row = n0 + rt * 16 + g;
-        const uint32_t *tile = packed + qmm_w4_device_offset(row, grp, kw / 16);
-        G.lo[rt] = ld_stream16(tile + 4 * t);
-        G.hi[rt] = ld_stream16(tile + 8 * 16 + 4 * t); /* row + 8, same tile */
-        G.sb_lo[rt] = __ldg(sb + (int64_t)grp * n_pad + row);
-        G.sb_hi[rt] = __ldg(sb + (int64_t)grp * n_pad + row + 8);
+        for (int i = 0; i < 4; i++) {
+            int r = lane + 32 * i, row = row0 + r;
+            if (row >= p.n) continue;
+            float y = __bfloat162float(__float2bfloat16_rn(ys[t][r] * inv[t]));
+            float *xp = p.x + (int64_t)t * p.ldc + row;
+            float x = *xp + y;
+            *xp = x;
+            ss += x * x;
+            if (p.xg) p.xg[(int64_t)t * p.ldc + row] = __float2bfloat16_rn(x * __bfloat162float(p.gamma[row]));
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if (lane == 0 && p.ss_out) p.ss_out[(int64_t)t * p.ss_out_blocks + rb] = ss;
     }
 }
 
-/* One group of 128 columns for this warp: P = Σ a·(128+q) on tensor cores, then
- * acc += s·P + (b − 128·s)·Σa per output. */
-template <int TOKT, int ROWT>
-__device__ __forceinline__ void mv_group(float (&acc)[ROWT][TOKT][4], const MvGroup<ROWT> &cur,
-                                         const uint32_t *__restrict__ a32, int m, int k, int grp,
-                                         int g, int t)
+template <int TOKT>
+__global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
 {
-    uint32_t bf[TOKT][8][2];
-    float asum[TOKT];
-#pragma unroll
-    for (int tt = 0; tt < TOKT; tt++) {
-        int tok = tt * 8 + g;
-        asum[tt] = 0.f;
-        const uint32_t *ap = a32 + ((int64_t)tok * k + grp * 128) / 2 + t;
-#pragma unroll
-        for (int ch = 0; ch < 8; ch++) {
-            bf[tt][ch][0] = tok < m ? __ldg(ap + 8 * ch) : 0u;
-            bf[tt][ch][1] = tok < m ? __ldg(ap + 8 * ch + 4) : 0u;
-            asum[tt] += bf16_lo(bf[tt][ch][0]) + bf16_hi(bf[tt][ch][0]) +
-                        bf16_lo(bf[tt][ch][1]) + bf16_hi(bf[tt][ch][1]);
-        }
-    }
-    float p[ROWT][TOKT][4];
-    zero_frags(p);
-#pragma unroll
-    for (int ch = 0; ch < 8; ch++) {
-        const int j = ch / 2, h = (ch % 2) * 8;
-#pragma unroll
-        for (int rt = 0; rt < ROWT; rt++) {
-            uint32_t wl = word_of(cur.lo[rt], j), wh = word_of(cur.hi[rt], j);
-            uint32_t a0 = codes_128(wl, h), a2 = codes_128(wl, h + 4);
-            uint32_t a1 = codes_128(wh, h), a3 = codes_128(wh, h + 4);
-#pragma unroll
-            for (int tt = 0; tt < TOKT; tt++)
-                mma_bf16_16816(p[rt][tt], a0, a1, a2, a3, bf[tt][ch][0], bf[tt][ch][1]);
-        }
-    }
-#pragma unroll
-    for (int tt = 0; tt < TOKT; tt++) {
-        float s = asum[tt];
-        s += __shfl_xor_sync(0xffffffffu, s, 1);
-        s += __shfl_xor_sync(0xffffffffu, s, 2);           /* Σa of token tt*8 + g */
-        float s0 = __shfl_sync(0xffffffffu, s, 8 * t);     /* token tt*8 + 2t */
-        float s1 = __shfl_sync(0xffffffffu, s, 8 * t + 4); /* token tt*8 + 2t + 1 */
-#pragma unroll
-        for (int rt = 0; rt < ROWT; rt++) {
-            float sl = bf16_lo(cur.sb_lo[rt]), bl = bf16_hi(cur.sb_lo[rt]) - 128.f * sl;
-            float sh = bf16_lo(cur.sb_hi[rt]), bh = bf16_hi(cur.sb_hi[rt]) - 128.f * sh;
-            acc[rt][tt][0] += sl * p[rt][tt][0] + bl * s0;
-            acc[rt][tt][1] += sl * p[rt][tt][1] + bl * s1;
-            acc[rt][tt][2] += sh * p[rt][tt][2] + bh * s0;
-            acc[rt][tt][3] += sh * p[rt][tt][3] + bh * s1;
-        }
-    }
-}
+    constexpr int TOKS = 8 * TOKT;
+    using S = MvSmem<TOKT>;
+    extern __shared__ __align__(128) unsigned char smem[];
+    float(*ys)[128] = reinterpret_cast<float(*)[128]>(smem + MV_STAGES * S::STAGE);
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + MV_STAGES * S::STAGE + TOKS * 128 * 4);
+    uint64_t *empty = full + MV_STAGES;
+    float *inv = reinterpret_cast<float *>(empty + MV_STAGES); /* [16] */
+    int *flag = reinterpret_cast<int *>(inv + 16);
 
-/* Groups in flight per warp: the loads of the next MV_DEPTH-1 groups are issued before the
- * current one is used, so a warp keeps about MV_DEPTH KB of weights in flight. */
-constexpr int MV_DEPTH = 4;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int groups = p.k / 128;
+    const int64_t units = (int64_t)p.row_blocks * groups;
+    const int64_t u_begin = mv_first_unit(blockIdx.x, units, gridDim.x);
+    const int64_t u_end = mv_first_unit(blockIdx.x + 1, units, gridDim.x);
+    const int count = (int)(u_end - u_begin);
 
-// a is [m, k] bf16, packed/sb the device layout (w4_layout.h), c is [m, n] bf16; m <= 8*TOKT.
-template <int TOKT, int ROWT, int MV_WARPS>
-__global__ __launch_bounds__(MV_WARPS * 32) void matvec_w4g128_bf16_kernel(
-    const __nv_bfloat16 *__restrict__ a, int m, int k, const uint32_t *__restrict__ packed,
-    const uint32_t *__restrict__ sb, int n, int n_pad, __nv_bfloat16 *__restrict__ c)
-{
-    constexpr int ROWS = 16 * ROWT, TOKS = 8 * TOKT;
-    __shared__ float red[MV_WARPS][TOKS][ROWS + 1];
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int n0 = blockIdx.x * ROWS, groups = k / 128;
-    const int64_t kw = k / 8;
-    const uint32_t *__restrict__ a32 = reinterpret_cast<const uint32_t *>(a);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < MV_STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], MV_CONSUMERS);
+        }
+        mbar_fence_init();
+    }
+    /* token rows of the ring beyond M stay zero (they feed only discarded columns) */
+    for (int i = threadIdx.x; i < MV_STAGES * TOKS * MV_A_STRIDE / 2; i += MV_THREADS) {
+        int s = i / (TOKS * MV_A_STRIDE / 2), w = i % (TOKS * MV_A_STRIDE / 2);
+        if (w / (MV_A_STRIDE / 2) >= p.m)
+            reinterpret_cast<uint32_t *>(smem + s * S::STAGE + MV_UNIT_BYTES + MV_SB_BYTES)[w] = 0u;
+    }
+    __syncthreads();
 
-    float acc[ROWT][TOKT][4];
+    if (warp == MV_CONSUMERS) { /* producer */
+        if (lane == 0) {
+            const uint64_t pol = policy_evict_first();
+            const uint32_t a_bytes = (uint32_t)p.m * 256u;
+            const int first = count < MV_STAGES ? count : MV_STAGES;
+            /* weights of the first units before the dependency wait */
+            for (int i = 0; i < first; i++) {
+                const int64_t u = u_begin + i;
+                unsigned char *st = smem + i * S::STAGE;
+                mbar_arrive_expect_tx(&full[i], MV_UNIT_BYTES + MV_SB_BYTES + a_bytes);
+                bulk_copy(st, p.packed + u * 2048, MV_UNIT_BYTES, &full[i], pol);
+                bulk_copy(st + MV_UNIT_BYTES, p.sb + (u % groups) * p.n_pad + (u / groups) * 128,
+                          MV_SB_BYTES, &full[i], pol);
+            }
+            pdl_wait();
+            for (int i = 0; i < count; i++) {
+                const int s = i % MV_STAGES;
+                const int64_t u = u_begin + i;
+                const int64_t g = u % groups;
+                unsigned char *st = smem + s * S::STAGE;
+                if (i >= first) {
+                    mbar_wait(&empty[s], ((i / MV_STAGES) - 1) & 1);
+                    mbar_arrive_expect_tx(&full[s], MV_UNIT_BYTES + MV_SB_BYTES + a_bytes);
+                    bulk_copy(st, p.packed + u * 2048, MV_UNIT_BYTES, &full[s], pol);
+                    bulk_copy(st + MV_UNIT_BYTES, p.sb + g * p.n_pad + (u / groups) * 128,
+                              MV_SB_BYTES, &full[s], pol);
+                }
+                unsigned char *as = st + MV_UNIT_BYTES + MV_SB_BYTES;
+                for (int t = 0; t < p.m; t++)
+                    bulk_copy_plain(as + t * MV_A_STRIDE * 2, p.a + (int64_t)t * p.lda + g * 128,
+                                    256, &full[s]);
+            }
+            pdl_launch_dependents();
+        }
+        return;
+    }
+
+    /* consumers: warp w owns rows 32w..32w+31 of each unit (row tiles 2w, 2w+1) */
+    pdl_wait(); /* the partials, counters and outputs may be in use by the previous kernel */
+    const int g8 = lane / 4, t4 = lane % 4, tid = threadIdx.x;
+    if (tid < p.m) { /* RMSNorm of the input rows from their Σx², one per producer row block */
+        float ss = 0.f;
+        if (p.ss_in)
+            for (int j = 0; j < p.ss_blocks; j++) ss += p.ss_in[(int64_t)tid * p.ss_blocks + j];
+        inv[tid] = p.ss_in ? 1.0f / sqrtf(ss / (float)p.norm_dim + p.eps) : 1.0f;
+    }
+    named_barrier(1, 128);
+    float acc[2][TOKT][4];
     zero_frags(acc);
-
-    /* a ring of MV_DEPTH groups: warp w takes groups w, w + MV_WARPS, ... */
-    MvGroup<ROWT> ring[MV_DEPTH];
+    for (int i = 0; i < count; i++) {
+        const int s = i % MV_STAGES;
+        const int64_t u = u_begin + i;
+        const unsigned char *st = smem + s * S::STAGE;
+        mbar_wait(&full[s], (i / MV_STAGES) & 1);
+        const uint32_t *wq = reinterpret_cast<const uint32_t *>(st);
+        const uint32_t *sbs = reinterpret_cast<const uint32_t *>(st + MV_UNIT_BYTES);
+        const __nv_bfloat16 *as = reinterpret_cast<const __nv_bfloat16 *>(st + MV_UNIT_BYTES + MV_SB_BYTES);
+        uint4 lo[2], hi[2];
+        uint32_t sb_lo[2], sb_hi[2];
 #pragma unroll
-    for (int d = 0; d < MV_DEPTH; d++) {
-        int grp = warp + d * MV_WARPS;
-        if (grp < groups) mv_load<ROWT>(ring[d], packed, sb, kw, n_pad, n0, grp, g, t);
-    }
-    for (int base = warp; base < groups; base += MV_DEPTH * MV_WARPS) {
+        for (int rt = 0; rt < 2; rt++) {
+            const int row = (2 * warp + rt) * 16 + g8;
+            lo[rt] = *reinterpret_cast<const uint4 *>(wq + row * 16 + 4 * t4);
+            hi[rt] = *reinterpret_cast<const uint4 *>(wq + (row + 8) * 16 + 4 * t4);
+            sb_lo[rt] = sbs[row];
+            sb_hi[rt] = sbs[row + 8];
+        }
+        float pq[2][TOKT][4], sa[TOKT][4];
+        zero_frags(pq);
 #pragma unroll
-        for (int d = 0; d < MV_DEPTH; d++) {
-            int grp = base + d * MV_WARPS;
-            if (grp < groups) {
-                mv_group<TOKT, ROWT>(acc, ring[d], a32, m, k, grp, g, t);
-                int next = grp + MV_DEPTH * MV_WARPS;
-                if (next < groups) mv_load<ROWT>(ring[d], packed, sb, kw, n_pad, n0, next, g, t);
+        for (int tt = 0; tt < TOKT; tt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) sa[tt][e] = 0.f;
+#pragma unroll
+        for (int c2 = 0; c2 < 4; c2++) { /* chunks 2·c2 and 2·c2 + 1 */
+            uint32_t b[TOKT][4];
+#pragma unroll
+            for (int tt = 0; tt < TOKT; tt++) {
+                const int r = tt * 8 + (lane % 8);
+                const int col = 32 * c2 + 16 * (lane / 16) + 8 * ((lane / 8) % 2);
+                ldmatrix_x4(b[tt][0], b[tt][1], b[tt][2], b[tt][3], as + r * MV_A_STRIDE + col);
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+#pragma unroll
+                for (int rt = 0; rt < 2; rt++) {
+                    const uint32_t wl = c2 == 0 ? lo[rt].x : c2 == 1 ? lo[rt].y : c2 == 2 ? lo[rt].z : lo[rt].w;
+                    const uint32_t wh = c2 == 0 ? hi[rt].x : c2 == 1 ? hi[rt].y : c2 == 2 ? hi[rt].z : hi[rt].w;
+                    const uint32_t a0 = codes_128(wl, 8 * h), a2 = codes_128(wl, 8 * h + 4);
+                    const uint32_t a1 = codes_128(wh, 8 * h), a3 = codes_128(wh, 8 * h + 4);
+#pragma unroll
+                    for (int tt = 0; tt < TOKT; tt++)
+                        mma_bf16_16816(pq[rt][tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
+                }
+                const uint32_t one2 = 0x3F803F80u;
+#pragma unroll
+                for (int tt = 0; tt < TOKT; tt++)
+                    mma_bf16_16816(sa[tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
             }
         }
-    }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]); /* the stage is read into registers */
+#pragma unroll
+        for (int rt = 0; rt < 2; rt++) {
+            const float sl = bf16_lo(sb_lo[rt]), bl = bf16_hi(sb_lo[rt]) - 128.f * sl;
+            const float sh = bf16_lo(sb_hi[rt]), bh = bf16_hi(sb_hi[rt]) - 128.f * sh;
+#pragma unroll
+            for (int tt = 0; tt < TOKT; tt++) {
+                acc[rt][tt][0] += sl * pq[rt][tt][0] + bl * sa[tt][0];
+                acc[rt][tt][1] += sl * pq[rt][tt][1] + bl * sa[tt][1];
+                acc[rt][tt][2] += sh * pq[rt][tt][2] + bh * sa[tt][2];
+                acc[rt][tt][3] += sh * pq[rt][tt][3] + bh * sa[tt][3];
+            }
+        }
 
+        /* the end of a row block's piece in this CTA: its output, or its partial */
+        const int64_t rb = u / groups;
+        if (u % groups != groups - 1 && i != count - 1) continue;
+        const int c_first = mv_cta_of(rb * groups, units, gridDim.x);
+        const int c_last = mv_cta_of(rb * groups + groups - 1, units, gridDim.x);
+        const bool alone = c_first == c_last;
+        const int slot = (rb == u_begin / groups) ? 0 : 1; /* first or last piece of the range */
+        float *mine = p.partials + ((int64_t)blockIdx.x * 2 + slot) * TOKS * 128;
 #pragma unroll
-    for (int rt = 0; rt < ROWT; rt++)
+        for (int rt = 0; rt < 2; rt++)
 #pragma unroll
-        for (int tt = 0; tt < TOKT; tt++) {
-            int row = rt * 16 + g, tok = tt * 8 + 2 * t;
-            red[warp][tok][row] = acc[rt][tt][0];
-            red[warp][tok + 1][row] = acc[rt][tt][1];
-            red[warp][tok][row + 8] = acc[rt][tt][2];
-            red[warp][tok + 1][row + 8] = acc[rt][tt][3];
+            for (int tt = 0; tt < TOKT; tt++) {
+                const int r = (2 * warp + rt) * 16 + g8, t = tt * 8 + 2 * t4;
+                if (alone) {
+                    ys[t][r] = acc[rt][tt][0];
+                    ys[t + 1][r] = acc[rt][tt][1];
+                    ys[t][r + 8] = acc[rt][tt][2];
+                    ys[t + 1][r + 8] = acc[rt][tt][3];
+                } else {
+                    if (t < p.m) {
+                        mine[t * 128 + r] = acc[rt][tt][0];
+                        mine[t * 128 + r + 8] = acc[rt][tt][2];
+                    }
+                    if (t + 1 < p.m) {
+                        mine[(t + 1) * 128 + r] = acc[rt][tt][1];
+                        mine[(t + 1) * 128 + r + 8] = acc[rt][tt][3];
+                    }
+                }
+            }
+        zero_frags(acc);
+        named_barrier(1, 128);
+        if (!alone) {
+            if (tid == 0) {
+                __threadfence();
+                const uint32_t old = atom_add_acq_rel_gpu(&p.counters[rb], 1u);
+                *flag = old == (uint32_t)(c_last - c_first);
+                if (*flag) p.counters[rb] = 0; /* ready for the next call */
+            }
+            named_barrier(1, 128);
+            if (!*flag) continue;
+            __threadfence();
+            /* every element summed over the CTAs in order (each thread owns its elements) */
+            for (int c = c_first; c <= c_last; c++) {
+                const int cs = (rb == mv_first_unit(c, units, gridDim.x) / groups) ? 0 : 1;
+                const float *part = p.partials + ((int64_t)c * 2 + cs) * TOKS * 128;
+                for (int e = tid; e < p.m * 128; e += 128)
+                    ys[e / 128][e % 128] = (c == c_first ? 0.f : ys[e / 128][e % 128]) + __ldcg(part + e);
+            }
+            named_barrier(1, 128);
         }
-    __syncthreads();
-    for (int e = threadIdx.x; e < TOKS * ROWS; e += MV_WARPS * 32) {
-        int tok = e / ROWS, r = e % ROWS;
-        if (tok < m && n0 + r < n) {
-            float s = 0.f;
-#pragma unroll
-            for (int w = 0; w < MV_WARPS; w++) s += red[w][tok][r];
-            c[(int64_t)tok * n + n0 + r] = __float2bfloat16_rn(s);
-        }
+        mv_epilogue<TOKS>(p, ys, inv, (int)rb, tid);
+        named_barrier(1, 128); /* ys is free again */
     }
 }
 
-template <int TOKT, int ROWT, int WARPS>
-static cudaError_t launch_matvec_t(const DevWeight &w, const __nv_bfloat16 *a, int m,
-                                   __nv_bfloat16 *c, cudaStream_t stream)
+template <int TOKT> static cudaError_t matvec_attrs()
 {
-    constexpr int ROWS = 16 * ROWT;
-    dim3 grid((unsigned)((w.n + ROWS - 1) / ROWS));
-    matvec_w4g128_bf16_kernel<TOKT, ROWT, WARPS><<<grid, WARPS * 32, 0, stream>>>(
-        a, m, (int)w.k, w.packed, w.sb, (int)w.n, (int)w.n_pad, c);
-    return cudaGetLastError();
+    return cudaFuncSetAttribute(matvec_kernel<TOKT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)MvSmem<TOKT>::bytes);
+}
+
+cudaError_t matvec_init(int sm_count, int *grid_cap)
+{
+    cudaError_t e = matvec_attrs<1>();
+    if (e == cudaSuccess) e = matvec_attrs<2>();
+    int b1 = 0, b2 = 0;
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, matvec_kernel<1>, MV_THREADS,
+                                                          MvSmem<1>::bytes);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, matvec_kernel<2>, MV_THREADS,
+                                                          MvSmem<2>::bytes);
+    if (e != cudaSuccess) return e;
+    grid_cap[0] = sm_count * (b1 > 0 ? b1 : 1);
+    grid_cap[1] = sm_count * (b2 > 0 ? b2 : 1);
+    return cudaSuccess;
+}
+
+size_t matvec_partial_bytes(int max_grid) { return (size_t)max_grid * 2 * 16 * 128 * sizeof(float); }
+
+cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaStream_t stream)
+{
+    const int tokt = p.m <= 8 ? 1 : 2;
+    p.row_blocks = (int)(p.n_pad / 128);
+    /* one counter per row block; bulk copies of activation rows need 16-byte alignment */
+    if (p.m < 1 || p.m > 16 || p.k % 128 || p.n_pad % 128 || p.row_blocks > QMM_SM90_MAX_COUNTED_TILES ||
+        p.lda % 8 || (uintptr_t)p.a % 16)
+        return cudaErrorInvalidValue;
+    const int64_t units = (int64_t)p.row_blocks * (p.k / 128);
+    const int cap = grid_cap[tokt - 1];
+    const int grid = (int)(units < cap ? units : cap);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3(MV_THREADS);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    if (tokt == 1) {
+        cfg.dynamicSmemBytes = MvSmem<1>::bytes;
+        return cudaLaunchKernelEx(&cfg, matvec_kernel<1>, p);
+    }
+    cfg.dynamicSmemBytes = MvSmem<2>::bytes;
+    return cudaLaunchKernelEx(&cfg, matvec_kernel<2>, p);
 }
 
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
-                          int wide_tiles, cudaStream_t stream)
+                          const MatvecScratch &scratch, cudaStream_t stream)
 {
-    /* 8 warps a block split K finely; when that needs more than about one wave of blocks
-     * (wide_tiles, from the tuning table), 4-warp blocks (6 a SM) keep the grid in one wave.
-     * The warp count sets the order of the block's fixed fp32 sum, so the threshold is a constant
-     * of the family (not this GPU's SM count): the same shape gives the same bits on every GPU. */
-    bool wide = (w.n + 15) / 16 > wide_tiles;
-    if (m <= 8)
-        return wide ? launch_matvec_t<1, 1, 4>(w, a, m, c, stream) : launch_matvec_t<1, 1, 8>(w, a, m, c, stream);
-    return wide ? launch_matvec_t<2, 1, 4>(w, a, m, c, stream) : launch_matvec_t<2, 1, 8>(w, a, m, c, stream);
+    MatvecArgs p = {};
+    p.packed = w.packed;
+    p.sb = w.sb;
+    p.n = (int)w.n;
+    p.n_pad = w.n_pad;
+    p.k = (int)w.k;
+    p.a = a;
+    p.lda = w.k;
+    p.m = m;
+    p.c = c;
+    p.ldc = w.n;
+    p.epi = MV_EPI_STORE;
+    p.partials = scratch.partials;
+    p.counters = scratch.counters;
+    return launch_matvec_ex(p, scratch.grid_cap, true, stream);
 }
 
 } // namespace qmm
