@@ -23,6 +23,8 @@
 #include "hopper.cuh"
 #include "w4_layout.h"
 
+#include <stdlib.h>
+
 namespace qmm {
 
 constexpr int MV_CONSUMERS = 4;                       /* warps, 32 rows each */
@@ -38,15 +40,17 @@ template <int TOKT> struct MvSmem {
     static constexpr size_t bytes = (size_t)MV_STAGES * STAGE + TOKS * 128 * sizeof(float) + 256;
 };
 
-__device__ __forceinline__ int64_t mv_first_unit(int cta, int64_t units, int grid)
-{
-    return (int64_t)cta * units / grid;
-}
-/* The CTA whose range holds unit u (the largest c with first_unit(c) <= u). */
-__device__ __forceinline__ int mv_cta_of(int64_t u, int64_t units, int grid)
-{
-    return (int)(((u + 1) * grid - 1) / units);
-}
+/* CTA c takes units [first(c), first(c+1)): `per` each, one more for the first `rem` CTAs
+ * (32-bit: a 64-bit division is a ~100-instruction call). */
+struct MvSplit {
+    int per, rem;
+    __device__ __forceinline__ int first(int c) const { return c * per + (c < rem ? c : rem); }
+    __device__ __forceinline__ int cta_of(int u) const
+    {
+        const int big = rem * (per + 1);
+        return u < big ? u / (per + 1) : rem + (u - big) / per;
+    }
+};
 
 /* The epilogue of one row block from its fp32 sums ys[tok][r] (r < 128), by the 128 consumer
  * threads. */
@@ -110,10 +114,9 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int groups = p.k / 128;
-    const int64_t units = (int64_t)p.row_blocks * groups;
-    const int64_t u_begin = mv_first_unit(blockIdx.x, units, gridDim.x);
-    const int64_t u_end = mv_first_unit(blockIdx.x + 1, units, gridDim.x);
-    const int count = (int)(u_end - u_begin);
+    const MvSplit split = {p.units_per_cta, p.units_rem};
+    const int u_begin = split.first(blockIdx.x), count = split.first(blockIdx.x + 1) - u_begin;
+    const int rb_begin = u_begin / groups, g_begin = u_begin % groups;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < MV_STAGES; s++) {
@@ -136,33 +139,35 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
             const uint32_t a_bytes = (uint32_t)p.m * 256u;
             const int first = count < MV_STAGES ? count : MV_STAGES;
             /* weights of the first units before the dependency wait */
+            int rb = rb_begin, g = g_begin;
             for (int i = 0; i < first; i++) {
-                const int64_t u = u_begin + i;
                 unsigned char *st = smem + i * S::STAGE;
                 mbar_arrive_expect_tx(&full[i], MV_UNIT_BYTES + MV_SB_BYTES + a_bytes);
-                bulk_copy(st, p.packed + u * 2048, MV_UNIT_BYTES, &full[i], pol);
-                bulk_copy(st + MV_UNIT_BYTES, p.sb + (u % groups) * p.n_pad + (u / groups) * 128,
-                          MV_SB_BYTES, &full[i], pol);
+                bulk_copy(st, p.packed + (int64_t)(u_begin + i) * 2048, MV_UNIT_BYTES, &full[i], pol);
+                bulk_copy(st + MV_UNIT_BYTES, p.sb + (int64_t)g * p.n_pad + rb * 128, MV_SB_BYTES,
+                          &full[i], pol);
+                if (++g == groups) g = 0, rb++;
             }
             pdl_wait();
+            rb = rb_begin, g = g_begin;
             for (int i = 0; i < count; i++) {
                 const int s = i % MV_STAGES;
-                const int64_t u = u_begin + i;
-                const int64_t g = u % groups;
                 unsigned char *st = smem + s * S::STAGE;
                 if (i >= first) {
                     mbar_wait(&empty[s], ((i / MV_STAGES) - 1) & 1);
                     mbar_arrive_expect_tx(&full[s], MV_UNIT_BYTES + MV_SB_BYTES + a_bytes);
-                    bulk_copy(st, p.packed + u * 2048, MV_UNIT_BYTES, &full[s], pol);
-                    bulk_copy(st + MV_UNIT_BYTES, p.sb + g * p.n_pad + (u / groups) * 128,
+                    bulk_copy(st, p.packed + (int64_t)(u_begin + i) * 2048, MV_UNIT_BYTES, &full[s],
+                              pol);
+                    bulk_copy(st + MV_UNIT_BYTES, p.sb + (int64_t)g * p.n_pad + rb * 128,
                               MV_SB_BYTES, &full[s], pol);
                 }
                 unsigned char *as = st + MV_UNIT_BYTES + MV_SB_BYTES;
                 for (int t = 0; t < p.m; t++)
                     bulk_copy_plain(as + t * MV_A_STRIDE * 2, p.a + (int64_t)t * p.lda + g * 128,
                                     256, &full[s]);
+                if (++g == groups) g = 0, rb++;
             }
-            pdl_launch_dependents();
+            if (!p.late_trigger) pdl_launch_dependents();
         }
         return;
     }
@@ -179,11 +184,13 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
     named_barrier(1, 128);
     float acc[2][TOKT][4];
     zero_frags(acc);
-    for (int i = 0; i < count; i++) {
+    int rb = rb_begin, g = g_begin;
+    for (int i = 0; i < count; i++, g++) {
+        if (g == groups) g = 0, rb++;
         const int s = i % MV_STAGES;
-        const int64_t u = u_begin + i;
         const unsigned char *st = smem + s * S::STAGE;
-        mbar_wait(&full[s], (i / MV_STAGES) & 1);
+        if (p.spin) mbar_spin(&full[s], (i / MV_STAGES) & 1);
+        else mbar_wait(&full[s], (i / MV_STAGES) & 1);
         const uint32_t *wq = reinterpret_cast<const uint32_t *>(st);
         const uint32_t *sbs = reinterpret_cast<const uint32_t *>(st + MV_UNIT_BYTES);
         const __nv_bfloat16 *as = reinterpret_cast<const __nv_bfloat16 *>(st + MV_UNIT_BYTES + MV_SB_BYTES);
@@ -246,12 +253,11 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
         }
 
         /* the end of a row block's piece in this CTA: its output, or its partial */
-        const int64_t rb = u / groups;
-        if (u % groups != groups - 1 && i != count - 1) continue;
-        const int c_first = mv_cta_of(rb * groups, units, gridDim.x);
-        const int c_last = mv_cta_of(rb * groups + groups - 1, units, gridDim.x);
+        if (g != groups - 1 && i != count - 1) continue;
+        const int c_first = split.cta_of(rb * groups);
+        const int c_last = split.cta_of(rb * groups + groups - 1);
         const bool alone = c_first == c_last;
-        const int slot = (rb == u_begin / groups) ? 0 : 1; /* first or last piece of the range */
+        const int slot = rb == rb_begin ? 0 : 1; /* first or last piece of the range */
         float *mine = p.partials + ((int64_t)blockIdx.x * 2 + slot) * TOKS * 128;
 #pragma unroll
         for (int rt = 0; rt < 2; rt++)
@@ -277,21 +283,30 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
         zero_frags(acc);
         named_barrier(1, 128);
         if (!alone) {
-            if (tid == 0) {
-                __threadfence();
+            if (tid == 0) { /* release: the block's partial (barrier above); acquire: the others' */
                 const uint32_t old = atom_add_acq_rel_gpu(&p.counters[rb], 1u);
                 *flag = old == (uint32_t)(c_last - c_first);
                 if (*flag) p.counters[rb] = 0; /* ready for the next call */
             }
             named_barrier(1, 128);
             if (!*flag) continue;
-            __threadfence();
-            /* every element summed over the CTAs in order (each thread owns its elements) */
-            for (int c = c_first; c <= c_last; c++) {
-                const int cs = (rb == mv_first_unit(c, units, gridDim.x) / groups) ? 0 : 1;
-                const float *part = p.partials + ((int64_t)c * 2 + cs) * TOKS * 128;
-                for (int e = tid; e < p.m * 128; e += 128)
-                    ys[e / 128][e % 128] = (c == c_first ? 0.f : ys[e / 128][e % 128]) + __ldcg(part + e);
+            /* every element summed over the CTAs in order (each thread owns its elements);
+             * rb is the last piece of c_first's range unless that range starts at rb, and the
+             * first piece of every later contributor's */
+            const int slot_first = split.first(c_first) == rb * groups ? 0 : 1;
+            for (int e = tid; e < p.m * 128; e += 128) {
+                const float *part = p.partials + e;
+                float sum = __ldcg(part + ((int64_t)c_first * 2 + slot_first) * TOKS * 128);
+                int c = c_first + 1;
+                for (; c + 8 <= c_last + 1; c += 8) { /* eight loads in flight, added in order */
+                    float v[8];
+#pragma unroll
+                    for (int j = 0; j < 8; j++) v[j] = __ldcg(part + (int64_t)(c + j) * 2 * TOKS * 128);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) sum += v[j];
+                }
+                for (; c <= c_last; c++) sum += __ldcg(part + (int64_t)c * 2 * TOKS * 128);
+                ys[e / 128][e % 128] = sum;
             }
             named_barrier(1, 128);
         }
@@ -306,8 +321,14 @@ template <int TOKT> static cudaError_t matvec_attrs()
                                 (int)MvSmem<TOKT>::bytes);
 }
 
+/* experiment knobs (QMM_MV_MIN_UNITS, QMM_MV_SPIN), read once by matvec_init */
+static int mv_min_units = 4, mv_spin = 0, mv_late = 0;
+
 cudaError_t matvec_init(int sm_count, int *grid_cap)
 {
+    if (const char *v = getenv("QMM_MV_MIN_UNITS")) mv_min_units = atoi(v) > 0 ? atoi(v) : 1;
+    if (const char *v = getenv("QMM_MV_SPIN")) mv_spin = atoi(v);
+    if (const char *v = getenv("QMM_MV_LATE")) mv_late = atoi(v);
     cudaError_t e = matvec_attrs<1>();
     if (e == cudaSuccess) e = matvec_attrs<2>();
     int b1 = 0, b2 = 0;
@@ -331,11 +352,18 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaSt
     p.row_blocks = (int)(p.n_pad / 128);
     /* one counter per row block; bulk copies of activation rows need 16-byte alignment */
     if (p.m < 1 || p.m > 16 || p.k % 128 || p.n_pad % 128 || p.row_blocks > QMM_SM90_MAX_COUNTED_TILES ||
-        p.lda % 8 || (uintptr_t)p.a % 16)
+        p.lda % 8 || (uintptr_t)p.a % 16 || (int64_t)p.row_blocks * (p.k / 128) > INT32_MAX)
         return cudaErrorInvalidValue;
-    const int64_t units = (int64_t)p.row_blocks * (p.k / 128);
-    const int cap = grid_cap[tokt - 1];
-    const int grid = (int)(units < cap ? units : cap);
+    const int groups = p.k / 128, units = p.row_blocks * groups;
+    /* at least min(groups, MIN_UNITS) units a CTA, so a shared row block has few partials;
+     * else as many CTAs as fit (the occupancy cap) */
+    int min_units = groups < mv_min_units ? groups : mv_min_units;
+    int grid = (units + min_units - 1) / min_units;
+    if (grid > grid_cap[tokt - 1]) grid = grid_cap[tokt - 1];
+    p.units_per_cta = units / grid;
+    p.units_rem = units % grid;
+    p.spin = mv_spin;
+    p.late_trigger = mv_late;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)grid);
     cfg.blockDim = dim3(MV_THREADS);
