@@ -21,6 +21,9 @@ typedef enum op_kind {
     OP_ATTN_DECODE,  /* one row at pos over pos + 1 cached positions */
     OP_DECODE_FUSED, /* the decode step: qk-norm + RoPE of one row, k/v appended at pos, attention */
     OP_ARGMAX,       /* tokens[pos + m] = argmax logits[n]; pos += m */
+    OP_MATVEC_FUSED, /* the decode matvec's epilogues (flag): 0 rmsnorm(x)·Wᵀ, 1 x += a·Wᵀ with
+                      * the next norm's xg and Σx², 2 swiglu of rmsnorm(x)·Wᵀ (gate|up rows
+                      * interleaved by 64) */
     OP_KINDS
 } op_kind;
 
@@ -30,7 +33,7 @@ typedef struct op_case {
     int64_t m, n, k;           /* the op's sizes (see op_kind) */
     int heads, kv_heads, hd;   /* attention and RoPE */
     int64_t pos;               /* positions already in the cache / token offset */
-    int flag;                  /* OP_ADD_RMSNORM: 1 = with the residual add */
+    int flag;                  /* OP_ADD_RMSNORM: 1 = with the residual add; OP_MATVEC_FUSED: epilogue */
     double tol;                /* relative Frobenius error vs the reference; 0 = bitwise */
 } op_case;
 

@@ -150,6 +150,34 @@ static const char *gpu_rows(op_data *d, int engine)
     return err;
 }
 
+/* ---- the fused decode matvecs (decode_fused.cu's epilogues) ---- */
+
+static const char *gpu_matvec_fused(op_data *d, int variant)
+{
+    (void)variant;
+    const op_case *c = d->c;
+    qmm_cuda_weight *w = NULL;
+    dev_tensors dv;
+    if (qmm_cuda_weight_upload(ctx, &d->w, &w)) return qmm_last_error();
+    const char *err = dev_upload(d, &dv);
+    if (err) {
+        qmm_cuda_weight_free(w);
+        return err;
+    }
+    int e;
+    if (c->flag == 1)
+        e = llm_op_matvec_fused(ctx, w, (int)c->m, 1, D(d, &dv, "a"), c->k, NULL, c->n,
+                                D(d, &dv, "x"), D(d, &dv, "g"), D(d, &dv, "xg"), D(d, &dv, "ss"),
+                                NULL, 0, 0, 0.f);
+    else
+        e = llm_op_matvec_fused(ctx, w, (int)c->m, c->flag, D(d, &dv, "xg"), c->k, D(d, &dv, "c"),
+                                c->flag == 2 ? c->n / 2 : c->n, NULL, NULL, NULL, NULL,
+                                D(d, &dv, "ss"), (int)((c->k + 127) / 128), (int)c->k, OP_EPS);
+    err = dev_finish(d, &dv, (cudaError_t)e);
+    qmm_cuda_weight_free(w);
+    return err;
+}
+
 /* ---- engine kernels ---- */
 
 static const char *gpu_engine(op_data *d, int variant)
@@ -234,6 +262,7 @@ static const op_backend gpu_backends[] = {
     ENGINE("engine_split1", OP_ATTN_DECODE, 1), ENGINE("engine_split4", OP_ATTN_DECODE, 4),
     ENGINE("engine_fused_s1", OP_DECODE_FUSED, 1), ENGINE("engine_fused_s8", OP_DECODE_FUSED, 8),
     ENGINE("engine", OP_ARGMAX, 0), ENGINE("engine_2stage", OP_ARGMAX, 1),
+    {"cuda_matvec", OP_MATVEC_FUSED, gpu_matvec_fused, 0, 1},
 };
 
 const op_backend *ops_gpu_backends(int *n)

@@ -82,6 +82,32 @@ void ops_make(op_data *d)
         op_add(d, "counters", T_I32, T_INOUT, (size_t)c->kv_heads, 0)->tol = 0; /* zero after */
         op_add(d, "out", T_BF16, T_OUT, qw, 0);
         break;
+    case OP_MATVEC_FUSED: {
+        qmm_w4_alloc(c->n, c->k, &d->w);
+        test_random_w4(&d->w, 0.002, 0.02);
+        if (c->flag == 1) { /* x[m, n] += a·Wᵀ; the next norm's xg and Σx² per 128 rows */
+            op_add(d, "a", T_BF16, T_IN, m * k, 1.0);
+            op_add(d, "x", T_F32, T_INOUT, m * n, 1.0);
+            near_one(op_add(d, "g", T_BF16, T_IN, n, 0));
+            op_add(d, "xg", T_BF16, T_OUT, m * n, 0);
+            op_add(d, "ss", T_F32, T_OUT, m * (size_t)((n + 127) / 128), 0);
+            break;
+        }
+        /* rmsnorm(x)·γ as the kernel gets it: xg = bf16(x·γ) and Σx² per 128 columns */
+        const size_t blocks = (k + 127) / 128;
+        op_add(d, "x", T_F32, T_IN, m * k, 1.0);
+        near_one(op_add(d, "g", T_BF16, T_IN, k, 0));
+        op_add(d, "xg", T_BF16, T_IN, m * k, 0);
+        op_add(d, "ss", T_F32, T_IN, m * blocks, 0);
+        for (size_t r = 0; r < m; r++)
+            for (size_t j = 0; j < k; j++) {
+                float x = F32("x")[r * k + j];
+                BF("xg")[r * k + j] = qmm_f32_to_bf16(x * qmm_bf16_to_f32(BF("g")[j]));
+                F32("ss")[r * blocks + j / 128] += x * x;
+            }
+        op_add(d, "c", T_BF16, T_OUT, c->flag == 2 ? m * n / 2 : m * n, 0);
+        break;
+    }
     case OP_SWIGLU:
         op_add(d, "gate", T_BF16, T_IN, m * n, 2.0);
         op_add(d, "up", T_BF16, T_IN, m * n, 1.0);
@@ -149,6 +175,48 @@ static void decode_fused(op_data *d)
     free(q), free(scores);
 }
 
+/* The fused decode matvecs as the composition of the CPU ops: rmsnorm then the matmul (its bf16
+ * output), then SwiGLU; or the matmul (bf16), the residual add, and the next norm's inputs. */
+static void matvec_fused(op_data *d)
+{
+    const op_case *c = d->c;
+    const int64_t m = c->m, n = c->n, k = c->k;
+    qmm_bf16 *a = malloc((size_t)(m * k) * 2), *y = malloc((size_t)(m * n) * 2);
+    double *yd = malloc((size_t)(m * n) * sizeof *yd);
+    if (c->flag == 1) memcpy(a, BF("a"), (size_t)(m * k) * 2);
+    else
+        for (int64_t r = 0; r < m; r++) llm_rmsnorm_row(F32("x") + r * k, BF("g"), k, OP_EPS, a + r * k);
+    test_matmul_f64(a, m, &d->w, yd);
+    for (int64_t i = 0; i < m * n; i++) y[i] = qmm_f32_to_bf16((float)yd[i]);
+    if (c->flag == 0) {
+        memcpy(BF("c"), y, (size_t)(m * n) * 2);
+    } else if (c->flag == 2) { /* gate rows 128·j + 0..63, up rows 128·j + 64..127 */
+        const int64_t half = n / 2;
+        qmm_bf16 *g = malloc((size_t)half * 2), *u = malloc((size_t)half * 2);
+        for (int64_t r = 0; r < m; r++) {
+            for (int64_t j = 0; j < half; j++) {
+                g[j] = y[r * n + (j / 64) * 128 + j % 64];
+                u[j] = y[r * n + (j / 64) * 128 + 64 + j % 64];
+            }
+            llm_swiglu(g, u, half, BF("c") + r * half);
+        }
+        free(g), free(u);
+    } else {
+        const int64_t blocks = (n + 127) / 128;
+        for (int64_t r = 0; r < m; r++) {
+            float *x = F32("x") + r * n;
+            llm_add_row(x, y + r * n, n);
+            for (int64_t b = 0; b < blocks; b++) F32("ss")[r * blocks + b] = 0.f;
+            for (int64_t j = 0; j < n; j++) {
+                BF("xg")[r * n + j] = qmm_f32_to_bf16(x[j] * qmm_bf16_to_f32(BF("g")[j]));
+                F32("ss")[r * blocks + j / 128] += x[j] * x[j];
+            }
+        }
+    }
+    free(a), free(y), free(yd);
+    op_ref_from_host(d);
+}
+
 void ops_reference(op_data *d)
 {
     const op_case *c = d->c;
@@ -193,6 +261,9 @@ void ops_reference(op_data *d)
     case OP_DECODE_FUSED:
         decode_fused(d);
         break;
+    case OP_MATVEC_FUSED:
+        matvec_fused(d);
+        return;
     case OP_ARGMAX: {
         float *f = malloc((size_t)n * sizeof *f);
         for (int64_t i = 0; i < n; i++) f[i] = qmm_bf16_to_f32(BF("logits")[i]);

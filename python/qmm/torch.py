@@ -30,7 +30,7 @@ _lib._declare("qmm_cuda_matmul", ctypes.c_int, _vp, _vp, ctypes.c_int64, _vp, _v
               ctypes.c_size_t, _vp, _vp)
 
 _contexts = {}  # device index -> qmm_cuda_ctx* (one per device, for the process's lifetime)
-_handles = {}   # handle -> (ctx, n, k): what the custom op may be called with
+_handles = {}   # handle -> (ctx, device index, n, k): what the custom op may be called with
 
 
 def _ctx(device):
@@ -44,23 +44,53 @@ def _ctx(device):
     return _contexts[device]
 
 
+def _eager_only(reason):
+    """torch.compiler.disable with a reason where this torch takes one (>= 2.8): dynamo breaks
+    the graph there (and fullgraph=True says why) instead of tracing into ctypes."""
+    def wrap(fn):
+        try:
+            return torch.compiler.disable(fn, reason=reason)
+        except TypeError:
+            return torch.compiler.disable(fn)
+    return wrap
+
+
+@_eager_only("qmm.torch.upload copies the weight to the GPU through ctypes, which torch.compile "
+             "cannot trace: upload it before compiling with fullgraph=True "
+             "(qmm.torch.upload(w, device), or Linear.from_linear of a CUDA linear)")
+def _upload_now(w, dev):
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(f"qmm: the weight {w.shape} is not on cuda:{dev} yet and a CUDA graph "
+                           "is being captured (an upload synchronizes the device): upload it "
+                           "before the capture (qmm.torch.upload, or one call outside it)")
+    ctx = _ctx(dev)
+    out = _vp()
+    with torch.cuda.device(dev):
+        _api._call("qmm_cuda_weight_upload", ctx, ctypes.byref(w._desc()), ctypes.byref(out))
+    w.__dict__.setdefault("_cuda", {})[dev] = out.value
+    _handles[out.value] = (ctx, dev, w.shape[0], w.shape[1])
+    weakref.finalize(w, _free, out.value)
+    return out.value
+
+
 def upload(w, device):
     """The device copy of w on a CUDA device (index or torch.device), made once and cached on w;
-    returns the qmm_cuda_weight handle (an int). Freed with w."""
+    returns the qmm_cuda_weight handle (an int). Freed with w. Once cached, this is a dict lookup
+    that torch.compile traces (the handle becomes a constant of the graph)."""
     if not isinstance(w, QuantizedWeight):
         raise TypeError(f"w must be a qmm.QuantizedWeight, not {type(w).__name__}")
-    dev = torch.device(device).index if not isinstance(device, int) else device
-    dev = torch.cuda.current_device() if dev is None else dev
-    cache = w.__dict__.setdefault("_cuda", {})
-    if dev not in cache:
-        ctx = _ctx(dev)
-        out = _vp()
-        with torch.cuda.device(dev):
-            _api._call("qmm_cuda_weight_upload", ctx, ctypes.byref(w._desc()), ctypes.byref(out))
-        cache[dev] = out.value
-        _handles[out.value] = (ctx, w.shape[0], w.shape[1])
-        weakref.finalize(w, _free, out.value)
-    return cache[dev]
+    if isinstance(device, int):
+        dev = device
+    else:
+        device = torch.device(device)
+        if device.type != "cuda":
+            raise ValueError(f"qmm.torch.upload: {device} is not a CUDA device")
+        dev = device.index
+    if dev is None:
+        dev = torch.cuda.current_device()
+    cache = getattr(w, "_cuda", None)
+    handle = None if cache is None else cache.get(dev)
+    return _upload_now(w, dev) if handle is None else handle
 
 
 def _free(handle):
@@ -68,22 +98,37 @@ def _free(handle):
     lib.qmm_cuda_weight_free(handle)
 
 
-def _check_a(a, k):
-    if not isinstance(a, torch.Tensor):
-        raise TypeError(f"a must be a torch.Tensor, not {type(a).__name__}")
+def _check_dtype_shape(a, k):
     if a.dtype != torch.bfloat16:
         raise TypeError(f"a has dtype {a.dtype}; qmm multiplies bf16 activations (a.bfloat16())")
     if a.dim() != 2 or a.shape[1] != k or a.shape[0] < 1:
         raise ValueError(f"a must be [M >= 1, K = {k}], got {tuple(a.shape)}")
+
+
+def _check_memory(a):
     if not a.is_contiguous():
         raise ValueError("a must be contiguous (a.contiguous() copies: do it knowingly)")
+
+
+# The op takes the handle with N and K, so that the fake implementation needs no lookup. What
+# needs real memory (the pointer's alignment, the device) is checked in the real implementation
+# only: torch.compile runs the fake one, which sees dtypes and shapes, never a pointer.
+@torch.library.custom_op("qmm::matmul", mutates_args=())
+def _matmul_op(a: torch.Tensor, handle: int, n: int, k: int) -> torch.Tensor:
+    entry = _handles.get(handle)
+    if entry is None:
+        raise ValueError(f"qmm::matmul: {handle:#x} is not a live qmm weight handle "
+                         "(qmm.torch.upload makes one)")
+    ctx, dev, wn, wk = entry
+    if (wn, wk) != (n, k):
+        raise ValueError(f"qmm::matmul: the handle is of W[{wn}, {wk}], called with N = {n}, "
+                         f"K = {k}")
+    _check_dtype_shape(a, k)
+    if a.device.type != "cuda" or a.device.index != dev:
+        raise ValueError(f"a is on {a.device}; this weight was uploaded to cuda:{dev}")
+    _check_memory(a)
     if a.data_ptr() % 16:
         raise ValueError("a's data must be 16-byte aligned (a view at an odd offset is not)")
-
-
-@torch.library.custom_op("qmm::matmul", mutates_args=())
-def _matmul_op(a: torch.Tensor, handle: int) -> torch.Tensor:
-    ctx, n, k = _handles[handle]
     m = a.shape[0]
     c = torch.empty((m, n), dtype=torch.bfloat16, device=a.device)
     with torch.cuda.device(a.device):
@@ -99,27 +144,37 @@ def _matmul_op(a: torch.Tensor, handle: int) -> torch.Tensor:
 
 
 @_matmul_op.register_fake
-def _(a, handle):
-    return a.new_empty((a.shape[0], _handles[handle][1]))
+def _(a, handle, n, k):
+    _check_dtype_shape(a, k)
+    return a.new_empty((a.shape[0], n))
 
 
 def matmul(a, w):
     """C[M, N] = A[M, K] · W[N, K]ᵀ. CUDA: a bf16 [M, K] contiguous, 16-byte aligned; c bf16,
-    computed on the current stream, a read in place. CPU: through NumPy (qmm.matmul)."""
+    computed on the current stream, a read in place. CPU: through NumPy (qmm.matmul). Meta: the
+    output's shape only. Under torch.compile(fullgraph=True) upload w first (qmm.torch.upload)."""
     if not isinstance(w, QuantizedWeight):
         raise TypeError(f"w must be a qmm.QuantizedWeight, not {type(w).__name__}")
+    if not isinstance(a, torch.Tensor):
+        raise TypeError(f"a must be a torch.Tensor, not {type(a).__name__}")
     n, k = w.shape
-    if isinstance(a, torch.Tensor) and not a.is_cuda:
+    if a.device.type == "cpu":
         if a.dim() != 2:
             raise ValueError(f"a must be 2-D, got {tuple(a.shape)}")
         c = _api.matmul(np.ascontiguousarray(a.detach().float().numpy()), w)
         return torch.from_numpy(c).to(torch.bfloat16)
-    _check_a(a, k)
-    return torch.ops.qmm.matmul(a, upload(w, a.device))
+    _check_dtype_shape(a, k)
+    _check_memory(a)
+    if a.device.type == "meta":
+        return torch.ops.qmm.matmul(a, 0, n, k)
+    if a.device.type != "cuda":
+        raise ValueError(f"a is on {a.device}; qmm runs on CUDA devices and the CPU")
+    return torch.ops.qmm.matmul(a, upload(w, a.device), n, k)
 
 
 class Linear(torch.nn.Module):
-    """y = x · Wᵀ + b with W in 4 bits (qmm); x bf16 on CUDA, any leading dimensions."""
+    """y = x · Wᵀ + b with W in 4 bits (qmm); x bf16 on CUDA (or on the CPU, through NumPy), any
+    leading dimensions."""
 
     def __init__(self, weight, bias=None):
         super().__init__()
@@ -133,7 +188,8 @@ class Linear(torch.nn.Module):
     @classmethod
     def from_linear(cls, linear, group_size=128):
         """Quantize an nn.Linear's weight (on the CPU, as mx.quantize) into a qmm Linear placed on
-        the linear's device."""
+        the linear's device (a CUDA one uploads the weight now). group_size=128 is the path every
+        CUDA kernel takes; for a group size the CUDA kernels lack, the upload raises QmmError."""
         w = linear.weight.detach().to("cpu", torch.float32).contiguous().numpy()
         mod = cls(_api.quantize(w, group_size), linear.bias)
         if linear.weight.is_cuda:
@@ -143,7 +199,8 @@ class Linear(torch.nn.Module):
 
     def forward(self, x):
         lead = x.shape[:-1]
-        y = matmul(x.reshape(-1, self.in_features), self.weight_q)
+        # as nn.Linear, any strides in; the copy happens only for a non-contiguous x
+        y = matmul(x.reshape(-1, self.in_features).contiguous(), self.weight_q)
         y = y.reshape(*lead, self.out_features)
         return y if self.bias is None else y + self.bias.to(y.dtype)
 
@@ -154,16 +211,20 @@ class Linear(torch.nn.Module):
 
 def replace_linears(model, group_size=128, skip=("lm_head",)):
     """Swap every nn.Linear of model (whose in_features is a multiple of group_size and whose
-    name has no part in skip) for a qmm Linear, in place; returns the swapped names."""
-    swapped = []
+    name has no part in skip) for a qmm Linear, in place; returns the swapped names. All or
+    nothing: every replacement is made (quantized, uploaded) before the first swap, so a refusal
+    (e.g. QmmError for a group size the CUDA kernels lack) leaves the model as it was.
+    group_size=128 is the one every GPU path takes."""
+    todo = []
     for name, parent in list(model.named_modules()):
         for child_name, child in list(parent.named_children()):
             full = f"{name}.{child_name}" if name else child_name
             if (type(child) is torch.nn.Linear and child.in_features % group_size == 0
                     and not any(s in full.split(".") for s in skip)):
-                setattr(parent, child_name, Linear.from_linear(child, group_size))
-                swapped.append(full)
-    return swapped
+                todo.append((parent, child_name, full, Linear.from_linear(child, group_size)))
+    for parent, child_name, _, new in todo:
+        setattr(parent, child_name, new)
+    return [full for _, _, full, _ in todo]
 
 
 __all__ = ["Linear", "QmmError", "matmul", "replace_linears", "upload"]

@@ -269,6 +269,7 @@ extern "C" void qmm_cuda_weight_free(qmm_cuda_weight *w)
     free(w);
 }
 const DevWeight &qmm::weight_dev(const qmm_cuda_weight *w) { return w->dev; }
+const MatvecScratch &qmm::matvec_scratch(const qmm_cuda_ctx *ctx) { return ctx->mv; }
 
 extern "C" qmm_status qmm_cuda_dequantize_rows(qmm_cuda_ctx *ctx, const qmm_cuda_weight *w,
                                                const int32_t *rows_dev, int64_t count,

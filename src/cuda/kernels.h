@@ -95,6 +95,8 @@ const char *run_dense(void *cublas, const DevWeight &w, const __nv_bfloat16 *a, 
 
 /* The device weight behind a handle (context.cu), for kernels outside src/cuda (the engine). */
 const DevWeight &weight_dev(const qmm_cuda_weight *w);
+/* A context's matvec scratch (context.cu), for the engine's fused decode matvecs. */
+const MatvecScratch &matvec_scratch(const qmm_cuda_ctx *ctx);
 
 /* Hopper wgmma kernel (gemm_sm90.cu): token tile, consumer warpgroups (64 weight rows each),
  * pipeline stages. The schedule: split > 0 = split-K with `split` group-aligned partitions per

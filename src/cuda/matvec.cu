@@ -7,8 +7,8 @@
  * API) splits the units into equal contiguous ranges (stream-K): every SM streams the same bytes.
  * In a CTA one producer thread keeps a ring of STAGES units in flight with bulk copies (the codes,
  * the unit's 128 scale|bias words, and the M activation rows of its group), the weights issued
- * before griddepcontrol.wait (they never depend on the previous kernel); four consumer warps take
- * 32 rows each from shared memory. Codes enter the mma as the exact bf16 values 128 + q, and an
+ * before griddepcontrol.wait (they never depend on the previous kernel); eight consumer warps take
+ * 16 rows each from shared memory. Codes enter the mma as the exact bf16 values 128 + q, and an
  * mma of all-ones weights gives Σa, so per group
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
  * A row block finished inside one CTA is written by it; one shared by several CTAs (at most the
@@ -27,7 +27,9 @@
 
 namespace qmm {
 
-constexpr int MV_CONSUMERS = 4;                       /* warps, 32 rows each */
+constexpr int MV_CONSUMERS = 8;                       /* warps, 16·MV_RT rows each */
+constexpr int MV_RT = 128 / 16 / MV_CONSUMERS;          /* 16-row tiles a consumer warp */
+constexpr int MV_CT = MV_CONSUMERS * 32;                /* consumer threads */
 constexpr int MV_THREADS = (MV_CONSUMERS + 1) * 32;   /* + the producer warp */
 constexpr int MV_STAGES = 4;
 constexpr int MV_UNIT_BYTES = 128 * 64;               /* 128 rows × 64 bytes of codes */
@@ -52,7 +54,7 @@ struct MvSplit {
     }
 };
 
-/* The epilogue of one row block from its fp32 sums ys[tok][r] (r < 128), by the 128 consumer
+/* The epilogue of one row block from its fp32 sums ys[tok][r] (r < 128), by the consumer
  * threads. */
 template <int TOKS>
 __device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const float *inv, int rb,
@@ -60,7 +62,7 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const f
 {
     const int m = p.m, row0 = rb * 128;
     if (p.epi == MV_EPI_SWIGLU) {
-        for (int e = tid; e < m * 64; e += 128) {
+        for (int e = tid; e < m * 64; e += MV_CT) {
             int t = e / 64, r = e % 64;
             int j = rb * 64 + r;
             if (j >= p.n / 2) continue;
@@ -71,7 +73,7 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const f
         return;
     }
     if (p.epi == MV_EPI_STORE) {
-        for (int e = tid; e < m * 128; e += 128) {
+        for (int e = tid; e < m * 128; e += MV_CT) {
             int t = e / 128, r = e % 128;
             if (row0 + r < p.n)
                 p.c[(int64_t)t * p.ldc + row0 + r] = __float2bfloat16_rn(ys[t][r] * inv[t]);
@@ -101,7 +103,7 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const f
 }
 
 template <int TOKT>
-__global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
+__global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(const MatvecArgs p)
 {
     constexpr int TOKS = 8 * TOKT;
     using S = MvSmem<TOKT>;
@@ -181,8 +183,8 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
             for (int j = 0; j < p.ss_blocks; j++) ss += p.ss_in[(int64_t)tid * p.ss_blocks + j];
         inv[tid] = p.ss_in ? 1.0f / sqrtf(ss / (float)p.norm_dim + p.eps) : 1.0f;
     }
-    named_barrier(1, 128);
-    float acc[2][TOKT][4];
+    named_barrier(1, MV_CT);
+    float acc[MV_RT][TOKT][4];
     zero_frags(acc);
     int rb = rb_begin, g = g_begin;
     for (int i = 0; i < count; i++, g++) {
@@ -194,22 +196,21 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
         const uint32_t *wq = reinterpret_cast<const uint32_t *>(st);
         const uint32_t *sbs = reinterpret_cast<const uint32_t *>(st + MV_UNIT_BYTES);
         const __nv_bfloat16 *as = reinterpret_cast<const __nv_bfloat16 *>(st + MV_UNIT_BYTES + MV_SB_BYTES);
-        uint4 lo[2], hi[2];
-        uint32_t sb_lo[2], sb_hi[2];
+        uint4 lo[MV_RT], hi[MV_RT];
+        uint32_t sb_lo[MV_RT], sb_hi[MV_RT];
 #pragma unroll
-        for (int rt = 0; rt < 2; rt++) {
-            const int row = (2 * warp + rt) * 16 + g8;
+        for (int rt = 0; rt < MV_RT; rt++) {
+            const int row = (MV_RT * warp + rt) * 16 + g8;
             lo[rt] = *reinterpret_cast<const uint4 *>(wq + row * 16 + 4 * t4);
             hi[rt] = *reinterpret_cast<const uint4 *>(wq + (row + 8) * 16 + 4 * t4);
             sb_lo[rt] = sbs[row];
             sb_hi[rt] = sbs[row + 8];
         }
-        float pq[2][TOKT][4], sa[TOKT][4];
-        zero_frags(pq);
-#pragma unroll
-        for (int tt = 0; tt < TOKT; tt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) sa[tt][e] = 0.f;
+        /* two chains (even and odd chunks) of each sum, added at the end: shorter mma chains */
+        float pq[2][MV_RT][TOKT][4], sa[2][TOKT][4];
+        zero_frags(pq[0]);
+        zero_frags(pq[1]);
+        zero_frags(sa);
 #pragma unroll
         for (int c2 = 0; c2 < 4; c2++) { /* chunks 2·c2 and 2·c2 + 1 */
             uint32_t b[TOKT][4];
@@ -222,33 +223,39 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
 #pragma unroll
-                for (int rt = 0; rt < 2; rt++) {
+                for (int rt = 0; rt < MV_RT; rt++) {
                     const uint32_t wl = c2 == 0 ? lo[rt].x : c2 == 1 ? lo[rt].y : c2 == 2 ? lo[rt].z : lo[rt].w;
                     const uint32_t wh = c2 == 0 ? hi[rt].x : c2 == 1 ? hi[rt].y : c2 == 2 ? hi[rt].z : hi[rt].w;
                     const uint32_t a0 = codes_128(wl, 8 * h), a2 = codes_128(wl, 8 * h + 4);
                     const uint32_t a1 = codes_128(wh, 8 * h), a3 = codes_128(wh, 8 * h + 4);
 #pragma unroll
                     for (int tt = 0; tt < TOKT; tt++)
-                        mma_bf16_16816(pq[rt][tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
+                        mma_bf16_16816(pq[h][rt][tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
                 }
                 const uint32_t one2 = 0x3F803F80u;
 #pragma unroll
                 for (int tt = 0; tt < TOKT; tt++)
-                    mma_bf16_16816(sa[tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
+                    mma_bf16_16816(sa[h][tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
             }
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[s]); /* the stage is read into registers */
 #pragma unroll
-        for (int rt = 0; rt < 2; rt++) {
+        for (int rt = 0; rt < MV_RT; rt++) {
             const float sl = bf16_lo(sb_lo[rt]), bl = bf16_hi(sb_lo[rt]) - 128.f * sl;
             const float sh = bf16_lo(sb_hi[rt]), bh = bf16_hi(sb_hi[rt]) - 128.f * sh;
 #pragma unroll
             for (int tt = 0; tt < TOKT; tt++) {
-                acc[rt][tt][0] += sl * pq[rt][tt][0] + bl * sa[tt][0];
-                acc[rt][tt][1] += sl * pq[rt][tt][1] + bl * sa[tt][1];
-                acc[rt][tt][2] += sh * pq[rt][tt][2] + bh * sa[tt][2];
-                acc[rt][tt][3] += sh * pq[rt][tt][3] + bh * sa[tt][3];
+                float q[4], a[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    q[e] = pq[0][rt][tt][e] + pq[1][rt][tt][e];
+                    a[e] = sa[0][tt][e] + sa[1][tt][e];
+                }
+                acc[rt][tt][0] += sl * q[0] + bl * a[0];
+                acc[rt][tt][1] += sl * q[1] + bl * a[1];
+                acc[rt][tt][2] += sh * q[2] + bh * a[2];
+                acc[rt][tt][3] += sh * q[3] + bh * a[3];
             }
         }
 
@@ -260,10 +267,10 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
         const int slot = rb == rb_begin ? 0 : 1; /* first or last piece of the range */
         float *mine = p.partials + ((int64_t)blockIdx.x * 2 + slot) * TOKS * 128;
 #pragma unroll
-        for (int rt = 0; rt < 2; rt++)
+        for (int rt = 0; rt < MV_RT; rt++)
 #pragma unroll
             for (int tt = 0; tt < TOKT; tt++) {
-                const int r = (2 * warp + rt) * 16 + g8, t = tt * 8 + 2 * t4;
+                const int r = (MV_RT * warp + rt) * 16 + g8, t = tt * 8 + 2 * t4;
                 if (alone) {
                     ys[t][r] = acc[rt][tt][0];
                     ys[t + 1][r] = acc[rt][tt][1];
@@ -281,20 +288,20 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
                 }
             }
         zero_frags(acc);
-        named_barrier(1, 128);
+        named_barrier(1, MV_CT);
         if (!alone) {
             if (tid == 0) { /* release: the block's partial (barrier above); acquire: the others' */
                 const uint32_t old = atom_add_acq_rel_gpu(&p.counters[rb], 1u);
                 *flag = old == (uint32_t)(c_last - c_first);
                 if (*flag) p.counters[rb] = 0; /* ready for the next call */
             }
-            named_barrier(1, 128);
+            named_barrier(1, MV_CT);
             if (!*flag) continue;
             /* every element summed over the CTAs in order (each thread owns its elements);
              * rb is the last piece of c_first's range unless that range starts at rb, and the
              * first piece of every later contributor's */
             const int slot_first = split.first(c_first) == rb * groups ? 0 : 1;
-            for (int e = tid; e < p.m * 128; e += 128) {
+            for (int e = tid; e < p.m * 128; e += MV_CT) {
                 const float *part = p.partials + e;
                 float sum = __ldcg(part + ((int64_t)c_first * 2 + slot_first) * TOKS * 128);
                 int c = c_first + 1;
@@ -308,10 +315,10 @@ __global__ __launch_bounds__(MV_THREADS) void matvec_kernel(const MatvecArgs p)
                 for (; c <= c_last; c++) sum += __ldcg(part + (int64_t)c * 2 * TOKS * 128);
                 ys[e / 128][e % 128] = sum;
             }
-            named_barrier(1, 128);
+            named_barrier(1, MV_CT);
         }
         mv_epilogue<TOKS>(p, ys, inv, (int)rb, tid);
-        named_barrier(1, 128); /* ys is free again */
+        named_barrier(1, MV_CT); /* ys is free again */
     }
 }
 
@@ -322,7 +329,7 @@ template <int TOKT> static cudaError_t matvec_attrs()
 }
 
 /* experiment knobs (QMM_MV_MIN_UNITS, QMM_MV_SPIN), read once by matvec_init */
-static int mv_min_units = 4, mv_spin = 0, mv_late = 0;
+static int mv_min_units = 2, mv_spin = 0, mv_late = 0;
 
 cudaError_t matvec_init(int sm_count, int *grid_cap)
 {

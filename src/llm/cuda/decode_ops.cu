@@ -55,7 +55,7 @@ extern "C" qmm_status llm_cuda_op_swiglu(const qmm_bf16 *gate, const qmm_bf16 *u
                                          void *stream, int pdl)
 {
     llm_launch ln = {pdl, nullptr};
-    return done(launch_swiglu(B(gate), B(up), rows, width, in_stride, BW(out),
+    return done(launch_swiglu(B(gate), B(up), rows, width, in_stride, 0, BW(out),
                               (cudaStream_t)stream, &ln),
                 "swiglu");
 }

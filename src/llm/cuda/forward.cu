@@ -20,7 +20,7 @@
 
 using namespace qmm_llm;
 
-static void mark(llm_prof *p, cudaStream_t stream, const char *name)
+void llm_mark(llm_prof *p, cudaStream_t stream, const char *name)
 {
     if (!p || p->count >= LLM_PROF_EVENTS) return;
     cudaEventRecord(p->ev[p->count], stream);
@@ -29,8 +29,8 @@ static void mark(llm_prof *p, cudaStream_t stream, const char *name)
 
 /* How the next engine kernel is launched: PDL per the session; in a stamped capture also its
  * timestamp slot, noted with its name, its bytes and the unstamped work before it. */
-static const llm_launch *launch_as(qmm_llm_cuda_session *s, llm_launch *ln, const char *name,
-                                   double bytes)
+const qmm_llm::llm_launch *llm_launch_as(qmm_llm_cuda_session *s, qmm_llm::llm_launch *ln, const char *name,
+                                double bytes)
 {
     ln->pdl = s->pdl;
     ln->stamp = NULL;
@@ -53,18 +53,22 @@ static const llm_launch *launch_as(qmm_llm_cuda_session *s, llm_launch *ln, cons
 /* c[m, N] = a[m, K] · Wᵀ. split-K off: the same plan with the split held at 1 (AUTO with
  * split = 1), so the control differs from the default only by the split. name: the family in
  * the in-graph profile. */
+void llm_note_matmul(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w, const char *name)
+{
+    if (!s->splan) return;
+    llm_stamp_plan *sp = s->splan; /* weights, activations in and out */
+    if (!sp->pend_name) sp->pend_name = name;
+    sp->pend_bytes += (double)qmm_cuda_weight_bytes(w) +
+                      2.0 * m * (double)(qmm_cuda_weight_k(w) + qmm_cuda_weight_n(w));
+    sp->pend_launches++;
+}
+
 static qmm_status mm(qmm_llm_cuda_session *s, const bf16 *a, int m, const qmm_cuda_weight *w,
                      bf16 *c, const char *name)
 {
     qmm_cuda_options o = qmm_cuda_options_default();
     if (!s->split_k) o.split = 1;
-    if (s->splan) { /* weights, activations in and out */
-        llm_stamp_plan *sp = s->splan;
-        if (!sp->pend_name) sp->pend_name = name;
-        sp->pend_bytes += (double)qmm_cuda_weight_bytes(w) +
-                          2.0 * m * (double)(qmm_cuda_weight_k(w) + qmm_cuda_weight_n(w));
-        sp->pend_launches++;
-    }
+    llm_note_matmul(s, m, w, name);
     return qmm_cuda_matmul(s->ctx, (const qmm_bf16 *)a, m, w, (qmm_bf16 *)c, s->ws, s->ws_bytes,
                            &o, NULL);
 }
@@ -105,14 +109,15 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
                               2.0 * (double)(heads + 4 * kvh + heads) * hd;
     cudaStream_t st = s->stream;
     llm_launch ln;
+    if (m == 1 && final && llm_decode_fusable(s)) return llm_cuda_decode_fused(s, prof);
 
-    mark(prof, st, "start");
+    llm_mark(prof, st, "start");
     if (s->off) Q_TRY(llm_offload_begin(s));
     K_TRY(launch_embed(s->embed, s->d_tokens, s->d_pos, m, s->x, s->d_err, st));
-    mark(prof, st, "embedding");
+    llm_mark(prof, st, "embedding");
     K_TRY(launch_add_rmsnorm(s->x, NULL, s->layers[0].norm[QMM_LLM_INPUT_NORM], H, eps, 0, m, s->h,
-                             st, launch_as(s, &ln, "rmsnorm", 8.0 * H * m)));
-    mark(prof, st, "rmsnorm");
+                             st, llm_launch_as(s, &ln, "rmsnorm", 8.0 * H * m)));
+    llm_mark(prof, st, "rmsnorm");
     for (int l = 0; l < L; l++) {
         const llm_cuda_layer *ly = &s->layers[l];
         /* the projections' weights: resident, or the slot layer l streams into */
@@ -120,24 +125,24 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
         if (s->off) {
             Q_TRY(llm_offload_before_layer(s, l));
             wl = &s->off->slot_w[l % s->off->buffers];
-            mark(prof, st, "weight upload wait");
+            llm_mark(prof, st, "weight upload wait");
         }
         bf16 *qkv_out[3] = {s->q, s->k, s->v};
         Q_TRY(mm_shared(s, s->h, m, wl->qkv, &wl->lin[QMM_LLM_Q], qkv_out, 3, "q|k|v matmul",
                         "q/k/v matmuls"));
-        mark(prof, st, "q/k/v matmuls");
+        llm_mark(prof, st, "q/k/v matmuls");
         bf16 *kc = s->kc + (size_t)l * layer_cache, *vc = s->vc + (size_t)l * layer_cache;
         if (fused_attention) {
             K_TRY(launch_attention_decode_fused(
                 s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
                 s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_fused, kc, vc,
-                s->partials, s->counters, s->att, st, launch_as(s, &ln, "attention", attn_bytes)));
+                s->partials, s->counters, s->att, st, llm_launch_as(s, &ln, "attention", attn_bytes)));
         } else {
             K_TRY(launch_qk_norm_rope(s->q, s->k, s->v, s->q_stride, s->kv_stride,
                                       ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
                                       s->sin_t, s->d_pos, m, heads, kvh, hd, eps, s->max_seq, kc,
                                       vc, st));
-            mark(prof, st, "qk-norm+rope+cache");
+            llm_mark(prof, st, "qk-norm+rope+cache");
             if (m == 1)
                 K_TRY(launch_attention_decode(s->q, kc, vc, s->d_pos, heads, kvh, hd, s->max_seq,
                                               s->nsplit, s->partials, s->att, st));
@@ -148,46 +153,46 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
                 K_TRY(launch_attention_prefill_mma(s->q, s->q_stride, kc, vc, s->d_pos, m, heads,
                                                    kvh, hd, s->max_seq, s->att, st));
         }
-        mark(prof, st, "attention");
+        llm_mark(prof, st, "attention");
         Q_TRY(mm(s, s->att, m, wl->lin[QMM_LLM_O], s->proj, "o matmul"));
-        mark(prof, st, "o matmul");
+        llm_mark(prof, st, "o matmul");
         K_TRY(launch_add_rmsnorm(s->x, s->proj, ly->norm[QMM_LLM_POST_ATTN_NORM], H, eps, 0, m,
-                                 s->h, st, launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
-        mark(prof, st, "add+rmsnorm");
+                                 s->h, st, llm_launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
+        llm_mark(prof, st, "add+rmsnorm");
         bf16 *gu_out[2] = {s->gate, s->up};
         Q_TRY(mm_shared(s, s->h, m, wl->gate_up, &wl->lin[QMM_LLM_GATE], gu_out, 2,
                         "gate|up matmul", "gate/up matmuls"));
-        mark(prof, st, "gate/up matmuls");
-        K_TRY(launch_swiglu(s->gate, s->up, m, I, s->gu_stride, s->act, st,
-                            launch_as(s, &ln, "swiglu", swiglu_bytes)));
-        mark(prof, st, "swiglu");
+        llm_mark(prof, st, "gate/up matmuls");
+        K_TRY(launch_swiglu(s->gate, s->up, m, I, s->gu_stride, s->gu_chunk, s->act, st,
+                            llm_launch_as(s, &ln, "swiglu", swiglu_bytes)));
+        llm_mark(prof, st, "swiglu");
         Q_TRY(mm(s, s->act, m, wl->lin[QMM_LLM_DOWN], s->proj, "down matmul"));
-        mark(prof, st, "down matmul");
+        llm_mark(prof, st, "down matmul");
         if (s->off) Q_TRY(llm_offload_after_layer(s, l)); /* the slot is free: next upload */
         if (l + 1 < L) {
             K_TRY(launch_add_rmsnorm(s->x, s->proj, s->layers[l + 1].norm[QMM_LLM_INPUT_NORM], H,
                                      eps, 0, m, s->h, st,
-                                     launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
-            mark(prof, st, "add+rmsnorm");
+                                     llm_launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
+            llm_mark(prof, st, "add+rmsnorm");
         } else if (final) {
             /* only the last row feeds the head: add + final norm of that row, into h[0] */
             K_TRY(launch_add_rmsnorm(s->x, s->proj, s->final_norm, H, eps, m - 1, 1, s->h, st,
-                                     launch_as(s, &ln, "add+rmsnorm", 14.0 * H)));
-            mark(prof, st, "add+rmsnorm");
+                                     llm_launch_as(s, &ln, "add+rmsnorm", 14.0 * H)));
+            llm_mark(prof, st, "add+rmsnorm");
         }
     }
     if (s->off) Q_TRY(llm_offload_end(s));
     if (final) {
         Q_TRY(mm(s, s->h, 1, s->head, s->logits, "lm head matmul"));
-        mark(prof, st, "lm head matmul");
+        llm_mark(prof, st, "lm head matmul");
         K_TRY(launch_argmax_partial(s->logits, c->vocab_size, s->pair_v, s->pair_i, st,
-                                    launch_as(s, &ln, "argmax", 2.0 * (double)c->vocab_size)));
+                                    llm_launch_as(s, &ln, "argmax", 2.0 * (double)c->vocab_size)));
         K_TRY(launch_argmax_finish(s->pair_v, s->pair_i, s->npairs, s->d_tokens, s->d_pos, m,
-                                   s->d_err, st, launch_as(s, &ln, "argmax", 8.0 * s->npairs)));
-        mark(prof, st, "argmax");
+                                   s->d_err, st, llm_launch_as(s, &ln, "argmax", 8.0 * s->npairs)));
+        llm_mark(prof, st, "argmax");
     } else {
         K_TRY(launch_advance(s->d_pos, m, st));
-        mark(prof, st, "advance");
+        llm_mark(prof, st, "advance");
     }
     return QMM_OK;
 }

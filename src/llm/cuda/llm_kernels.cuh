@@ -99,9 +99,11 @@ int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count);
 
 /* out[r, i] = bf16(silu(gate[r, i]) * up[r, i]) for r < rows, i < width; gate and up rows are
  * in_stride apart (separate buffers: width; one fused [rows, 2*width] output: 2*width), out rows
- * width apart. out may be gate when in_stride == width. */
+ * width apart. out may be gate when in_stride == width. chunk > 0: the fused output interleaves
+ * gate and up in chunks (element i of gate at column (i/chunk)·2·chunk + i%chunk, up = gate +
+ * chunk). */
 cudaError_t launch_swiglu(const bf16 *gate, const bf16 *up, int64_t rows, int64_t width,
-                          int64_t in_stride, bf16 *out, cudaStream_t stream,
+                          int64_t in_stride, int64_t chunk, bf16 *out, cudaStream_t stream,
                           const llm_launch *ln = nullptr);
 
 /* best = argmax logits[vocab] (lowest index on ties, NaN never wins); tokens[*pos + m] = best,

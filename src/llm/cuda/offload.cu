@@ -79,7 +79,8 @@ static qmm_status build_image(qmm_llm_cuda_session *s, int64_t l, unsigned char 
             const qmm_w4 *qkv[3] = {&lin[QMM_LLM_Q], &lin[QMM_LLM_K], &lin[QMM_LLM_V]};
             const qmm_w4 *gu[2] = {&lin[QMM_LLM_GATE], &lin[QMM_LLM_UP]};
             if (p == 0 || p == 2) {
-                st = llm_stack_w4(p == 0 ? qkv : gu, p == 0 ? 3 : 2, &stacked);
+                st = p == 0 ? llm_stack_w4(qkv, 3, &stacked)
+                            : llm_stack_w4_chunked(gu, 2, llm_gate_up_chunk(&s->cfg), &stacked);
                 if (st) return st;
                 w = &stacked;
                 made = 1;

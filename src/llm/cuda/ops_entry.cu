@@ -1,6 +1,7 @@
 /* The C entries of ops_entry.h: each forwards to its launcher on the default stream. */
 #include "llm/cuda/ops_entry.h"
 #include "llm/cuda/llm_kernels.cuh"
+#include "cuda/kernels.h"
 
 using namespace qmm_llm;
 
@@ -52,7 +53,7 @@ extern "C" int llm_op_attention_decode(const void *q, const void *kc, const void
 extern "C" int llm_op_swiglu(const void *gate, const void *up, int64_t rows, int64_t width,
                              int64_t in_stride, void *out)
 {
-    return (int)launch_swiglu((const bf16 *)gate, (const bf16 *)up, rows, width, in_stride,
+    return (int)launch_swiglu((const bf16 *)gate, (const bf16 *)up, rows, width, in_stride, 0,
                               (bf16 *)out, 0);
 }
 
@@ -84,4 +85,37 @@ extern "C" int llm_op_argmax_two_stage(const void *logits, int64_t vocab, float 
     cudaError_t e = launch_argmax_partial((const bf16 *)logits, vocab, pair_v, pair_i, 0);
     if (e != cudaSuccess) return (int)e;
     return (int)launch_argmax_finish(pair_v, pair_i, argmax_blocks(vocab), tokens, pos, m, err, 0);
+}
+
+extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weight *w, int m, int epi,
+                                   const void *a, int64_t lda, void *c, int64_t ldc, float *x,
+                                   const void *gamma, void *xg, float *ss_out, const float *ss_in,
+                                   int ss_blocks, int norm_dim, float eps)
+{
+    const qmm::DevWeight &d = qmm::weight_dev(w);
+    const qmm::MatvecScratch &scr = qmm::matvec_scratch(ctx);
+    qmm::MatvecArgs p = {};
+    p.packed = d.packed;
+    p.sb = d.sb;
+    p.n = (int)d.n;
+    p.k = (int)d.k;
+    p.n_pad = d.n_pad;
+    p.a = (const bf16 *)a;
+    p.lda = lda;
+    p.m = m;
+    p.epi = epi;
+    p.c = (bf16 *)c;
+    p.ldc = ldc;
+    p.x = x;
+    p.gamma = (const bf16 *)gamma;
+    p.xg = (bf16 *)xg;
+    p.ss_out = ss_out;
+    p.ss_out_blocks = (int)((d.n + 127) / 128);
+    p.ss_in = ss_in;
+    p.ss_blocks = ss_blocks;
+    p.norm_dim = norm_dim;
+    p.eps = eps;
+    p.partials = scr.partials;
+    p.counters = scr.counters;
+    return (int)qmm::launch_matvec_ex(p, scr.grid_cap, false, 0);
 }

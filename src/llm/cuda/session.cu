@@ -98,11 +98,38 @@ qmm_status llm_stack_w4(const qmm_w4 *const *parts, int n, qmm_w4 *out)
     return QMM_OK;
 }
 
+qmm_status llm_stack_w4_chunked(const qmm_w4 *const *parts, int n, int64_t chunk, qmm_w4 *out)
+{
+    if (chunk <= 0) return llm_stack_w4(parts, n, out);
+    const int64_t rows = parts[0]->n, k = parts[0]->k;
+    const int group = parts[0]->group;
+    for (int i = 0; i < n; i++)
+        if (parts[i]->n != rows || parts[i]->k != k || parts[i]->group != group || rows % chunk)
+            return qmm_fail(QMM_ERR_ARG, "interleaving weights needs equal shapes with N a multiple "
+                            "of %lld", (long long)chunk);
+    qmm_status st = qmm_w4_alloc_group(rows * n, k, group, out);
+    if (st) return st;
+    const size_t pw = (size_t)(k / 8), gw = (size_t)(k / group); /* per row */
+    int64_t dst = 0;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk)
+        for (int i = 0; i < n; i++, dst += chunk) {
+            memcpy(out->packed + dst * pw, parts[i]->packed + r0 * pw, (size_t)chunk * pw * 4);
+            memcpy(out->scales + dst * gw, parts[i]->scales + r0 * gw, (size_t)chunk * gw * 2);
+            memcpy(out->biases + dst * gw, parts[i]->biases + r0 * gw, (size_t)chunk * gw * 2);
+        }
+    return QMM_OK;
+}
+
+int64_t llm_gate_up_chunk(const qmm_llm_config *c)
+{
+    return c->intermediate_size % 64 == 0 ? 64 : 0;
+}
+
 static qmm_status upload_stacked(qmm_llm_cuda_session *s, const qmm_w4 *const *parts, int n,
-                                 qmm_cuda_weight **out)
+                                 int64_t chunk, qmm_cuda_weight **out)
 {
     qmm_w4 w;
-    qmm_status st = llm_stack_w4(parts, n, &w);
+    qmm_status st = llm_stack_w4_chunked(parts, n, chunk, &w);
     if (st) return st;
     st = qmm_cuda_weight_upload(s->ctx, &w, out);
     qmm_w4_free(&w);
@@ -126,8 +153,8 @@ static qmm_status upload_weights(qmm_llm_cuda_session *s)
         if (s->fuse) {
             const qmm_w4 *qkv[3] = {&lin[QMM_LLM_Q], &lin[QMM_LLM_K], &lin[QMM_LLM_V]};
             const qmm_w4 *gu[2] = {&lin[QMM_LLM_GATE], &lin[QMM_LLM_UP]};
-            if ((st = upload_stacked(s, qkv, 3, &s->layers[l].qkv)) ||
-                (st = upload_stacked(s, gu, 2, &s->layers[l].gate_up)))
+            if ((st = upload_stacked(s, qkv, 3, 0, &s->layers[l].qkv)) ||
+                (st = upload_stacked(s, gu, 2, llm_gate_up_chunk(c), &s->layers[l].gate_up)))
                 return st;
         }
         qmm_progress("uploading weights", (double)(l + 1), (double)c->num_layers);
@@ -177,7 +204,8 @@ static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
         (st = dev_alloc(&s->counters, (size_t)c->num_kv_heads, "attention split counters")) ||
         (st = dev_alloc(&s->pair_v, (size_t)s->npairs, "argmax pairs")) ||
         (st = dev_alloc(&s->pair_i, (size_t)s->npairs, "argmax pairs")) ||
-        (st = dev_alloc(&s->d_stamps, (size_t)LLM_STAMP_SLOTS * 4, "profile timestamps")))
+        (st = dev_alloc(&s->d_stamps, (size_t)LLM_STAMP_SLOTS * 4, "profile timestamps")) ||
+        (st = dev_alloc(&s->d_ss, (size_t)(H + 127) / 128, "RMSNorm partial sums")))
         return st;
     /* zero from here on: every launch of the fused decode attention leaves them at zero */
     QMM_CUDA_TRY(cudaMemset(s->counters, 0, (size_t)c->num_kv_heads * sizeof(int)));
@@ -189,7 +217,8 @@ static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
             return st;
         s->k = s->q + qd;
         s->v = s->q + qd + kvd;
-        s->up = s->gate + I;
+        s->gu_chunk = llm_gate_up_chunk(c);
+        s->up = s->gate + (s->gu_chunk ? s->gu_chunk : (int64_t)I);
         s->q_stride = s->kv_stride = (int64_t)(qd + 2 * kvd);
         s->gu_stride = (int64_t)(2 * I);
     } else {

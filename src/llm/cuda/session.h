@@ -68,8 +68,14 @@ struct llm_offload {
     double h2d_gbs;
 };
 
-/* parts[n] (same K) stacked along N into a new host weight (qmm_w4_free it). */
+/* parts[n] (same K) stacked along N into a new host weight (qmm_w4_free it). chunk > 0: the
+ * parts (all with the same N, a multiple of chunk) interleaved in chunks of `chunk` rows
+ * (part 0 rows 0..chunk-1, part 1 rows 0..chunk-1, part 0 rows chunk.., ...). */
 qmm_status llm_stack_w4(const qmm_w4 *const *parts, int n, qmm_w4 *out);
+qmm_status llm_stack_w4_chunked(const qmm_w4 *const *parts, int n, int64_t chunk, qmm_w4 *out);
+/* Rows of gate and up interleaved in the fused gate|up weight (0: stacked [gate; up]): one
+ * 128-row block of the matvec then holds both halves of 64 SwiGLU outputs. */
+int64_t llm_gate_up_chunk(const qmm_llm_config *c);
 
 /* Build the host images, the slots and their handles, and measure the upload bandwidth. */
 qmm_status llm_offload_create(qmm_llm_cuda_session *s);
@@ -108,6 +114,8 @@ struct qmm_llm_cuda_session {
     /* projection outputs; fused, q/k/v (gate/up) are column ranges of one buffer */
     qmm_llm::bf16 *q, *k, *v, *gate, *up, *act;
     int64_t q_stride, kv_stride, gu_stride;
+    int64_t gu_chunk;            /* fused gate|up rows interleaved in chunks of this (0: [gate; up]) */
+    float *d_ss;                 /* decode: Σx² per 128-row block of the residual (fused RMSNorm) */
     float *partials;             /* decode attention splits [heads, max(nsplit, nsplit_fused), hd + 2] */
     int nsplit;                  /* splits of the reference decode attention (attention_ref) */
     int nsplit_fused;            /* grid splits of the fused decode attention */
@@ -132,6 +140,18 @@ struct qmm_llm_cuda_session {
  * (which writes the next token and advances the position by m); final = 0 only advances.
  * prof (may be NULL) gets an event after every kernel family. Launches only: capturable. */
 qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof *prof);
+
+/* The fused decode step (decode_fused.cu): one row, final, resident fused weights of groups of
+ * 128, the fused attention; RMSNorm folded into the matvecs that read the normed rows, the
+ * residual adds into the o and down matvecs, SwiGLU into gate|up: five kernels a layer. */
+bool llm_decode_fusable(const qmm_llm_cuda_session *s);
+qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof);
+/* forward.cu's helpers: an eager-profile event; how the next engine kernel launches (PDL,
+ * in-graph timestamp slot); a matmul's bytes for the in-graph profile. */
+void llm_mark(llm_prof *p, cudaStream_t stream, const char *name);
+const qmm_llm::llm_launch *llm_launch_as(qmm_llm_cuda_session *s, qmm_llm::llm_launch *ln, const char *name,
+                                double bytes);
+void llm_note_matmul(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w, const char *name);
 
 /* The forward of m rows through a cached graph (capturing it the first time) or eagerly. */
 qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final);

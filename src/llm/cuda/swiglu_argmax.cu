@@ -7,15 +7,22 @@
 namespace qmm_llm {
 
 // gate, up are [rows, width] with rows in_stride apart; out is [rows, width]
+/* Column of element c of a row: c, or with gate and up interleaved in chunks, its place in the
+ * chunk pairs (up is gate + chunk). */
+__device__ __forceinline__ int64_t gu_col(int64_t c, int64_t chunk)
+{
+    return chunk ? (c / chunk) * 2 * chunk + c % chunk : c;
+}
+
 __global__ void swiglu_kernel(const bf16 *gate, const bf16 *up, int64_t rows, int64_t width,
-                              int64_t in_stride, bf16 *out, unsigned long long *stamp)
+                              int64_t in_stride, int64_t chunk, bf16 *out, unsigned long long *stamp)
 {
     stamp_start(stamp);
     pdl_wait_trigger(stamp);
     int64_t n = rows * width;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i / width, c = i % width;
+        int64_t r = i / width, c = gu_col(i % width, chunk);
         float g = __bfloat162float(gate[r * in_stride + c]), u = __bfloat162float(up[r * in_stride + c]);
         /* as llm_swiglu: g / (1 + exp(-g)) * u */
         out[i] = __float2bfloat16_rn(g / (1.0f + expf(-g)) * u);
@@ -26,14 +33,15 @@ __global__ void swiglu_kernel(const bf16 *gate, const bf16 *up, int64_t rows, in
 
 // The same, 8 elements (16 bytes) a thread: width and in_stride multiples of 8, aligned buffers.
 __global__ void swiglu_vec_kernel(const bf16 *gate, const bf16 *up, int64_t rows, int64_t width,
-                                  int64_t in_stride, bf16 *out, unsigned long long *stamp)
+                                  int64_t in_stride, int64_t chunk, bf16 *out,
+                                  unsigned long long *stamp)
 {
     stamp_start(stamp);
     pdl_wait_trigger(stamp);
     const int64_t n8 = rows * width / 8;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n8;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t e = i * 8, r = e / width, c = e % width;
+        const int64_t e = i * 8, r = e / width, c = gu_col(e % width, chunk);
         const uint4 gu = *reinterpret_cast<const uint4 *>(gate + r * in_stride + c);
         const uint4 uu = *reinterpret_cast<const uint4 *>(up + r * in_stride + c);
         const __nv_bfloat162 *g2 = reinterpret_cast<const __nv_bfloat162 *>(&gu);
@@ -54,9 +62,10 @@ __global__ void swiglu_vec_kernel(const bf16 *gate, const bf16 *up, int64_t rows
 }
 
 cudaError_t launch_swiglu(const bf16 *gate, const bf16 *up, int64_t rows, int64_t width,
-                          int64_t in_stride, bf16 *out, cudaStream_t stream, const llm_launch *ln)
+                          int64_t in_stride, int64_t chunk, bf16 *out, cudaStream_t stream,
+                          const llm_launch *ln)
 {
-    const bool vec = width % 8 == 0 && in_stride % 8 == 0 &&
+    const bool vec = width % 8 == 0 && in_stride % 8 == 0 && chunk % 8 == 0 &&
                      ((uintptr_t)gate | (uintptr_t)up | (uintptr_t)out) % 16 == 0;
     const int threads = vec ? 128 : 256; /* decode: 9728 / 8 -> 10 blocks of 128 */
     int64_t items = vec ? rows * width / 8 : rows * width;
@@ -65,7 +74,7 @@ cudaError_t launch_swiglu(const bf16 *gate, const bf16 *up, int64_t rows, int64_
     if (blocks < 1) blocks = 1;
     cudaError_t e = llm_launch_kernel(vec ? swiglu_vec_kernel : swiglu_kernel, dim3((unsigned)blocks),
                                       dim3(threads), 0, stream, ln, gate, up, rows, width,
-                                      in_stride, out, stamp_of(ln));
+                                      in_stride, chunk, out, stamp_of(ln));
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

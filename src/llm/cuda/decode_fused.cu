@@ -1,0 +1,140 @@
+/*
+ * The fused decode step: one token through the Qwen3 decoder in five kernels a layer,
+ *   q|k|v matvec → attention (qk-norm, RoPE, cache append, split-KV) → o matvec (+ residual)
+ *   → gate|up matvec (+ SwiGLU) → down matvec (+ residual),
+ * every matvec the library's decode kernel (src/cuda/matvec.cu) with an epilogue:
+ *   - RMSNorm is split between producer and consumer: the matvec that adds into the residual x
+ *     also writes xg = bf16(x · γ) (γ: the next norm's weight) and Σx² of each 128-row block;
+ *     the matvec that reads xg scales its result by 1/sqrt(mean(x²) + eps) from those sums;
+ *   - SwiGLU: gate and up rows are interleaved in chunks of 64 (session.cu), so each row block
+ *     of the gate|up matvec holds both halves of 64 outputs.
+ * The same arithmetic as the unfused forward up to rounding: the norm's scale is applied after
+ * the matmul instead of before the bf16 rounding of the normed row (tests: gpu_llm, the op
+ * table's fused rows).
+ */
+#include "cuda/kernels.h"
+#include "llm/cuda/session.h"
+
+using namespace qmm_llm;
+
+bool llm_decode_fusable(const qmm_llm_cuda_session *s)
+{
+    const qmm_llm_config *c = &s->cfg;
+    return s->fuse && !s->off && !s->attention_ref && s->gu_chunk == 64 &&
+           c->hidden_size % 128 == 0 && (c->num_heads * c->head_dim) % 8 == 0;
+}
+
+/* One matvec of the step: the weight's arrays into p, the context's scratch, PDL. */
+static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
+                     const char *name)
+{
+    const qmm::DevWeight &d = qmm::weight_dev(w);
+    const qmm::MatvecScratch &scr = qmm::matvec_scratch(s->ctx);
+    p.packed = d.packed;
+    p.sb = d.sb;
+    p.n = (int)d.n;
+    p.k = (int)d.k;
+    p.n_pad = d.n_pad;
+    p.m = 1;
+    p.partials = scr.partials;
+    p.counters = scr.counters;
+    llm_note_matmul(s, 1, w, name);
+    cudaError_t e = qmm::launch_matvec_ex(p, scr.grid_cap, true, s->stream);
+    if (e != cudaSuccess)
+        return qmm_fail(QMM_ERR_CUDA, "%s (fused decode matvec): %s", name, cudaGetErrorString(e));
+    return QMM_OK;
+}
+
+qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
+{
+    const qmm_llm_config *c = &s->cfg;
+    const int H = (int)c->hidden_size, hd = (int)c->head_dim, heads = (int)c->num_heads;
+    const int kvh = (int)c->num_kv_heads, L = (int)c->num_layers;
+    const int64_t I = c->intermediate_size;
+    const float eps = (float)c->rms_norm_eps;
+    const size_t layer_cache = (size_t)kvh * (size_t)s->max_seq * (size_t)hd;
+    const double attn_bytes = 4.0 * (double)(s->pos + 1) * kvh * hd +
+                              2.0 * (double)(heads + 4 * kvh + heads) * hd;
+    const int ssb = H / 128;
+    cudaStream_t st = s->stream;
+    llm_launch ln;
+    qmm_status q;
+
+    llm_mark(prof, st, "start");
+    QMM_CUDA_TRY(launch_embed(s->embed, s->d_tokens, s->d_pos, 1, s->x, s->d_err, st));
+    llm_mark(prof, st, "embedding");
+    /* layer 0's input norm as in the unfused forward; later norms are folded */
+    QMM_CUDA_TRY(launch_add_rmsnorm(s->x, NULL, s->layers[0].norm[QMM_LLM_INPUT_NORM], H, eps, 0,
+                                    1, s->h, st, llm_launch_as(s, &ln, "rmsnorm", 8.0 * H)));
+    llm_mark(prof, st, "rmsnorm");
+
+    qmm::MatvecArgs normed = {}; /* reads xg and the Σx² of the residual's row blocks */
+    normed.ss_in = s->d_ss;
+    normed.ss_blocks = ssb;
+    normed.norm_dim = H;
+    normed.eps = eps;
+    qmm::MatvecArgs residual = {}; /* x += y; xg and Σx² for the next norm */
+    residual.epi = qmm::MV_EPI_RESIDUAL;
+    residual.x = s->x;
+    residual.ldc = H;
+    residual.xg = s->h;
+    residual.ss_out = s->d_ss;
+    residual.ss_out_blocks = ssb;
+
+    for (int l = 0; l < L; l++) {
+        const llm_cuda_layer *ly = &s->layers[l];
+        qmm::MatvecArgs p = l == 0 ? qmm::MatvecArgs{} : normed;
+        p.a = s->h;
+        p.lda = H;
+        p.epi = qmm::MV_EPI_STORE;
+        p.c = s->q;
+        p.ldc = s->q_stride;
+        if ((q = mv(s, p, ly->qkv, "q|k|v matmul"))) return q;
+        llm_mark(prof, st, "q/k/v matmuls");
+
+        bf16 *kc = s->kc + (size_t)l * layer_cache, *vc = s->vc + (size_t)l * layer_cache;
+        QMM_CUDA_TRY(launch_attention_decode_fused(
+            s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
+            s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_fused, kc, vc,
+            s->partials, s->counters, s->att, st, llm_launch_as(s, &ln, "attention", attn_bytes)));
+        llm_mark(prof, st, "attention");
+
+        p = residual;
+        p.a = s->att;
+        p.lda = (int64_t)heads * hd;
+        p.gamma = ly->norm[QMM_LLM_POST_ATTN_NORM];
+        if ((q = mv(s, p, ly->lin[QMM_LLM_O], "o matmul"))) return q;
+        llm_mark(prof, st, "o matmul");
+
+        p = normed;
+        p.a = s->h;
+        p.lda = H;
+        p.epi = qmm::MV_EPI_SWIGLU;
+        p.c = s->act;
+        p.ldc = I;
+        if ((q = mv(s, p, ly->gate_up, "gate|up matmul"))) return q;
+        llm_mark(prof, st, "gate/up matmuls");
+
+        p = residual;
+        p.a = s->act;
+        p.lda = I;
+        p.gamma = l + 1 < L ? s->layers[l + 1].norm[QMM_LLM_INPUT_NORM] : s->final_norm;
+        if ((q = mv(s, p, ly->lin[QMM_LLM_DOWN], "down matmul"))) return q;
+        llm_mark(prof, st, "down matmul");
+    }
+    qmm::MatvecArgs p = normed; /* the head reads the final norm's xg */
+    p.a = s->h;
+    p.lda = H;
+    p.epi = qmm::MV_EPI_STORE;
+    p.c = s->logits;
+    p.ldc = c->vocab_size;
+    if ((q = mv(s, p, s->head, "lm head matmul"))) return q;
+    llm_mark(prof, st, "lm head matmul");
+    QMM_CUDA_TRY(launch_argmax_partial(s->logits, c->vocab_size, s->pair_v, s->pair_i, st,
+                                       llm_launch_as(s, &ln, "argmax", 2.0 * (double)c->vocab_size)));
+    QMM_CUDA_TRY(launch_argmax_finish(s->pair_v, s->pair_i, s->npairs, s->d_tokens, s->d_pos, 1,
+                                      s->d_err, st,
+                                      llm_launch_as(s, &ln, "argmax", 8.0 * s->npairs)));
+    llm_mark(prof, st, "argmax");
+    return QMM_OK;
+}
