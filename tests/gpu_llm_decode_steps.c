@@ -98,7 +98,9 @@ static void fused_attention_matches_reference(void)
                 CHECK_OK(qmm_llm_cuda_decode(rs, f.ids[i], b, &tr));
                 double err = test_rel_err_f32(a, b, V);
                 if (err > worst) worst = err;
-                CHECKF(err <= 1e-2, "config %d, position %d: fused vs reference rel err %.3g", ci, i,
+                /* the reference session runs the unfused step: the fused matvecs' rounding
+                 * (RMSNorm's scale after the matmul) adds to the attention's */
+                CHECKF(err <= 2e-2, "config %d, position %d: fused vs reference rel err %.3g", ci, i,
                        err);
                 double gap = 0; /* other tokens only as a near tie under the reference logits */
                 CHECKF(tf == tr || test_near_tie(b, V, tf, &gap),
@@ -191,17 +193,17 @@ static void graph_profile_adds_up(void)
             CHECK(p.us[i] >= 0);
             sum += p.us[i];
         }
+        /* the fused decode step (the default): embedding + rmsnorm, per layer 4 matvecs and the
+         * attention, head + 2 argmax; the matvecs between two attentions are one profile row */
         int at = -1;
         CHECK(find(&p, "attention", 1, &at) && p.launches[at] == L);
-        CHECK(find(&p, "add+rmsnorm", 1, &at) && p.launches[at] == 2 * L);
-        CHECK(find(&p, "swiglu", 1, &at) && p.launches[at] == L);
+        CHECK(find(&p, "rmsnorm", 1, &at) && p.launches[at] == 1);
+        CHECK(!find(&p, "add+rmsnorm", 1, &at) && !find(&p, "swiglu", 1, &at));
         CHECK(find(&p, "argmax", 1, &at) && p.launches[at] == 2);
-        CHECK(find(&p, "q|k|v matmul", 0, &at) && p.launches[at] == L && p.bytes[at] > 0);
-        CHECK(find(&p, "lm head matmul", 0, &at) && p.launches[at] == 1);
-        /* embedding + rmsnorm + per layer 4 matmuls and 4 engine kernels + head + 2 argmax, with
-         * room for matmuls that take two kernels */
-        CHECKF(p.kernels_per_step >= 5 + 8 * L && p.kernels_per_step <= 5 + 12 * L,
-               "%d kernels a step", p.kernels_per_step);
+        CHECK(find(&p, "q|k|v matmul", 0, &at) && p.launches[at] == 1 && p.bytes[at] > 0);
+        CHECK(find(&p, "o, gate|up, down, q|k|v matmuls", 0, &at) && p.launches[at] == 4 * (L - 1));
+        CHECK(find(&p, "o, gate|up, down, lm head matmuls", 0, &at) && p.launches[at] == 4);
+        CHECKF(p.kernels_per_step == 5 + 5 * L, "%d kernels a step", p.kernels_per_step);
         CHECKF(sum <= p.stamped_us * 1.01 + 1 && sum >= 0.5 * p.stamped_us,
                "families add up to %.1f us of a %.1f us stamped step", sum, p.stamped_us);
         CHECK(p.event_us >= 0.9 * p.stamped_us && p.steps == 20 && p.context == 40 && p.pdl == pdl);

@@ -8,6 +8,8 @@
  *     the matvec that reads xg scales its result by 1/sqrt(mean(x²) + eps) from those sums;
  *   - SwiGLU: gate and up rows are interleaved in chunks of 64 (session.cu), so each row block
  *     of the gate|up matvec holds both halves of 64 outputs.
+ * With weight streaming the matvecs read the slot the layer is uploaded into (offload.cu), as in
+ * the unfused forward.
  * The same arithmetic as the unfused forward up to rounding: the norm's scale is applied after
  * the matmul instead of before the bf16 rounding of the normed row (tests: gpu_llm, the op
  * table's fused rows).
@@ -20,7 +22,7 @@ using namespace qmm_llm;
 bool llm_decode_fusable(const qmm_llm_cuda_session *s)
 {
     const qmm_llm_config *c = &s->cfg;
-    return s->fuse && !s->off && !s->attention_ref && s->gu_chunk == 64 &&
+    return s->fuse && !s->attention_ref && s->gu_chunk == 64 &&
            c->hidden_size % 128 == 0 && (c->num_heads * c->head_dim) % 8 == 0;
 }
 
@@ -59,8 +61,14 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
     cudaStream_t st = s->stream;
     llm_launch ln;
     qmm_status q;
+#define Q_TRY(call)                                                                              \
+    do {                                                                                         \
+        qmm_status st_ = (call);                                                                 \
+        if (st_) return st_;                                                                     \
+    } while (0)
 
     llm_mark(prof, st, "start");
+    if (s->off) Q_TRY(llm_offload_begin(s));
     QMM_CUDA_TRY(launch_embed(s->embed, s->d_tokens, s->d_pos, 1, s->x, s->d_err, st));
     llm_mark(prof, st, "embedding");
     /* layer 0's input norm as in the unfused forward; later norms are folded */
@@ -81,15 +89,24 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
     residual.ss_out = s->d_ss;
     residual.ss_out_blocks = ssb;
 
+    /* the in-graph profile: the matvecs between two attentions are one row */
+    const char *between = "o, gate|up, down, q|k|v matmuls";
     for (int l = 0; l < L; l++) {
         const llm_cuda_layer *ly = &s->layers[l];
+        const llm_cuda_layer *wl = ly; /* the weights: resident, or the slot layer l streams into */
+        if (s->off) {
+            Q_TRY(llm_offload_before_layer(s, l));
+            wl = &s->off->slot_w[l % s->off->buffers];
+            llm_mark(prof, st, "weight upload wait");
+        }
+        if (l + 1 == L) between = "o, gate|up, down, lm head matmuls";
         qmm::MatvecArgs p = l == 0 ? qmm::MatvecArgs{} : normed;
         p.a = s->h;
         p.lda = H;
         p.epi = qmm::MV_EPI_STORE;
         p.c = s->q;
         p.ldc = s->q_stride;
-        if ((q = mv(s, p, ly->qkv, "q|k|v matmul"))) return q;
+        if ((q = mv(s, p, wl->qkv, l == 0 ? "q|k|v matmul" : between))) return q;
         llm_mark(prof, st, "q/k/v matmuls");
 
         bf16 *kc = s->kc + (size_t)l * layer_cache, *vc = s->vc + (size_t)l * layer_cache;
@@ -103,7 +120,7 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
         p.a = s->att;
         p.lda = (int64_t)heads * hd;
         p.gamma = ly->norm[QMM_LLM_POST_ATTN_NORM];
-        if ((q = mv(s, p, ly->lin[QMM_LLM_O], "o matmul"))) return q;
+        if ((q = mv(s, p, wl->lin[QMM_LLM_O], between))) return q;
         llm_mark(prof, st, "o matmul");
 
         p = normed;
@@ -112,23 +129,25 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
         p.epi = qmm::MV_EPI_SWIGLU;
         p.c = s->act;
         p.ldc = I;
-        if ((q = mv(s, p, ly->gate_up, "gate|up matmul"))) return q;
+        if ((q = mv(s, p, wl->gate_up, between))) return q;
         llm_mark(prof, st, "gate/up matmuls");
 
         p = residual;
         p.a = s->act;
         p.lda = I;
         p.gamma = l + 1 < L ? s->layers[l + 1].norm[QMM_LLM_INPUT_NORM] : s->final_norm;
-        if ((q = mv(s, p, ly->lin[QMM_LLM_DOWN], "down matmul"))) return q;
+        if ((q = mv(s, p, wl->lin[QMM_LLM_DOWN], between))) return q;
         llm_mark(prof, st, "down matmul");
+        if (s->off) Q_TRY(llm_offload_after_layer(s, l)); /* the slot is free: next upload */
     }
+    if (s->off) Q_TRY(llm_offload_end(s));
     qmm::MatvecArgs p = normed; /* the head reads the final norm's xg */
     p.a = s->h;
     p.lda = H;
     p.epi = qmm::MV_EPI_STORE;
     p.c = s->logits;
     p.ldc = c->vocab_size;
-    if ((q = mv(s, p, s->head, "lm head matmul"))) return q;
+    if ((q = mv(s, p, s->head, between))) return q;
     llm_mark(prof, st, "lm head matmul");
     QMM_CUDA_TRY(launch_argmax_partial(s->logits, c->vocab_size, s->pair_v, s->pair_i, st,
                                        llm_launch_as(s, &ln, "argmax", 2.0 * (double)c->vocab_size)));
