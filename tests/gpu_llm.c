@@ -278,8 +278,10 @@ static void fused_projections_match_separate(void)
         CHECK(err <= 1e-2);
         CHECK(ts == tf || test_near_tie(f.a, f.V, tf, &gap));
         for (int step = 0; step < 4; step++) {
-            CHECK_OK(qmm_llm_cuda_decode(sep, ts, f.a, &ts));
-            CHECK_OK(qmm_llm_cuda_decode(fus, ts, f.b, &tf));
+            /* both sessions take the same token (the separate one's previous choice) */
+            const int32_t in = ts;
+            CHECK_OK(qmm_llm_cuda_decode(sep, in, f.a, &ts));
+            CHECK_OK(qmm_llm_cuda_decode(fus, in, f.b, &tf));
             err = test_rel_err_f32(f.b, f.a, f.V);
             printf("    decode step %d: fused vs separate rel err %.3g\n", step, err);
             CHECK(err <= 1e-2);

@@ -66,7 +66,7 @@ struct MatvecArgs {
     float eps;
     float *partials;             /* scratch of the shared row blocks */
     uint32_t *counters;          /* one zeroed counter per row block, left zeroed */
-    int row_blocks, units_per_cta, units_rem, spin, late_trigger; /* set by the launcher */
+    int row_blocks, units_per_cta, units_rem; /* set by the launcher */
 };
 /* A context's scratch for the matvec: partials (matvec_partial_bytes), counters, grid caps for
  * 1 and 2 token tiles (CTAs a SM × SMs). */

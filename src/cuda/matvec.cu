@@ -1,10 +1,11 @@
 /*
- * Decode path: C[M, N] = A[M, K] · Wᵀ for M <= 16, at the memory-bandwidth limit.
+ * Decode path: C[M, N] = A[M, K] · Wᵀ for M <= 16, built for the memory-bandwidth limit (on the
+ * H200 it takes about twice the time of a kernel that only reads the weight: bench/NOTES.md).
  *
  * The weight is a sequence of units, one unit = one 128-row block × one group of 128 columns:
  * 8 KB of codes, contiguous in the device layout (w4_layout.h), in row-block-major order, so the
- * whole weight is units 0..U-1 one after another. The grid (a few CTAs a SM, from the occupancy
- * API) splits the units into equal contiguous ranges (stream-K): every SM streams the same bytes.
+ * whole weight is units 0..U-1 one after another. The grid (MV_MIN_UNITS units a CTA at least,
+ * at most the CTAs that fit at once) splits the units into equal contiguous ranges (stream-K).
  * In a CTA one producer thread keeps a ring of STAGES units in flight with bulk copies (the codes,
  * the unit's 128 scale|bias words, and the M activation rows of its group), the weights issued
  * before griddepcontrol.wait (they never depend on the previous kernel); eight consumer warps take
@@ -22,8 +23,6 @@
 #include "kernels.h"
 #include "hopper.cuh"
 #include "w4_layout.h"
-
-#include <stdlib.h>
 
 namespace qmm {
 
@@ -169,7 +168,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
                                     256, &full[s]);
                 if (++g == groups) g = 0, rb++;
             }
-            if (!p.late_trigger) pdl_launch_dependents();
+            pdl_launch_dependents(); /* the next kernel may start its weight copies */
         }
         return;
     }
@@ -191,8 +190,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
         if (g == groups) g = 0, rb++;
         const int s = i % MV_STAGES;
         const unsigned char *st = smem + s * S::STAGE;
-        if (p.spin) mbar_spin(&full[s], (i / MV_STAGES) & 1);
-        else mbar_wait(&full[s], (i / MV_STAGES) & 1);
+        mbar_wait(&full[s], (i / MV_STAGES) & 1);
         const uint32_t *wq = reinterpret_cast<const uint32_t *>(st);
         const uint32_t *sbs = reinterpret_cast<const uint32_t *>(st + MV_UNIT_BYTES);
         const __nv_bfloat16 *as = reinterpret_cast<const __nv_bfloat16 *>(st + MV_UNIT_BYTES + MV_SB_BYTES);
@@ -328,14 +326,12 @@ template <int TOKT> static cudaError_t matvec_attrs()
                                 (int)MvSmem<TOKT>::bytes);
 }
 
-/* experiment knobs (QMM_MV_MIN_UNITS, QMM_MV_SPIN), read once by matvec_init */
-static int mv_min_units = 2, mv_spin = 0, mv_late = 0;
+/* Units a CTA takes at least (when the row block has that many groups): 1, 2, 4 and 8 measured
+ * on the H200 at M = 1 (bench/NOTES.md, row 22); 2 was best or within 5 % on every projection. */
+constexpr int MV_MIN_UNITS = 2;
 
 cudaError_t matvec_init(int sm_count, int *grid_cap)
 {
-    if (const char *v = getenv("QMM_MV_MIN_UNITS")) mv_min_units = atoi(v) > 0 ? atoi(v) : 1;
-    if (const char *v = getenv("QMM_MV_SPIN")) mv_spin = atoi(v);
-    if (const char *v = getenv("QMM_MV_LATE")) mv_late = atoi(v);
     cudaError_t e = matvec_attrs<1>();
     if (e == cudaSuccess) e = matvec_attrs<2>();
     int b1 = 0, b2 = 0;
@@ -364,13 +360,11 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaSt
     const int groups = p.k / 128, units = p.row_blocks * groups;
     /* at least min(groups, MIN_UNITS) units a CTA, so a shared row block has few partials;
      * else as many CTAs as fit (the occupancy cap) */
-    int min_units = groups < mv_min_units ? groups : mv_min_units;
+    int min_units = groups < MV_MIN_UNITS ? groups : MV_MIN_UNITS;
     int grid = (units + min_units - 1) / min_units;
     if (grid > grid_cap[tokt - 1]) grid = grid_cap[tokt - 1];
     p.units_per_cta = units / grid;
     p.units_rem = units % grid;
-    p.spin = mv_spin;
-    p.late_trigger = mv_late;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)grid);
     cfg.blockDim = dim3(MV_THREADS);
