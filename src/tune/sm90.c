@@ -26,10 +26,12 @@ static qmm_device_desc sm90(void)
     QMM_SM90_TILED(QMM_ROW)
 #undef QMM_ROW
     d.tiled_tflops = 250.0;     /* mma.sync + dequant kernel's effective rate */
-    /* where each path wins on the H200 (bench/results/2026-11-30-sm90/ops.md): the matvec at
-     * M <= 4, the wgmma kernel from 5 to 384 tokens, dequantize + cuBLAS beyond (and for
-     * N <= 1024, the k/v projections, from M = 128) */
-    d.wgmma_min_m = 5;
+    /* where each path wins on the H200 (bench/results/2026-11-30-sm90/ops.md, and for the
+     * rebuilt matvec bench/results/2026-11-30-decode/): the matvec at M = 1 (within ±5 % of the
+     * wgmma kernel's stream-K there; at M = 4 it is 15-35 % slower), the wgmma kernel from 2 to
+     * 384 tokens, dequantize + cuBLAS beyond (and for N <= 1024, the k/v projections, from M =
+     * 128). The engine's fused decode step calls the matvec itself (its epilogues). */
+    d.wgmma_min_m = 2;
     d.wgmma_max_m = 384;
     d.dense_force_m = 385;
     d.dense_narrow_n = 1024;
