@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "matmul_prob.h"
 
 #ifndef QMM_HAVE_CUDA
 int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not found)"); }
@@ -19,117 +19,6 @@ int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not fou
 #include <cuda_runtime.h>
 
 static qmm_cuda_ctx *ctx;
-
-/* One problem: host data, device copies, fp64 reference of sampled rows. */
-typedef struct prob {
-    int64_t m, n, k;
-    qmm_w4 w;
-    qmm_bf16 *a;
-    qmm_cuda_weight *dw;
-    qmm_bf16 *a_dev, *c_dev;
-    void *ws;
-    size_t ws_bytes;
-    int rows;         /* sampled rows for the fp64 reference */
-    int64_t *row_idx;
-    double *ref;      /* [rows, n] */
-} prob;
-
-static void prob_reference(prob *p);
-
-static int prob_init_g(prob *p, int64_t m, int64_t n, int64_t k, int group)
-{
-    memset(p, 0, sizeof *p);
-    p->m = m, p->n = n, p->k = k;
-    if (qmm_w4_alloc_group(n, k, group, &p->w) != QMM_OK) return 0;
-    test_random_w4(&p->w, 0.002, 0.02);
-    p->a = malloc((size_t)(m * k) * sizeof *p->a);
-    test_fill_bf16(p->a, (size_t)(m * k), 1.0);
-    if (qmm_cuda_weight_upload(ctx, &p->w, &p->dw) != QMM_OK) return 0;
-    p->ws_bytes = (size_t)32 * m * n * 4 + 256; /* up to split 32 in f32 */
-    size_t dense = (size_t)n * k * 2 + ((size_t)33 << 20);
-    if (p->ws_bytes < dense) p->ws_bytes = dense;
-    if (cudaMalloc((void **)&p->a_dev, (size_t)(m * k) * 2) != cudaSuccess ||
-        cudaMalloc((void **)&p->c_dev, (size_t)(m * n) * 2) != cudaSuccess ||
-        cudaMalloc(&p->ws, p->ws_bytes) != cudaSuccess)
-        return 0;
-    cudaMemcpy(p->a_dev, p->a, (size_t)(m * k) * 2, cudaMemcpyHostToDevice);
-    /* fp64 reference on every row for small M, on 24 rows spread over M otherwise */
-    p->rows = m <= 64 ? (int)m : 24;
-    p->row_idx = malloc(sizeof(int64_t) * (size_t)p->rows);
-    for (int i = 0; i < p->rows; i++)
-        p->row_idx[i] = m <= 64 ? i : (i == p->rows - 1 ? m - 1 : (int64_t)(test_rand_u64() % (uint64_t)m));
-    prob_reference(p);
-    return 1;
-}
-
-static int prob_init(prob *p, int64_t m, int64_t n, int64_t k) { return prob_init_g(p, m, n, k, 128); }
-
-/* fp64 of the sampled rows with the weight as it is now */
-static void prob_reference(prob *p)
-{
-    const int64_t k = p->k, n = p->n;
-    qmm_bf16 *asub = malloc((size_t)p->rows * (size_t)k * 2);
-    for (int i = 0; i < p->rows; i++) memcpy(asub + i * k, p->a + p->row_idx[i] * k, (size_t)k * 2);
-    free(p->ref);
-    p->ref = malloc(sizeof(double) * (size_t)p->rows * (size_t)n);
-    test_matmul_f64(asub, p->rows, &p->w, p->ref);
-    free(asub);
-}
-
-static void prob_free(prob *p);
-
-/* Set up a problem or fail the case and return (a half-built problem is freed). */
-#define SETUP_G(p, m, n, k, g)                                                              \
-    do {                                                                                    \
-        if (!prob_init_g(&(p), (m), (n), (k), (g))) {                                       \
-            test_fail(__FILE__, __LINE__, "setup of M=%lld N=%lld K=%lld g%d failed: %s",   \
-                      (long long)(m), (long long)(n), (long long)(k), (g), qmm_last_error()); \
-            prob_free(&(p));                                                                \
-            return;                                                                         \
-        }                                                                                   \
-    } while (0)
-#define SETUP(p, m, n, k) SETUP_G(p, m, n, k, 128)
-
-static void prob_free(prob *p)
-{
-    qmm_cuda_weight_free(p->dw);
-    cudaFree(p->a_dev), cudaFree(p->c_dev), cudaFree(p->ws);
-    qmm_w4_free(&p->w);
-    free(p->a), free(p->row_idx), free(p->ref);
-}
-
-/* Poison C, run, copy back into out[m*n]. Returns the status. */
-static qmm_status run(prob *p, const qmm_cuda_options *o, qmm_bf16 *out, qmm_plan *plan)
-{
-    cudaMemset(p->c_dev, 0xFF, (size_t)(p->m * p->n) * 2);
-    qmm_status st = qmm_cuda_matmul(ctx, p->a_dev, p->m, p->dw, p->c_dev, p->ws, p->ws_bytes, o, plan);
-    if (st != QMM_OK) return st;
-    cudaError_t e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) {
-        printf("    kernel failed: %s\n", cudaGetErrorString(e));
-        return QMM_ERR_CUDA;
-    }
-    cudaMemcpy(out, p->c_dev, (size_t)(p->m * p->n) * 2, cudaMemcpyDeviceToHost);
-    return QMM_OK;
-}
-
-/* Every element finite, and the sampled rows within tol of fp64. Returns the error. */
-static double check(const prob *p, const qmm_bf16 *out, double tol, const char *what)
-{
-    for (int64_t i = 0; i < p->m * p->n; i++)
-        if (!isfinite(qmm_bf16_to_f32(out[i]))) {
-            test_fail(__FILE__, __LINE__, "%s: element %lld (row %lld) not finite", what,
-                      (long long)i, (long long)(i / p->n));
-            return INFINITY;
-        }
-    qmm_bf16 *sub = malloc((size_t)p->rows * (size_t)p->n * 2);
-    for (int i = 0; i < p->rows; i++) memcpy(sub + i * p->n, out + p->row_idx[i] * p->n, (size_t)p->n * 2);
-    double err = test_rel_frob_bf16(sub, p->ref, (size_t)p->rows * (size_t)p->n);
-    free(sub);
-    CHECKF(err <= tol, "%s: M=%lld N=%lld K=%lld rel err %.3e > %.1e", what, (long long)p->m,
-           (long long)p->n, (long long)p->k, err, tol);
-    return err;
-}
 
 static qmm_cuda_options opts(qmm_path path, int split, int stages, qmm_dtype partial)
 {
@@ -141,19 +30,7 @@ static qmm_cuda_options opts(qmm_path path, int split, int stages, qmm_dtype par
 /* ---- cases ---- */
 
 /* the Qwen3-4B projections, from the engine's shapes (filled by main) */
-static struct { const char *name; int64_t k, n; } projections[QMM_LLM_LINEAR_COUNT];
-
-static int load_projections(void)
-{
-    qmm_llm_config c;
-    if (qmm_llm_config_preset("qwen3-4b", &c) != QMM_OK) return 0;
-    for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) {
-        projections[i].name = qmm_llm_linear_name((qmm_llm_linear)i);
-        if (qmm_llm_linear_shape(&c, (qmm_llm_linear)i, &projections[i].n, &projections[i].k))
-            return 0;
-    }
-    return 1;
-}
+static prob_proj projections[QMM_LLM_LINEAR_COUNT];
 
 static void qwen3_projections(void)
 {
@@ -161,26 +38,20 @@ static void qwen3_projections(void)
     for (size_t pi = 0; pi < sizeof projections / sizeof projections[0]; pi++)
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
             prob p;
-            if (!prob_init(&p, ms[mi], projections[pi].n, projections[pi].k)) {
-                CHECKF(0, "setup failed: %s", qmm_last_error());
-                prob_free(&p);
-                return;
-            }
-            qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
+            SETUP(p, ms[mi], projections[pi].n, projections[pi].k);
             qmm_plan plan;
             qmm_cuda_options o = qmm_cuda_options_default();
-            CHECK_OK(run(&p, &o, out, &plan));
-            double err = check(&p, out, 1e-2, "auto");
+            CHECK_OK(prob_run(&p, &o, p.out, &plan));
+            double err = prob_check(&p, p.out, 1e-2, "auto");
             printf("    %-5s K=%-5lld N=%-5lld M=%-5lld %-7s split %-2d tile %dx%d  err %.2e\n",
                    projections[pi].name, (long long)p.k, (long long)p.n, (long long)p.m,
                    qmm_path_name(plan.path), plan.split, plan.tile_m, plan.tile_n, err);
             /* the unsplit kernel on the same data */
             if (plan.path != QMM_PATH_TILED) {
                 o = opts(QMM_PATH_TILED, 0, 0, QMM_BF16);
-                CHECK_OK(run(&p, &o, out, NULL));
-                check(&p, out, 1e-2, "tiled");
+                CHECK_OK(prob_run(&p, &o, p.out, NULL));
+                prob_check(&p, p.out, 1e-2, "tiled");
             }
-            free(out);
             prob_free(&p);
         }
 }
@@ -189,7 +60,6 @@ static void splitk_kv_m32(void)
 {
     prob p;
     SETUP(p, 32, 1024, 2560);
-    qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
     qmm_plan plan;
     qmm_cuda_options o = qmm_cuda_options_default();
     CHECK_OK(qmm_cuda_plan(ctx, 32, 1024, 2560, &o, &plan));
@@ -201,30 +71,29 @@ static void splitk_kv_m32(void)
         ctl.split = 1;
         qmm_bf16 *x = malloc((size_t)(p.m * p.n) * 2);
         qmm_plan cp;
-        CHECK_OK(run(&p, &ctl, out, &cp));
+        CHECK_OK(prob_run(&p, &ctl, p.out, &cp));
         CHECK(cp.path == QMM_PATH_WGMMA && cp.split == 1);
-        CHECK_OK(run(&p, &til, x, NULL));
-        CHECK(memcmp(out, x, (size_t)(p.m * p.n) * 2) == 0);
+        CHECK_OK(prob_run(&p, &til, x, NULL));
+        CHECK(memcmp(p.out, x, (size_t)(p.m * p.n) * 2) == 0);
         free(x);
     }
     o.policy = QMM_POLICY_SEED;
     CHECK_OK(qmm_cuda_plan(ctx, 32, 1024, 2560, &o, &plan));
     CHECKF(plan.split == 10, "seed plan for k/v at M=32: split %d, want 10", plan.split);
-    CHECK_OK(run(&p, &o, out, &plan));
-    printf("    seed split %d bf16 partials err %.2e\n", plan.split, check(&p, out, 1e-2, "seed bf16"));
+    CHECK_OK(prob_run(&p, &o, p.out, &plan));
+    printf("    seed split %d bf16 partials err %.2e\n", plan.split, prob_check(&p, p.out, 1e-2, "seed bf16"));
     o.partial_type = QMM_F32;
-    CHECK_OK(run(&p, &o, out, &plan));
-    printf("    seed split %d f32 partials err %.2e\n", plan.split, check(&p, out, 5e-3, "seed f32"));
+    CHECK_OK(prob_run(&p, &o, p.out, &plan));
+    printf("    seed split %d f32 partials err %.2e\n", plan.split, prob_check(&p, p.out, 5e-3, "seed f32"));
     static const int splits[] = {2, 4, 5, 10, 20};
     for (int i = 0; i < 5; i++) {
         o = opts(QMM_PATH_SPLITK, splits[i], 0, QMM_F32);
-        CHECK_OK(run(&p, &o, out, NULL));
-        check(&p, out, 5e-3, "forced split f32");
+        CHECK_OK(prob_run(&p, &o, p.out, NULL));
+        prob_check(&p, p.out, 5e-3, "forced split f32");
         o.partial_type = QMM_BF16;
-        CHECK_OK(run(&p, &o, out, NULL));
-        check(&p, out, 1e-2, "forced split bf16");
+        CHECK_OK(prob_run(&p, &o, p.out, NULL));
+        prob_check(&p, p.out, 1e-2, "forced split bf16");
     }
-    free(out);
     prob_free(&p);
 }
 
@@ -237,63 +106,59 @@ static void ragged_shapes_g(int group)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         prob p;
         SETUP_G(p, shapes[s][0], shapes[s][1], shapes[s][2], group);
-        qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
         qmm_cuda_options o = qmm_cuda_options_default();
-        CHECK_OK(run(&p, &o, out, NULL));
-        check(&p, out, 1e-2, "auto");
+        CHECK_OK(prob_run(&p, &o, p.out, NULL));
+        prob_check(&p, p.out, 1e-2, "auto");
         o = opts(QMM_PATH_TILED, 0, 0, QMM_BF16);
-        CHECK_OK(run(&p, &o, out, NULL));
-        check(&p, out, 1e-2, "tiled");
+        CHECK_OK(prob_run(&p, &o, p.out, NULL));
+        prob_check(&p, p.out, 1e-2, "tiled");
         int groups = (int)(p.k / 128);
         for (int sp = 2; sp <= groups && sp <= 16; sp++) {
             if (groups % sp) continue;
             o = opts(QMM_PATH_SPLITK, sp, 0, QMM_F32);
-            CHECK_OK(run(&p, &o, out, NULL));
-            check(&p, out, 5e-3, "splitk f32");
+            CHECK_OK(prob_run(&p, &o, p.out, NULL));
+            prob_check(&p, p.out, 5e-3, "splitk f32");
         }
         o = opts(QMM_PATH_DENSE, 0, 0, QMM_BF16);
-        CHECK_OK(run(&p, &o, out, NULL));
-        check(&p, out, 1e-2, "dense");
-        if (p.m <= 16 && group == 128) {
+        CHECK_OK(prob_run(&p, &o, p.out, NULL));
+        prob_check(&p, p.out, 1e-2, "dense");
+        if (p.m <= 16 && group == QMM_GROUP) {
             o = opts(QMM_PATH_MATVEC, 0, 0, QMM_BF16);
-            CHECK_OK(run(&p, &o, out, NULL));
-            check(&p, out, 1e-2, "matvec");
+            CHECK_OK(prob_run(&p, &o, p.out, NULL));
+            prob_check(&p, p.out, 1e-2, "matvec");
         }
-        if (group != 128) { /* the matvec reads groups of 128 only: refused, nothing written */
+        if (group != QMM_GROUP) { /* the matvec reads groups of 128 only: refused, nothing written */
             o = opts(QMM_PATH_MATVEC, 0, 0, QMM_BF16);
             cudaMemset(p.c_dev, 0xAB, (size_t)(p.m * p.n) * 2);
             CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, p.m, p.dw, p.c_dev, p.ws, p.ws_bytes, &o, NULL),
                          QMM_ERR_UNSUPPORTED);
-            cudaMemcpy(out, p.c_dev, (size_t)(p.m * p.n) * 2, cudaMemcpyDeviceToHost);
+            cudaMemcpy(p.out, p.c_dev, (size_t)(p.m * p.n) * 2, cudaMemcpyDeviceToHost);
             int untouched = 1;
-            for (int64_t i = 0; i < p.m * p.n; i++) untouched &= out[i] == 0xABAB;
+            for (int64_t i = 0; i < p.m * p.n; i++) untouched &= p.out[i] == 0xABAB;
             CHECK(untouched);
         }
         printf("    g%d M=%lld N=%lld K=%lld ok\n", group, (long long)p.m, (long long)p.n, (long long)p.k);
-        free(out);
         prob_free(&p);
     }
 }
-static void ragged_shapes(void) { ragged_shapes_g(128); }
+static void ragged_shapes(void) { ragged_shapes_g(QMM_GROUP); }
 
 static void matvec_all_m(void)
 {
     for (int64_t m = 1; m <= 16; m++) {
         prob p;
         SETUP(p, m, 1024 + 16 * m, 2560);
-        qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
         qmm_cuda_options o = opts(QMM_PATH_MATVEC, 0, 0, QMM_BF16);
-        CHECK_OK(run(&p, &o, out, NULL));
+        CHECK_OK(prob_run(&p, &o, p.out, NULL));
         /* the matvec never rounds the weights: fp32 accumulation, bf16 output only */
-        double err = check(&p, out, 5e-3, "matvec");
+        double err = prob_check(&p, p.out, 5e-3, "matvec");
         if (m == 1 || m == 16) printf("    matvec M=%lld err %.2e\n", (long long)m, err);
         /* row blocks shared by several CTAs are summed in CTA order: the same bits again */
         qmm_bf16 *again = malloc((size_t)(p.m * p.n) * 2);
-        CHECK_OK(run(&p, &o, again, NULL));
-        CHECKF(!memcmp(out, again, (size_t)(p.m * p.n) * 2), "matvec M=%lld: two runs differ",
+        CHECK_OK(prob_run(&p, &o, again, NULL));
+        CHECKF(!memcmp(p.out, again, (size_t)(p.m * p.n) * 2), "matvec M=%lld: two runs differ",
                (long long)m);
         free(again);
-        free(out);
         prob_free(&p);
     }
 }
@@ -323,7 +188,7 @@ static void fallback_is_bitwise_g(int group)
             qmm_cuda_options o = qmm_cuda_options_default();
             o.policy = pol ? QMM_POLICY_SEED : QMM_POLICY_DEVICE;
             qmm_plan plan;
-            CHECK_OK(run(&p, &o, x, &plan));
+            CHECK_OK(prob_run(&p, &o, x, &plan));
             printf("    M=%lld N=%lld K=%lld policy %-6s: %s split %d\n", (long long)p.m,
                    (long long)p.n, (long long)p.k, pol ? "seed" : "device",
                    qmm_path_name(plan.path), plan.split);
@@ -331,18 +196,33 @@ static void fallback_is_bitwise_g(int group)
             if (plan.path != QMM_PATH_TILED && !(plan.path == QMM_PATH_WGMMA && plan.split == 1)) continue;
             o.path = plan.path;
             o.split = plan.path == QMM_PATH_WGMMA ? 1 : 0;
-            CHECK_OK(run(&p, &o, y, NULL));
+            CHECK_OK(prob_run(&p, &o, y, NULL));
             CHECKF(same_bits(x, y, sz), "unsplit plan differs from the forced tiled kernel");
             compared[pol]++;
         }
-        check(&p, x, 1e-2, "fallback");
+        prob_check(&p, x, 1e-2, "fallback");
         free(x), free(y);
         prob_free(&p);
     }
     CHECKF(compared[0] >= 2 && compared[1] >= 2, "too few full-grid cases (%d device, %d seed)",
            compared[0], compared[1]);
 }
-static void fallback_is_bitwise(void) { fallback_is_bitwise_g(128); }
+static void fallback_is_bitwise(void) { fallback_is_bitwise_g(QMM_GROUP); }
+
+/* The option sets of list, each run `runs` times, all give the bits of the first run (left in
+ * first[m*n]). */
+static void all_same_bits(prob *p, const qmm_cuda_options *list, int count, int runs,
+                          qmm_bf16 *first, const char *what)
+{
+    size_t sz = (size_t)(p->m * p->n);
+    CHECK_OK(prob_run(p, &list[0], first, NULL));
+    for (int i = 0; i < count; i++)
+        for (int r = i == 0; r < runs; r++) {
+            CHECK_OK(prob_run(p, &list[i], p->out, NULL));
+            CHECKF(same_bits(first, p->out, sz), "M=%lld %s: option set %d run %d differs", (long long)p->m,
+                   what, i, r);
+        }
+}
 
 static void stages_same_bits_g(int group)
 {
@@ -350,49 +230,42 @@ static void stages_same_bits_g(int group)
     for (int mi = 0; mi < 3; mi++) {
         prob p;
         SETUP_G(p, ms[mi], 520, 1280, group);
-        size_t sz = (size_t)(p.m * p.n);
-        qmm_bf16 *first = malloc(sz * 2), *out = malloc(sz * 2);
+        qmm_bf16 *first = malloc((size_t)(p.m * p.n) * 2);
         for (int split = 1; split <= 5; split += 4) {
-            for (int s = 1; s <= 4; s++) {
-                qmm_cuda_options o = opts(split > 1 ? QMM_PATH_SPLITK : QMM_PATH_TILED, split, s, QMM_BF16);
-                CHECK_OK(run(&p, &o, s == 1 ? first : out, NULL));
-                if (s > 1)
-                    CHECKF(same_bits(first, out, sz), "M=%lld split %d: stages %d differ from 1",
-                           (long long)p.m, split, s);
-            }
-            check(&p, first, 1e-2, "stages");
+            qmm_cuda_options stages[4]; /* 1 .. 4 stages: the same bits */
+            for (int s = 0; s < 4; s++)
+                stages[s] = opts(split > 1 ? QMM_PATH_SPLITK : QMM_PATH_TILED, split, s + 1, QMM_BF16);
+            all_same_bits(&p, stages, 4, 1, first, split > 1 ? "split 5, stages" : "tiled, stages");
+            prob_check(&p, first, 1e-2, "stages");
         }
-        free(first), free(out);
+        free(first);
         prob_free(&p);
     }
 }
-static void stages_same_bits(void) { stages_same_bits_g(128); }
 
+static void stages_same_bits(void) { stages_same_bits_g(QMM_GROUP); }
+
+/* Split-K with bf16 and fp32 partials: 10 more runs give the first run's bits. */
 static void splitk_deterministic_g(int group)
 {
     prob p;
     SETUP_G(p, 32, 1024, 2560, group);
-    size_t sz = (size_t)(p.m * p.n);
-    qmm_bf16 *first = malloc(sz * 2), *out = malloc(sz * 2);
+    qmm_bf16 *first = malloc((size_t)(p.m * p.n) * 2);
     for (int t = 0; t < 2; t++) {
         qmm_cuda_options o = opts(QMM_PATH_SPLITK, 10, 0, t ? QMM_F32 : QMM_BF16);
-        CHECK_OK(run(&p, &o, first, NULL));
-        for (int r = 0; r < 10; r++) {
-            CHECK_OK(run(&p, &o, out, NULL));
-            CHECKF(same_bits(first, out, sz), "run %d differs", r);
-        }
+        all_same_bits(&p, &o, 1, 11, first, t ? "split 10 f32" : "split 10 bf16");
     }
-    free(first), free(out);
+    free(first);
     prob_free(&p);
 }
-static void splitk_deterministic(void) { splitk_deterministic_g(128); }
+
+static void splitk_deterministic(void) { splitk_deterministic_g(QMM_GROUP); }
 
 static void bad_input(void)
 {
     prob p;
     SETUP(p, 32, 1024, 2560);
     size_t sz = (size_t)(p.m * p.n);
-    qmm_bf16 *out = malloc(sz * 2);
     cudaMemset(p.c_dev, 0xAB, sz * 2);
     qmm_cuda_options o = qmm_cuda_options_default();
     CHECK_STATUS(qmm_cuda_matmul(NULL, p.a_dev, 32, p.dw, p.c_dev, p.ws, p.ws_bytes, &o, NULL), QMM_ERR_NULL);
@@ -421,9 +294,9 @@ static void bad_input(void)
     CHECK(strlen(qmm_last_error()) > 0);
     /* nothing was launched: C still holds the fill */
     cudaDeviceSynchronize();
-    cudaMemcpy(out, p.c_dev, sz * 2, cudaMemcpyDeviceToHost);
+    cudaMemcpy(p.out, p.c_dev, sz * 2, cudaMemcpyDeviceToHost);
     int untouched = 1;
-    for (size_t i = 0; i < sz; i++) untouched &= out[i] == 0xABAB;
+    for (size_t i = 0; i < sz; i++) untouched &= p.out[i] == 0xABAB;
     CHECKF(untouched, "a rejected call wrote to C");
     /* bad weights never reach the device */
     qmm_w4 bad = p.w;
@@ -436,7 +309,6 @@ static void bad_input(void)
     CHECK_STATUS(qmm_cuda_weight_upload(ctx, &bad, &dw), QMM_ERR_SIZE_MISMATCH);
     size_t bytes = 0;
     CHECK_STATUS(qmm_cuda_workspace_size(ctx, 32, 1024, 100, NULL, &bytes), QMM_ERR_SHAPE);
-    free(out);
     prob_free(&p);
 }
 
@@ -488,17 +360,15 @@ static void dense_shapes(int first, int last)
     for (int si = first; si <= last; si++) {
         prob p;
         SETUP(p, shapes[si][0], shapes[si][1], shapes[si][2]);
-        qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
         qmm_cuda_options o = opts(QMM_PATH_DENSE, 0, 0, QMM_BF16);
         size_t need = 0;
         CHECK_OK(qmm_cuda_workspace_size(ctx, p.m, p.n, p.k, &o, &need));
         CHECK(need >= (size_t)(p.n * p.k * 2) && need <= p.ws_bytes);
-        CHECK_OK(run(&p, &o, out, NULL));
+        CHECK_OK(prob_run(&p, &o, p.out, NULL));
         printf("    dense M=%lld N=%lld K=%lld err %.2e\n", (long long)p.m, (long long)p.n,
-               (long long)p.k, check(&p, out, 1e-2, "dense"));
+               (long long)p.k, prob_check(&p, p.out, 1e-2, "dense"));
         CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, p.m, p.dw, p.c_dev, p.ws, need - 1, &o, NULL),
                      QMM_ERR_WORKSPACE);
-        free(out);
         prob_free(&p);
     }
 }
@@ -522,7 +392,8 @@ static void wrapped_weight_g(int group)
     cudaMemcpy(dp, hp, pb, cudaMemcpyHostToDevice);
     cudaMemcpy(ds, hs, sbb, cudaMemcpyHostToDevice);
     qmm_cuda_weight *wrapped = NULL;
-    CHECK_STATUS(qmm_cuda_weight_wrap_group(ctx, p.n, p.k, group, (char *)dp + 4, ds, &wrapped), QMM_ERR_ALIGN);
+    CHECK_STATUS(qmm_cuda_weight_wrap_group(ctx, p.n, p.k, group, (char *)dp + 4, ds, &wrapped),
+                 QMM_ERR_ALIGN);
     CHECK(wrapped == NULL);
     CHECK_OK(qmm_cuda_weight_wrap_group(ctx, p.n, p.k, group, dp, ds, &wrapped));
     CHECK(qmm_cuda_weight_group(wrapped) == group);
@@ -530,10 +401,10 @@ static void wrapped_weight_g(int group)
     for (int path = QMM_PATH_MATVEC; path <= QMM_PATH_SPLITK; path++) {
         if (path == QMM_PATH_MATVEC && p.m > 16) continue;
         qmm_cuda_options o = opts((qmm_path)path, path == QMM_PATH_SPLITK ? 4 : 0, 0, QMM_BF16);
-        CHECK_OK(run(&p, &o, x, NULL));
+        CHECK_OK(prob_run(&p, &o, x, NULL));
         qmm_cuda_weight *own = p.dw;
         p.dw = wrapped;
-        CHECK_OK(run(&p, &o, y, NULL));
+        CHECK_OK(prob_run(&p, &o, y, NULL));
         p.dw = own;
         CHECKF(same_bits(x, y, sz), "path %d: wrapped weight differs", path);
     }
@@ -543,7 +414,7 @@ static void wrapped_weight_g(int group)
     free(x), free(y);
     prob_free(&p);
 }
-static void wrapped_weight(void) { wrapped_weight_g(128); }
+static void wrapped_weight(void) { wrapped_weight_g(QMM_GROUP); }
 
 /* Every path gets exactly the workspace it reports, framed by guard bytes, and C is framed too:
  * an under-reported size or an overrun of a ragged tile changes a guard. */
@@ -577,7 +448,6 @@ static void exact_workspace_guards_g(int group)
                                     opts(QMM_PATH_SPLITK, top, 0, QMM_BF16),
                                     opts(QMM_PATH_SPLITK, top, 0, QMM_F32),
                                     opts(QMM_PATH_DENSE, 0, 0, QMM_BF16)};
-        qmm_bf16 *out = malloc(c_bytes);
         for (int oi = 0; oi < 5; oi++) {
             size_t need = 0, any = 0;
             CHECK_OK(qmm_cuda_workspace_size(ctx, p.m, p.n, p.k, &list[oi], &any));
@@ -599,19 +469,18 @@ static void exact_workspace_guards_g(int group)
                    oi, qmm_path_name(plan.path), plan.split);
             CHECKF(guards_intact(cb, guard, c_bytes), "option set %d (%s): C guard hit", oi,
                    qmm_path_name(plan.path));
-            cudaMemcpy(out, cb + guard, c_bytes, cudaMemcpyDeviceToHost);
-            check(&p, out, 1e-2, qmm_path_name(plan.path));
+            cudaMemcpy(p.out, cb + guard, c_bytes, cudaMemcpyDeviceToHost);
+            prob_check(&p, p.out, 1e-2, qmm_path_name(plan.path));
             if (need > 0) /* one byte short is refused before anything runs */
                 CHECK_STATUS(qmm_cuda_matmul(ctx, p.a_dev, p.m, p.dw, (qmm_bf16 *)(cb + guard),
                                              ws + guard, need - 1, &list[oi], NULL),
                              QMM_ERR_WORKSPACE);
             cudaFree(ws), cudaFree(cb);
         }
-        free(out);
         prob_free(&p);
     }
 }
-static void exact_workspace_guards(void) { exact_workspace_guards_g(128); }
+static void exact_workspace_guards(void) { exact_workspace_guards_g(QMM_GROUP); }
 
 /* ---- groups of 64 and 32 ---- */
 
@@ -623,21 +492,19 @@ static void g64_all_m(void)
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
         prob p;
         SETUP_G(p, ms[i], 1000, 1280, 64);
-        qmm_bf16 *out = malloc((size_t)(p.m * p.n) * 2);
         qmm_plan plan;
         qmm_cuda_options o = qmm_cuda_options_default();
-        CHECK_OK(run(&p, &o, out, &plan));
-        double e = check(&p, out, 1e-2, "g64 auto");
+        CHECK_OK(prob_run(&p, &o, p.out, &plan));
+        double e = prob_check(&p, p.out, 1e-2, "g64 auto");
         CHECKF(plan.path != QMM_PATH_MATVEC, "g64 M=%lld planned on the matvec", (long long)p.m);
         printf("    g64 M=%-4lld N=1000 K=1280 %-7s split %d err %.2e\n", (long long)p.m,
                qmm_path_name(plan.path), plan.split, e);
         o = opts(QMM_PATH_TILED, 0, 0, QMM_BF16);
-        CHECK_OK(run(&p, &o, out, NULL));
-        check(&p, out, 1e-2, "g64 tiled");
+        CHECK_OK(prob_run(&p, &o, p.out, NULL));
+        prob_check(&p, p.out, 1e-2, "g64 tiled");
         o = opts(QMM_PATH_SPLITK, 5, 0, QMM_F32);
-        CHECK_OK(run(&p, &o, out, NULL));
-        check(&p, out, 5e-3, "g64 splitk f32");
-        free(out);
+        CHECK_OK(prob_run(&p, &o, p.out, NULL));
+        prob_check(&p, p.out, 5e-3, "g64 splitk f32");
         prob_free(&p);
     }
 }
@@ -673,7 +540,6 @@ static void same_bits_as_g128(int group)
         CHECK_OK(qmm_cuda_weight_upload(ctx, &q.w, &q.dw));
         cudaMemcpy(q.a_dev, p.a_dev, (size_t)(m * k) * 2, cudaMemcpyDeviceToDevice);
         size_t sz = (size_t)(m * n);
-        qmm_bf16 *x = malloc(sz * 2), *y = malloc(sz * 2);
         const int blocks = (int)(k / 128);
         const qmm_cuda_options list[] = {
             opts(QMM_PATH_TILED, 0, 1, QMM_BF16), opts(QMM_PATH_TILED, 0, 0, QMM_BF16),
@@ -681,14 +547,13 @@ static void same_bits_as_g128(int group)
             opts(QMM_PATH_SPLITK, qmm_split_align(k, 4), 0, QMM_F32), opts(QMM_PATH_DENSE, 0, 0, QMM_BF16)};
         for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
             if (list[i].path == QMM_PATH_SPLITK && (list[i].split < 2 || list[i].split > blocks)) continue;
-            CHECK_OK(run(&p, &list[i], x, NULL));
-            CHECK_OK(run(&q, &list[i], y, NULL));
-            CHECKF(same_bits(x, y, sz), "g%d M=%lld N=%lld K=%lld option set %zu (%s): differs from "
-                   "groups of 128", group, (long long)m, (long long)n, (long long)k, i,
+            CHECK_OK(prob_run(&p, &list[i], p.out, NULL));
+            CHECK_OK(prob_run(&q, &list[i], q.out, NULL));
+            CHECKF(same_bits(p.out, q.out, sz), "g%d M=%lld N=%lld K=%lld option set %zu (%s): differs "
+                   "from groups of 128", group, (long long)m, (long long)n, (long long)k, i,
                    qmm_path_name(list[i].path));
-            check(&p, x, list[i].partial_type == QMM_F32 ? 5e-3 : 1e-2, "shared groups");
+            prob_check(&p, p.out, list[i].partial_type == QMM_F32 ? 5e-3 : 1e-2, "shared groups");
         }
-        free(x), free(y);
         prob_free(&p), prob_free(&q);
     }
 }
@@ -747,14 +612,13 @@ static void g64_plan_follows_weight(void)
     CHECK(any >= plan.workspace_bytes);
     void *ws = NULL;
     if (any) CUDA_OK(cudaMalloc(&ws, any));
-    qmm_bf16 *out = malloc((size_t)p.n * 2);
     cudaMemset(p.c_dev, 0xFF, (size_t)p.n * 2);
     qmm_plan ran;
     CHECK_OK(qmm_cuda_matmul(ctx, p.a_dev, 1, p.dw, p.c_dev, ws, any, NULL, &ran));
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
     CHECK(ran.path == plan.path && ran.blocks == plan.blocks);
-    cudaMemcpy(out, p.c_dev, (size_t)p.n * 2, cudaMemcpyDeviceToHost);
-    check(&p, out, 1e-2, "g64 decode");
+    cudaMemcpy(p.out, p.c_dev, (size_t)p.n * 2, cudaMemcpyDeviceToHost);
+    prob_check(&p, p.out, 1e-2, "g64 decode");
     printf("    g64 M=1 N=2560 K=9728: %s, %lld CTAs, %zu workspace bytes\n", qmm_path_name(ran.path),
            (long long)ran.blocks, any);
     o.group = 128;
@@ -769,7 +633,6 @@ static void g64_plan_follows_weight(void)
     CHECK(dw == NULL);
     qmm_w4_free(&odd);
     cudaFree(ws);
-    free(out);
     prob_free(&p);
 }
 
@@ -822,11 +685,12 @@ static const test_case cases[] = {
 int main(int argc, char **argv)
 {
     test_require_gpu("the CUDA kernels are not tested here");
-    if (!load_projections()) {
+    if (!prob_qwen3_projections(projections, 0)) {
         printf("no qwen3-4b shapes: %s\n", qmm_last_error());
         return 1;
     }
     ctx = test_gpu_context();
+    prob_setup = (prob_style){ctx, 64, 1}; /* all rows up to M = 64; one generous workspace */
     int rc = test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
     qmm_cuda_destroy(ctx);
     return rc;

@@ -15,27 +15,12 @@
 static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 1024, 1e6, 1e-6, 1, 128};
 
 
-/* Token `got` is an acceptable greedy choice under the reference logits: the argmax, or within
- * a near tie of it (fp32 accumulation order and bf16 rounding move logits by about 1e-3 relative). */
-static int near_tie(const float *ref, int64_t n, int32_t got, double *gap)
-{
-    int32_t best;
-    qmm_llm_argmax(ref, n, &best);
-    *gap = (double)ref[best] - ref[got];
-    return got == best || *gap <= 0.02 * fmax(1.0, fabs(ref[best]));
-}
-
 static qmm_llm_cuda_session *gpu_session(const qmm_llm_model *m, int64_t max_seq, int split_k,
                                          int graph, int64_t chunk)
 {
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
-    o.split_k = split_k;
-    o.use_graph = graph;
-    o.max_chunk = chunk;
-    qmm_llm_cuda_session *s = NULL;
-    qmm_status st = qmm_llm_cuda_session_create(m, max_seq, &o, &s);
-    CHECKF(st == QMM_OK, "cuda session: %s (%s)", qmm_last_error(), qmm_status_name(st));
-    return s;
+    o.split_k = split_k, o.use_graph = graph, o.max_chunk = chunk;
+    return test_cuda_session(m, max_seq, &o);
 }
 
 /* Prefill n tokens on both backends; compare the last-position logits and the next token. */
@@ -56,7 +41,7 @@ static void compare_prefill(const qmm_llm_model *m, int n, const char *what)
         double err = test_rel_err_f32(b, a, V), gap;
         printf("    %s, prefill %d: logits rel err %.3g\n", what, n, err);
         CHECKF(err <= 2e-2, "%s: logits rel err %.3g", what, err);
-        CHECKF(near_tie(a, V, next, &gap), "%s: GPU picked %d, CPU logit gap %.4g", what, next, gap);
+        CHECKF(test_near_tie(a, V, next, &gap), "%s: GPU picked %d, CPU logit gap %.4g", what, next, gap);
         CHECK(qmm_llm_cuda_position(gs) == n);
     }
     qmm_llm_cpu_session_destroy(cs);
@@ -89,28 +74,26 @@ static void untied_mha_hd128_matches_cpu(void)
 /* 16 greedy steps: the GPU's chained generate against the CPU's, step by step. */
 static void greedy_tokens_match_cpu(void)
 {
-    qmm_llm_model *m = test_checkpoint_model(&tiny);
-    if (!m) return;
     enum { N = 7, STEPS = 16 };
-    int64_t V = tiny.vocab_size;
-    int32_t ids[N], gpu[STEPS], cpu[STEPS];
-    test_random_ids(ids, N, V);
-    qmm_llm_cuda_session *gs = gpu_session(m, N + STEPS, 1, 1, 0);
+    test_llm f;
+    if (!test_llm_init(&f, test_checkpoint_model(&tiny), N)) return;
+    int32_t gpu[STEPS], cpu[STEPS];
+    qmm_llm_cuda_session *gs = gpu_session(f.m, N + STEPS, 1, 1, 0);
     qmm_llm_cpu_session *cs = NULL;
-    CHECK_OK(qmm_llm_cpu_session_create(m, N + STEPS, 0, &cs));
+    CHECK_OK(qmm_llm_cpu_session_create(f.m, N + STEPS, 0, &cs));
     if (gs && cs) {
         qmm_llm_timing t;
-        CHECK_OK(qmm_llm_cuda_generate(gs, ids, N, STEPS, gpu, &t));
+        CHECK_OK(qmm_llm_cuda_generate(gs, f.ids, N, STEPS, gpu, &t));
         CHECK(t.prefill_ms > 0 && t.decode_ms > 0);
         /* the CPU follows the GPU's tokens, so one near tie does not derail the comparison */
-        float *logits = malloc((size_t)V * 4);
-        CHECK_OK(qmm_llm_cpu_prefill(cs, ids, N, logits));
+        float *logits = f.a;
+        CHECK_OK(qmm_llm_cpu_prefill(cs, f.ids, N, logits));
         int same = 0;
         for (int i = 0; i < STEPS; i++) {
-            qmm_llm_argmax(logits, V, &cpu[i]);
+            qmm_llm_argmax(logits, f.V, &cpu[i]);
             double gap;
             if (gpu[i] == cpu[i]) same++;
-            else if (near_tie(logits, V, gpu[i], &gap))
+            else if (test_near_tie(logits, f.V, gpu[i], &gap))
                 printf("    step %d: GPU %d, CPU %d: a near tie (CPU logits differ by %.4g)\n", i,
                        gpu[i], cpu[i], gap);
             else
@@ -119,137 +102,119 @@ static void greedy_tokens_match_cpu(void)
             if (i + 1 < STEPS) CHECK_OK(qmm_llm_cpu_decode(cs, gpu[i], logits));
         }
         printf("    %d of %d greedy tokens identical\n", same, STEPS);
-        free(logits);
     }
     qmm_llm_cuda_session_destroy(gs);
     qmm_llm_cpu_session_destroy(cs);
-    qmm_llm_model_destroy(m);
+    test_llm_free(&f);
 }
 
 /* prefill(n) + decode == prefill(n + 1) at the last position, on the GPU */
 static void decode_equals_longer_prefill(void)
 {
-    qmm_llm_model *m = test_checkpoint_model(&tiny);
-    if (!m) return;
     enum { N = 20 };
-    int64_t V = tiny.vocab_size;
-    int32_t ids[N + 1];
-    test_random_ids(ids, N + 1, V);
-    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
-    qmm_llm_cuda_session *s = gpu_session(m, 64, 1, 1, 0);
+    test_llm f;
+    if (!test_llm_init(&f, test_checkpoint_model(&tiny), N + 1)) return;
+    qmm_llm_cuda_session *s = gpu_session(f.m, 64, 1, 1, 0);
     if (s) {
         int32_t na, nb;
-        CHECK_OK(qmm_llm_cuda_prefill(s, ids, N, NULL, NULL));
-        CHECK_OK(qmm_llm_cuda_decode(s, ids[N], a, &na));
+        CHECK_OK(qmm_llm_cuda_prefill(s, f.ids, N, NULL, NULL));
+        CHECK_OK(qmm_llm_cuda_decode(s, f.ids[N], f.a, &na));
         CHECK_OK(qmm_llm_cuda_reset(s));
-        CHECK_OK(qmm_llm_cuda_prefill(s, ids, N + 1, b, &nb));
-        double err = test_rel_err_f32(a, b, V), gap;
+        CHECK_OK(qmm_llm_cuda_prefill(s, f.ids, N + 1, f.b, &nb));
+        double err = test_rel_err_f32(f.a, f.b, f.V), gap;
         printf("    decode vs prefill of n + 1: rel err %.3g\n", err);
         /* M = 1 runs the matvec, M = 21 the tiled kernel: different fp32 orders */
         CHECKF(err <= 1e-2, "rel err %.3g", err);
-        CHECKF(na == nb || near_tie(b, V, na, &gap), "tokens %d vs %d", na, nb);
+        CHECKF(na == nb || test_near_tie(f.b, f.V, na, &gap), "tokens %d vs %d", na, nb);
     }
     qmm_llm_cuda_session_destroy(s);
-    free(a), free(b);
-    qmm_llm_model_destroy(m);
+    test_llm_free(&f);
 }
 
 /* The graph replays exactly the eager kernels: bitwise equal logits and tokens. */
 static void graph_decode_equals_eager(void)
 {
-    qmm_llm_model *m = test_checkpoint_model(&tiny);
-    if (!m) return;
-    int64_t V = tiny.vocab_size;
-    int32_t ids[5];
-    test_random_ids(ids, 5, V);
-    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
-    qmm_llm_cuda_session *g = gpu_session(m, 64, 1, 1, 0), *e = gpu_session(m, 64, 1, 0, 0);
+    test_llm f;
+    if (!test_llm_init(&f, test_checkpoint_model(&tiny), 5)) return;
+    qmm_llm_cuda_session *g = gpu_session(f.m, 64, 1, 1, 0), *e = gpu_session(f.m, 64, 1, 0, 0);
     if (g && e) {
         int32_t tg = 0, te = 0;
-        CHECK_OK(qmm_llm_cuda_prefill(g, ids, 5, NULL, &tg));
-        CHECK_OK(qmm_llm_cuda_prefill(e, ids, 5, NULL, &te));
+        CHECK_OK(qmm_llm_cuda_prefill(g, f.ids, 5, NULL, &tg));
+        CHECK_OK(qmm_llm_cuda_prefill(e, f.ids, 5, NULL, &te));
         CHECK(tg == te);
         for (int step = 0; step < 8; step++) {
-            CHECK_OK(qmm_llm_cuda_decode(g, tg, a, &tg));
-            CHECK_OK(qmm_llm_cuda_decode(e, te, b, &te));
-            CHECKF(!memcmp(a, b, (size_t)V * 4) && tg == te, "step %d: graph and eager differ", step);
+            CHECK_OK(qmm_llm_cuda_decode(g, tg, f.a, &tg));
+            CHECK_OK(qmm_llm_cuda_decode(e, te, f.b, &te));
+            CHECKF(!memcmp(f.a, f.b, (size_t)f.V * 4) && tg == te, "step %d: graph and eager differ",
+                   step);
         }
         int32_t og[10], oe[10];
         CHECK_OK(qmm_llm_cuda_reset(g));
         CHECK_OK(qmm_llm_cuda_reset(e));
-        CHECK_OK(qmm_llm_cuda_generate(g, ids, 5, 10, og, NULL));
-        CHECK_OK(qmm_llm_cuda_generate(e, ids, 5, 10, oe, NULL));
+        CHECK_OK(qmm_llm_cuda_generate(g, f.ids, 5, 10, og, NULL));
+        CHECK_OK(qmm_llm_cuda_generate(e, f.ids, 5, 10, oe, NULL));
         CHECK(!memcmp(og, oe, sizeof og));
         /* generate twice from a reset: the same tokens */
         CHECK_OK(qmm_llm_cuda_reset(g));
-        CHECK_OK(qmm_llm_cuda_generate(g, ids, 5, 10, oe, NULL));
+        CHECK_OK(qmm_llm_cuda_generate(g, f.ids, 5, 10, oe, NULL));
         CHECK(!memcmp(og, oe, sizeof og));
     }
     qmm_llm_cuda_session_destroy(g);
     qmm_llm_cuda_session_destroy(e);
-    free(a), free(b);
-    qmm_llm_model_destroy(m);
+    test_llm_free(&f);
 }
 
 static void split_k_off_and_chunking(void)
 {
-    qmm_llm_model *m = test_checkpoint_model(&tiny);
-    if (!m) return;
     enum { N = 40 };
-    int64_t V = tiny.vocab_size;
-    int32_t ids[N];
-    test_random_ids(ids, N, V);
-    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4), *c = malloc((size_t)V * 4);
-    qmm_llm_cuda_session *on = gpu_session(m, 64, 1, 1, 0), *off = gpu_session(m, 64, 0, 1, 0);
-    qmm_llm_cuda_session *chunked = gpu_session(m, 64, 1, 1, 16); /* 16 + 16 + 8 rows */
+    test_llm f;
+    if (!test_llm_init(&f, test_checkpoint_model(&tiny), N)) return;
+    float *c = malloc((size_t)f.V * 4);
+    qmm_llm_cuda_session *on = gpu_session(f.m, 64, 1, 1, 0), *off = gpu_session(f.m, 64, 0, 1, 0);
+    qmm_llm_cuda_session *chunked = gpu_session(f.m, 64, 1, 1, 16); /* 16 + 16 + 8 rows */
     if (on && off && chunked) {
-        CHECK_OK(qmm_llm_cuda_prefill(on, ids, N, a, NULL));
-        CHECK_OK(qmm_llm_cuda_prefill(off, ids, N, b, NULL));
-        CHECK_OK(qmm_llm_cuda_prefill(chunked, ids, N, c, NULL));
-        double e1 = test_rel_err_f32(b, a, V), e2 = test_rel_err_f32(c, a, V);
+        CHECK_OK(qmm_llm_cuda_prefill(on, f.ids, N, f.a, NULL));
+        CHECK_OK(qmm_llm_cuda_prefill(off, f.ids, N, f.b, NULL));
+        CHECK_OK(qmm_llm_cuda_prefill(chunked, f.ids, N, c, NULL));
+        double e1 = test_rel_err_f32(f.b, f.a, f.V), e2 = test_rel_err_f32(c, f.a, f.V);
         printf("    split-K off vs on: %.3g; chunked vs whole: %.3g\n", e1, e2);
         CHECK(e1 <= 2e-2 && e2 <= 2e-2);
     }
     qmm_llm_cuda_session_destroy(on);
     qmm_llm_cuda_session_destroy(off);
     qmm_llm_cuda_session_destroy(chunked);
-    free(a), free(b), free(c);
-    qmm_llm_model_destroy(m);
+    free(c);
+    test_llm_free(&f);
 }
 
 /* A long context: the decode attention splits the sequence (max_seq 1000 -> 8 splits + combine). */
 static void long_context_decode_matches_cpu(void)
 {
-    qmm_llm_model *m = test_checkpoint_model(&tiny);
-    if (!m) return;
     enum { N = 700 };
-    int64_t V = tiny.vocab_size;
-    int32_t *ids = malloc(N * 4);
-    test_random_ids(ids, N, V);
-    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
-    qmm_llm_cuda_session *gs = gpu_session(m, 1000, 1, 1, 0);
+    test_llm f;
+    if (!test_llm_init(&f, test_checkpoint_model(&tiny), N)) return;
+    qmm_llm_cuda_session *gs = gpu_session(f.m, 1000, 1, 1, 0);
     qmm_llm_cpu_session *cs = NULL;
-    CHECK_OK(qmm_llm_cpu_session_create(m, 1000, 0, &cs));
+    CHECK_OK(qmm_llm_cpu_session_create(f.m, 1000, 0, &cs));
     if (gs && cs) {
         int32_t next;
-        CHECK_OK(qmm_llm_cpu_prefill(cs, ids, N, a));
-        CHECK_OK(qmm_llm_cuda_prefill(gs, ids, N, b, &next));
-        double err = test_rel_err_f32(b, a, V), gap;
+        CHECK_OK(qmm_llm_cpu_prefill(cs, f.ids, N, f.a));
+        CHECK_OK(qmm_llm_cuda_prefill(gs, f.ids, N, f.b, &next));
+        double err = test_rel_err_f32(f.b, f.a, f.V), gap;
         printf("    prefill %d: rel err %.3g\n", N, err);
         CHECK(err <= 2e-2);
         for (int step = 0; step < 3; step++) {
-            CHECK_OK(qmm_llm_cpu_decode(cs, next, a));
-            CHECK_OK(qmm_llm_cuda_decode(gs, next, b, &next));
-            err = test_rel_err_f32(b, a, V);
+            CHECK_OK(qmm_llm_cpu_decode(cs, next, f.a));
+            CHECK_OK(qmm_llm_cuda_decode(gs, next, f.b, &next));
+            err = test_rel_err_f32(f.b, f.a, f.V);
             printf("    decode at %d: rel err %.3g\n", N + step, err);
             CHECK(err <= 2e-2);
-            CHECK(near_tie(a, V, next, &gap));
+            CHECK(test_near_tie(f.a, f.V, next, &gap));
         }
     }
     qmm_llm_cuda_session_destroy(gs);
     qmm_llm_cpu_session_destroy(cs);
-    free(ids), free(a), free(b);
-    qmm_llm_model_destroy(m);
+    test_llm_free(&f);
 }
 
 /* The tensor-core prefill attention (default) against the fp32 CUDA-core kernel, on prompts that
@@ -260,8 +225,7 @@ static void tensor_core_attention_matches_fp32(void)
     for (int i = 0; i < 2; i++) {
         qmm_llm_config c = tiny;
         c.head_dim = hds[i];
-        qmm_llm_model *m = NULL;
-        CHECK_OK(qmm_llm_model_synthetic(&c, 11 + (uint64_t)i, &m));
+        qmm_llm_model *m = test_synthetic_model(&c, 11 + (uint64_t)i);
         if (!m) continue;
         const int lens[3] = {2, 77, 300};
         for (int li = 0; li < 3; li++) {
@@ -270,10 +234,9 @@ static void tensor_core_attention_matches_fp32(void)
             test_random_ids(ids, n, c.vocab_size);
             float *a = malloc((size_t)c.vocab_size * 4), *b = malloc((size_t)c.vocab_size * 4);
             qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
-            qmm_llm_cuda_session *tc = NULL, *ref = NULL;
-            CHECK_OK(qmm_llm_cuda_session_create(m, 640, &o, &tc));
+            qmm_llm_cuda_session *tc = test_cuda_session(m, 640, &o);
             o.attention_ref = 1;
-            CHECK_OK(qmm_llm_cuda_session_create(m, 640, &o, &ref));
+            qmm_llm_cuda_session *ref = test_cuda_session(m, 640, &o);
             if (tc && ref) {
                 /* a first chunk, then a second one at a non-zero position */
                 CHECK_OK(qmm_llm_cuda_prefill(tc, ids, n, NULL, NULL));
@@ -298,47 +261,40 @@ static void tensor_core_attention_matches_fp32(void)
 /* Stacked q|k|v and gate|up weights compute the same projections as the separate ones. */
 static void fused_projections_match_separate(void)
 {
-    qmm_llm_model *m = test_checkpoint_model(&tiny);
-    if (!m) return;
     enum { N = 24 };
-    int64_t V = tiny.vocab_size;
-    int32_t ids[N];
-    test_random_ids(ids, N, V);
-    float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4);
+    test_llm f;
+    if (!test_llm_init(&f, test_checkpoint_model(&tiny), N)) return;
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
-    qmm_llm_cuda_session *sep = NULL, *fus = NULL;
     o.fuse_projections = 0; /* fused is the default */
-    CHECK_OK(qmm_llm_cuda_session_create(m, 64, &o, &sep));
+    qmm_llm_cuda_session *sep = test_cuda_session(f.m, 64, &o);
     o.fuse_projections = 1;
-    CHECK_OK(qmm_llm_cuda_session_create(m, 64, &o, &fus));
+    qmm_llm_cuda_session *fus = test_cuda_session(f.m, 64, &o);
     if (sep && fus) {
         int32_t ts, tf;
-        CHECK_OK(qmm_llm_cuda_prefill(sep, ids, N, a, &ts));
-        CHECK_OK(qmm_llm_cuda_prefill(fus, ids, N, b, &tf));
-        double err = test_rel_err_f32(b, a, V), gap;
+        CHECK_OK(qmm_llm_cuda_prefill(sep, f.ids, N, f.a, &ts));
+        CHECK_OK(qmm_llm_cuda_prefill(fus, f.ids, N, f.b, &tf));
+        double err = test_rel_err_f32(f.b, f.a, f.V), gap;
         printf("    prefill %d: fused vs separate rel err %.3g\n", N, err);
         CHECK(err <= 1e-2);
-        CHECK(ts == tf || near_tie(a, V, tf, &gap));
+        CHECK(ts == tf || test_near_tie(f.a, f.V, tf, &gap));
         for (int step = 0; step < 4; step++) {
             /* both sessions take the same token (the separate one's previous choice) */
             const int32_t in = ts;
-            CHECK_OK(qmm_llm_cuda_decode(sep, in, a, &ts));
-            CHECK_OK(qmm_llm_cuda_decode(fus, in, b, &tf));
-            err = test_rel_err_f32(b, a, V);
+            CHECK_OK(qmm_llm_cuda_decode(sep, in, f.a, &ts));
+            CHECK_OK(qmm_llm_cuda_decode(fus, in, f.b, &tf));
+            err = test_rel_err_f32(f.b, f.a, f.V);
             printf("    decode step %d: fused vs separate rel err %.3g\n", step, err);
             CHECK(err <= 1e-2);
         }
     }
     qmm_llm_cuda_session_destroy(sep);
     qmm_llm_cuda_session_destroy(fus);
-    free(a), free(b);
-    qmm_llm_model_destroy(m);
+    test_llm_free(&f);
 }
 
 static void errors_and_profile(void)
 {
-    qmm_llm_model *m = NULL;
-    CHECK_OK(qmm_llm_model_synthetic(&tiny, 9, &m));
+    qmm_llm_model *m = test_synthetic_model(&tiny, 9);
     if (!m) return;
     qmm_llm_cuda_session *s = gpu_session(m, 16, 1, 1, 0);
     if (s) {

@@ -32,31 +32,21 @@ static size_t free_bytes(void)
 }
 
 
-static int near_tie(const float *ref, int64_t n, int32_t got)
-{
-    int32_t best;
-    qmm_llm_argmax(ref, n, &best);
-    return got == best || (double)ref[best] - ref[got] <= 0.02 * fmax(1.0, fabs(ref[best]));
-}
-
 static void small_model_prefill_decode(void)
 {
     static const qmm_llm_config c = {256, 512, 2, 4, 2, 64, 500, 256, 1e6, 1e-6, 1, 128};
-    qmm_llm_model *m = NULL;
-    CHECK_OK(qmm_llm_model_synthetic(&c, 21, &m));
-    if (!m) return;
-    int32_t ids[40];
-    for (int i = 0; i < 40; i++) ids[i] = (int32_t)(test_rand_u64() % (uint64_t)c.vocab_size);
-    float *ref = malloc(sizeof(float) * (size_t)c.vocab_size);
-    float *got = malloc(sizeof(float) * (size_t)c.vocab_size);
+    test_llm f;
+    if (!test_llm_init(&f, test_synthetic_model(&c, 21), 40)) return;
+    qmm_llm_model *m = f.m;
+    const int32_t *ids = f.ids;
+    float *ref = f.a, *got = f.b;
     for (int graph = 0; graph < 2; graph++) {
         qmm_llm_cpu_session *cs = NULL;
-        qmm_llm_cuda_session *gs = NULL;
         qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
         o.use_graph = graph;
         o.max_chunk = 16; /* the 40-token prompt in three chunks */
         CHECK_OK(qmm_llm_cpu_session_create(m, 64, 1, &cs));
-        CHECK_OK(qmm_llm_cuda_session_create(m, 64, &o, &gs));
+        qmm_llm_cuda_session *gs = test_cuda_session(m, 64, &o);
         if (!cs || !gs) {
             qmm_llm_cpu_session_destroy(cs);
             qmm_llm_cuda_session_destroy(gs);
@@ -68,8 +58,8 @@ static void small_model_prefill_decode(void)
         double e = test_rel_err_f32(got, ref, c.vocab_size);
         CHECKF(e <= 2e-2, "graph %d prefill: rel err %.3g", graph, e);
         for (int step = 0; step < 8; step++) {
-            CHECKF(near_tie(ref, c.vocab_size, next), "graph %d step %d: token %d", graph, step,
-                   next);
+            CHECKF(test_near_tie(ref, c.vocab_size, next, NULL), "graph %d step %d: token %d", graph,
+                   step, next);
             int32_t id = next;
             CHECK_OK(qmm_llm_cpu_decode(cs, id, ref));
             CHECK_OK(qmm_llm_cuda_decode(gs, id, got, &next));
@@ -79,9 +69,7 @@ static void small_model_prefill_decode(void)
         qmm_llm_cpu_session_destroy(cs);
         qmm_llm_cuda_session_destroy(gs);
     }
-    free(ref);
-    free(got);
-    qmm_llm_model_destroy(m);
+    test_llm_free(&f);
 }
 
 /* One matmul on each path (dense = cuBLAS: racecheck reports hazards inside its nvjet kernels,
@@ -141,18 +129,13 @@ static void small_matmul_paths(void)
 static void decode_10000_steps(void)
 {
     static const qmm_llm_config c = {256, 512, 2, 4, 2, 64, 1000, 16384, 1e6, 1e-6, 1, 128};
-    qmm_llm_model *m = NULL;
-    CHECK_OK(qmm_llm_model_synthetic(&c, 5, &m));
-    if (!m) return;
-    int32_t ids[16];
-    for (int i = 0; i < 16; i++) ids[i] = (int32_t)(test_rand_u64() % (uint64_t)c.vocab_size);
+    test_llm f;
+    if (!test_llm_init(&f, test_synthetic_model(&c, 5), 16)) return;
+    const int32_t *ids = f.ids;
+    float *ref = f.a, *got = f.b;
     qmm_llm_cpu_session *cs = NULL;
-    qmm_llm_cuda_session *gs = NULL;
-    qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
-    CHECK_OK(qmm_llm_cpu_session_create(m, 16 + STEPS + 1, 0, &cs));
-    CHECK_OK(qmm_llm_cuda_session_create(m, 16 + STEPS + 1, &o, &gs));
-    float *ref = malloc(sizeof(float) * (size_t)c.vocab_size);
-    float *got = malloc(sizeof(float) * (size_t)c.vocab_size);
+    CHECK_OK(qmm_llm_cpu_session_create(f.m, 16 + STEPS + 1, 0, &cs));
+    qmm_llm_cuda_session *gs = test_cuda_session(f.m, 16 + STEPS + 1, NULL);
     if (!cs || !gs) goto done;
     int32_t next = -1;
     CHECK_OK(qmm_llm_cpu_prefill(cs, ids, 16, ref));
@@ -205,11 +188,9 @@ static void decode_10000_steps(void)
     free(t1);
     free(t2);
 done:
-    free(ref);
-    free(got);
     qmm_llm_cpu_session_destroy(cs);
     qmm_llm_cuda_session_destroy(gs);
-    qmm_llm_model_destroy(m);
+    test_llm_free(&f);
 }
 
 TEST_GPU_MAIN("the engine soak is not run here", small_model_prefill_decode, small_matmul_paths,

@@ -59,6 +59,16 @@ static void fixture_free(fixture *f)
     qmm_w4_free(&f->w);
 }
 
+/* Set up a fixture or fail the case and return (a half-built fixture is freed). */
+#define SETUP(f, n, k)                                                                      \
+    do {                                                                                    \
+        if (!fixture_init(&(f), (n), (k))) {                                                \
+            CHECKF(0, "setup failed: %s", qmm_last_error());                                \
+            fixture_free(&(f));                                                             \
+            return;                                                                         \
+        }                                                                                   \
+    } while (0)
+
 static qmm_cuda_options tiled_options(void)
 {
     qmm_cuda_options o = qmm_cuda_options_default();
@@ -113,11 +123,7 @@ static void bitwise_grid(void)
     static const int64_t totals[] = {1, 100, MAX_ROWS};
     static const int64_t chunk_rows[] = {1, 7, 64, 100};
     fixture f;
-    if (!fixture_init(&f, 200, 384)) {
-        CHECKF(0, "setup failed: %s", qmm_last_error());
-        fixture_free(&f);
-        return;
-    }
+    SETUP(f, 200, 384);
     qmm_cuda_options o = tiled_options();
     qmm_bf16 *ref[3];
     int have_ref = 1;
@@ -167,11 +173,7 @@ static void uneven_chunks(void)
     int64_t total = 0;
     for (int i = 0; i < chunks; i++) total += rows[i];
     fixture f;
-    if (!fixture_init(&f, 136, 256)) {
-        CHECKF(0, "setup failed: %s", qmm_last_error());
-        fixture_free(&f);
-        return;
-    }
+    SETUP(f, 136, 256);
     qmm_cuda_options o = tiled_options();
     qmm_bf16 *ref = malloc((size_t)(total * f.n) * 2);
     if (reference(&f, total, &o, ref)) {
@@ -198,11 +200,7 @@ static void timeline_respects_plan(void)
     const int64_t m = 64, total = MAX_ROWS;
     const double tol_us = 5.0; /* event timestamps: ~0.5 us resolution */
     fixture f;
-    if (!fixture_init(&f, 1024, 2048)) {
-        CHECKF(0, "setup failed: %s", qmm_last_error());
-        fixture_free(&f);
-        return;
-    }
+    SETUP(f, 1024, 2048);
     int n;
     CHECK_OK(qmm_pipeline_chunk_count(total, m, &n));
     int64_t *rows = malloc(sizeof *rows * (size_t)n);
@@ -259,11 +257,7 @@ static void timeline_respects_plan(void)
 static void auto_options(void)
 {
     fixture f;
-    if (!fixture_init(&f, 1024, 2560)) {
-        CHECKF(0, "setup failed: %s", qmm_last_error());
-        fixture_free(&f);
-        return;
-    }
+    SETUP(f, 1024, 2560);
     const int64_t total = 100;
     double *exact = malloc(sizeof *exact * (size_t)(total * f.n));
     test_matmul_f64(f.a_host, total, &f.w, exact);
@@ -290,11 +284,7 @@ static void auto_options(void)
 static void bad_input(void)
 {
     fixture f;
-    if (!fixture_init(&f, 64, 128)) {
-        CHECKF(0, "setup failed: %s", qmm_last_error());
-        fixture_free(&f);
-        return;
-    }
+    SETUP(f, 64, 128);
     qmm_cuda_options o = tiled_options();
     qmm_pipeline *p = NULL;
     CHECK_STATUS(qmm_pipeline_create(NULL, f.dw, 8, 2, &o, &p), QMM_ERR_NULL);

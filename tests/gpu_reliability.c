@@ -70,33 +70,73 @@ static void check_no_leak(size_t before, const char *what, size_t margin)
 
 /* ---- out of memory ---- */
 
-static void oom_weight_upload(void)
+/* What an attempt works on (each kind uses its part). */
+typedef struct attempt_args {
+    qmm_cuda_ctx *ctx;
+    const qmm_w4 *w;                /* upload */
+    const qmm_cuda_weight *dw;      /* pipeline */
+    const qmm_llm_model *m;         /* session: the model, its options, */
+    const qmm_llm_cuda_options *o;
+    const int32_t *ids, *want;      /* 4 prompt ids, the 4 tokens of a session with room */
+} attempt_args;
+
+/* One attempt under memory pressure: its status; what it made (on QMM_OK) it checks and frees. */
+typedef qmm_status (*attempt_fn)(const attempt_args *t);
+
+/* For margins 0, step, ..., (count - 1) * step: take all device memory but the margin, attempt,
+ * release. Each attempt succeeds or fails with QMM_ERR_NOMEM (both must happen), and the free
+ * memory returns to what it was before the sweep. */
+static void oom_sweep(const char *what, size_t step, int count, attempt_fn attempt,
+                      const attempt_args *arg)
+{
+    size_t before = free_bytes();
+    int nomem = 0, ok = 0;
+    for (int i = 0; i < count; i++) {
+        size_t margin = step * (size_t)i;
+        hog h;
+        hog_take(&h, margin);
+        qmm_status st = attempt(arg);
+        CHECKF(st == QMM_OK || st == QMM_ERR_NOMEM, "%s, margin %zu MiB: %s (%s)", what,
+               margin / MIB, qmm_status_name(st), qmm_last_error());
+        nomem += st == QMM_ERR_NOMEM, ok += st == QMM_OK;
+        hog_release(&h);
+        check_no_leak(before, what, margin);
+    }
+    printf("    %s: %d margins out of memory, %d fitted\n", what, nomem, ok);
+    CHECK(nomem > 0 && ok > 0);
+}
+
+/* A context on GPU 0 and a random n x k weight in w; NULL (a failed case, nothing left to free)
+ * when either cannot be made. */
+static qmm_cuda_ctx *context_and_weight(qmm_w4 *w, int64_t n, int64_t k)
 {
     qmm_cuda_ctx *ctx = NULL;
     CHECK_OK(qmm_cuda_create(0, NULL, &ctx));
-    if (!ctx) return;
-    qmm_w4 w;
-    CHECK_OK(qmm_w4_alloc(8192, 8192, &w)); /* 32 MiB of codes + 1 MiB of scales and biases */
-    test_random_w4(&w, 0.01, 0.02);
-    size_t before = free_bytes();
-    int nomem = 0, ok = 0;
-    for (size_t margin = 0; margin <= 64 * MIB; margin += 4 * MIB) {
-        hog h;
-        hog_take(&h, margin);
-        qmm_cuda_weight *dw = (qmm_cuda_weight *)0x1;
-        qmm_status st = qmm_cuda_weight_upload(ctx, &w, &dw);
-        CHECKF(st == QMM_OK || st == QMM_ERR_NOMEM, "margin %zu MiB: %s (%s)", margin / MIB,
-               qmm_status_name(st), qmm_last_error());
-        if (st == QMM_ERR_NOMEM) {
-            nomem++;
-            CHECK(dw == NULL || dw == (qmm_cuda_weight *)0x1);
-        }
-        if (st == QMM_OK) ok++, qmm_cuda_weight_free(dw);
-        hog_release(&h);
-        check_no_leak(before, "weight upload", margin);
+    if (ctx && qmm_w4_alloc(n, k, w) != QMM_OK) {
+        test_fail(__FILE__, __LINE__, "qmm_w4_alloc: %s", qmm_last_error());
+        qmm_cuda_destroy(ctx);
+        return NULL;
     }
-    printf("    upload of 33 MiB: %d margins out of memory, %d fitted\n", nomem, ok);
-    CHECK(nomem > 0 && ok > 0);
+    if (ctx) test_random_w4(w, 0.01, 0.02);
+    return ctx;
+}
+
+static qmm_status try_upload(const attempt_args *t)
+{
+    qmm_cuda_weight *dw = (qmm_cuda_weight *)0x1;
+    qmm_status st = qmm_cuda_weight_upload(t->ctx, t->w, &dw);
+    if (st == QMM_ERR_NOMEM) CHECK(dw == NULL || dw == (qmm_cuda_weight *)0x1);
+    if (st == QMM_OK) qmm_cuda_weight_free(dw);
+    return st;
+}
+
+static void oom_weight_upload(void)
+{
+    qmm_w4 w; /* 32 MiB of codes + 1 MiB of scales and biases */
+    qmm_cuda_ctx *ctx = context_and_weight(&w, 8192, 8192);
+    if (!ctx) return;
+    attempt_args t = {.ctx = ctx, .w = &w};
+    oom_sweep("weight upload of 33 MiB", 4 * MIB, 17, try_upload, &t); /* margins up to 64 MiB */
     /* the context still works */
     qmm_cuda_weight *dw = NULL;
     CHECK_OK(qmm_cuda_weight_upload(ctx, &w, &dw));
@@ -105,37 +145,43 @@ static void oom_weight_upload(void)
     qmm_cuda_destroy(ctx);
 }
 
+static qmm_status try_pipeline(const attempt_args *t)
+{
+    qmm_pipeline *p = NULL;
+    qmm_status st = qmm_pipeline_create(t->ctx, t->dw, 4096, 4, NULL, &p);
+    qmm_pipeline_destroy(p);
+    return st;
+}
+
 static void oom_pipeline_workspace(void)
 {
-    qmm_cuda_ctx *ctx = NULL;
-    CHECK_OK(qmm_cuda_create(0, NULL, &ctx));
-    if (!ctx) return;
     qmm_w4 w;
-    CHECK_OK(qmm_w4_alloc(4096, 4096, &w));
-    test_random_w4(&w, 0.01, 0.02);
+    qmm_cuda_ctx *ctx = context_and_weight(&w, 4096, 4096);
+    if (!ctx) return;
     qmm_cuda_weight *dw = NULL;
     CHECK_OK(qmm_cuda_weight_upload(ctx, &w, &dw));
-    size_t before = free_bytes();
-    int nomem = 0, ok = 0;
-    /* 4 slots of 4096 rows x (K + N) bf16 = 256 MiB, plus a split-K/dense workspace */
-    for (size_t margin = 0; margin <= 512 * MIB; margin += 32 * MIB) {
-        hog h;
-        hog_take(&h, margin);
-        qmm_pipeline *p = NULL;
-        qmm_status st = qmm_pipeline_create(ctx, dw, 4096, 4, NULL, &p);
-        CHECKF(st == QMM_OK || st == QMM_ERR_NOMEM, "margin %zu MiB: %s (%s)", margin / MIB,
-               qmm_status_name(st), qmm_last_error());
-        if (st == QMM_ERR_NOMEM) nomem++;
-        if (st == QMM_OK) ok++;
-        qmm_pipeline_destroy(p);
-        hog_release(&h);
-        check_no_leak(before, "pipeline", margin);
-    }
-    printf("    pipeline of 4 x 4096 rows: %d margins out of memory, %d fitted\n", nomem, ok);
-    CHECK(nomem > 0 && ok > 0);
+    /* 4 slots of 4096 rows x (K + N) bf16 = 256 MiB, plus a split-K/dense workspace; margins up
+     * to 512 MiB */
+    attempt_args t = {.ctx = ctx, .dw = dw};
+    oom_sweep("pipeline of 4 x 4096 rows", 32 * MIB, 17, try_pipeline, &t);
     qmm_cuda_weight_free(dw);
     qmm_w4_free(&w);
     qmm_cuda_destroy(ctx);
+}
+
+static qmm_status try_session(const attempt_args *t)
+{
+    qmm_llm_cuda_session *s = NULL;
+    qmm_status st = qmm_llm_cuda_session_create(t->m, 4096, t->o, &s);
+    if (st == QMM_ERR_NOMEM) CHECK(s == NULL);
+    if (st == QMM_OK) {
+        int32_t got[4];
+        memset(got, 0xA5, sizeof got);
+        CHECK_OK(qmm_llm_cuda_generate(s, t->ids, 4, 4, got, NULL));
+        CHECK(!memcmp(got, t->want, sizeof got));
+    }
+    qmm_llm_cuda_session_destroy(s);
+    return st;
 }
 
 static void oom_session(void)
@@ -146,7 +192,7 @@ static void oom_session(void)
     CHECK_OK(qmm_llm_model_synthetic(&c, 11, &m));
     if (!m) return;
     const int32_t ids[4] = {1, 2, 3, 4};
-    int32_t want[4], got[4];
+    int32_t want[4];
     /* the tokens of a session with room, first */
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
     qmm_llm_cuda_session *s = NULL;
@@ -156,33 +202,9 @@ static void oom_session(void)
     if (s) CHECK_OK(qmm_llm_cuda_generate(s, ids, 4, 4, want, NULL));
     qmm_llm_cuda_session_destroy(s);
     cudaDeviceSynchronize();
-    before = free_bytes();
     printf("    a qwen3-0.6b session of 4096 positions takes %zu MiB\n", need / MIB);
-    int nomem = 0, ok = 0;
-    for (int i = 0; i <= 12; i++) {
-        size_t margin = need / 10 * (size_t)i; /* 0 .. 120 % of what it needs */
-        hog h;
-        hog_take(&h, margin);
-        s = NULL;
-        qmm_status st = qmm_llm_cuda_session_create(m, 4096, &o, &s);
-        CHECKF(st == QMM_OK || st == QMM_ERR_NOMEM, "margin %zu MiB: %s (%s)", margin / MIB,
-               qmm_status_name(st), qmm_last_error());
-        if (st == QMM_ERR_NOMEM) {
-            nomem++;
-            CHECK(s == NULL);
-        }
-        if (st == QMM_OK) {
-            ok++;
-            memset(got, 0xA5, sizeof got);
-            CHECK_OK(qmm_llm_cuda_generate(s, ids, 4, 4, got, NULL));
-            CHECK(!memcmp(got, want, sizeof got));
-        }
-        qmm_llm_cuda_session_destroy(s);
-        hog_release(&h);
-        check_no_leak(before, "session", margin);
-    }
-    printf("    %d margins out of memory, %d fitted\n", nomem, ok);
-    CHECK(nomem > 0 && ok > 0);
+    attempt_args t = {.m = m, .o = &o, .ids = ids, .want = want};
+    oom_sweep("session", need / 10, 13, try_session, &t); /* 0 .. 120 % of what it needs */
     qmm_llm_model_destroy(m);
 }
 

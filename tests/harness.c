@@ -194,6 +194,50 @@ qmm_llm_model *test_checkpoint_model(const qmm_llm_config *c)
     return m;
 }
 
+qmm_llm_model *test_synthetic_model(const qmm_llm_config *c, uint64_t seed)
+{
+    qmm_llm_model *m = NULL;
+    CHECK_OK(qmm_llm_model_synthetic(c, seed, &m));
+    return m;
+}
+
+qmm_llm_cuda_session *test_cuda_session(const qmm_llm_model *m, int64_t max_seq,
+                                        const qmm_llm_cuda_options *o)
+{
+    qmm_llm_cuda_options d = qmm_llm_cuda_options_default();
+    qmm_llm_cuda_session *s = NULL;
+    qmm_status st = qmm_llm_cuda_session_create(m, max_seq, o ? o : &d, &s);
+    CHECKF(st == QMM_OK, "cuda session: %s (%s)", qmm_last_error(), qmm_status_name(st));
+    return s;
+}
+
+int test_near_tie(const float *ref, int64_t n, int32_t got, double *gap)
+{
+    int32_t best;
+    qmm_llm_argmax(ref, n, &best);
+    double g = (double)ref[best] - ref[got];
+    if (gap) *gap = g;
+    return got == best || g <= 0.02 * fmax(1.0, fabs(ref[best]));
+}
+
+int test_llm_init(test_llm *t, qmm_llm_model *m, int n)
+{
+    memset(t, 0, sizeof *t);
+    if (!(t->m = m)) return 0;
+    t->V = qmm_llm_model_config(m)->vocab_size;
+    t->ids = malloc((size_t)n * sizeof *t->ids);
+    t->a = malloc((size_t)t->V * sizeof *t->a), t->b = malloc((size_t)t->V * sizeof *t->b);
+    test_random_ids(t->ids, n, t->V);
+    return 1;
+}
+
+void test_llm_free(test_llm *t)
+{
+    qmm_llm_model_destroy(t->m);
+    free(t->ids), free(t->a), free(t->b);
+    memset(t, 0, sizeof *t);
+}
+
 void test_random_ids(int32_t *ids, int n, int64_t vocab)
 {
     for (int i = 0; i < n; i++) ids[i] = (int32_t)(test_rand_u64() % (uint64_t)vocab);

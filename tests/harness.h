@@ -122,6 +122,27 @@ void test_rm_tree(const char *dir);
 /* A model the way a user makes one: random HF checkpoint -> quantize -> load (NULL and a failed
  * case on error). The model keeps its file mapped, so the directory is gone on return. */
 qmm_llm_model *test_checkpoint_model(const qmm_llm_config *c);
+/* A synthetic model (qmm_llm_model_synthetic; NULL and a failed case on error). */
+qmm_llm_model *test_synthetic_model(const qmm_llm_config *c, uint64_t seed);
+/* A CUDA session with options o (NULL: the defaults); NULL and a failed case on error. */
+qmm_llm_cuda_session *test_cuda_session(const qmm_llm_model *m, int64_t max_seq,
+                                        const qmm_llm_cuda_options *o);
+/* Token `got` is an acceptable greedy choice under the reference logits ref[n]: the argmax, or
+ * within a near tie of it (2 % of max(1, |best logit|): fp32 accumulation order and bf16
+ * rounding move logits by about 1e-3 relative). *gap (gap may be NULL) = ref[best] - ref[got]. */
+int test_near_tie(const float *ref, int64_t n, int32_t got, double *gap);
+/* What the engine tests start from: a model, n random prompt ids, two logit buffers a and b of
+ * the vocabulary's size (V). */
+typedef struct test_llm {
+    qmm_llm_model *m;
+    int64_t V;
+    int32_t *ids;
+    float *a, *b;
+} test_llm;
+/* Takes m (test_checkpoint_model or test_synthetic_model); 0 when m is NULL (its maker failed the
+ * case; nothing to free). */
+int test_llm_init(test_llm *t, qmm_llm_model *m, int n);
+void test_llm_free(test_llm *t);
 /* n random token ids in [0, vocab). */
 void test_random_ids(int32_t *ids, int n, int64_t vocab);
 /* Skip the program (exit 77) unless a CUDA device is present; what: what goes untested. */

@@ -124,19 +124,28 @@ static const char *gpu_matmul(op_data *d, int variant)
     return err;
 }
 
+/* The case's weight into *w and its tensors into dv: NULL, or why not (nothing left behind). */
+static const char *upload_weight_and_tensors(op_data *d, qmm_cuda_weight **w, dev_tensors *dv)
+{
+    *w = NULL;
+    if (qmm_cuda_weight_upload(ctx, &d->w, w)) return qmm_last_error();
+    const char *err = dev_upload(d, dv);
+    if (err) {
+        qmm_cuda_weight_free(*w);
+        *w = NULL;
+    }
+    return err;
+}
+
 /* ---- the row gather: the library's entry (0) and the engine's embedding lookup (1) ---- */
 
 static const char *gpu_rows(op_data *d, int engine)
 {
     const op_case *c = d->c;
-    qmm_cuda_weight *w = NULL;
+    qmm_cuda_weight *w;
     dev_tensors dv;
-    if (qmm_cuda_weight_upload(ctx, &d->w, &w)) return qmm_last_error();
-    const char *err = dev_upload(d, &dv);
-    if (err) {
-        qmm_cuda_weight_free(w);
-        return err;
-    }
+    const char *err = upload_weight_and_tensors(d, &w, &dv);
+    if (err) return err;
     cudaError_t e = cudaSuccess;
     if (engine) {
         e = (cudaError_t)llm_op_embed(w, D(d, &dv, "ids"), D(d, &dv, "pos"), (int)c->m,
@@ -159,14 +168,10 @@ static const char *gpu_matvec_fused(op_data *d, int variant)
 {
     (void)variant;
     const op_case *c = d->c;
-    qmm_cuda_weight *w = NULL;
+    qmm_cuda_weight *w;
     dev_tensors dv;
-    if (qmm_cuda_weight_upload(ctx, &d->w, &w)) return qmm_last_error();
-    const char *err = dev_upload(d, &dv);
-    if (err) {
-        qmm_cuda_weight_free(w);
-        return err;
-    }
+    const char *err = upload_weight_and_tensors(d, &w, &dv);
+    if (err) return err;
     int e;
     if (c->flag == 1)
         e = llm_op_matvec_fused(ctx, w, (int)c->m, 1, D(d, &dv, "a"), c->k, NULL, c->n,

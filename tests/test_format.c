@@ -25,27 +25,24 @@ static void sizes(void)
 }
 
 /* One row x[0..127] = -15 + (j % 16): the negative edge is larger, so bias = -15 and the scale
- * is +1; codes are j % 16, i.e. words 0x76543210, 0xFEDCBA98 alternating. */
+ * is +1; codes are j % 16, i.e. words 0x76543210, 0xFEDCBA98 alternating. Mirrored (-x): the
+ * positive edge is larger, bias = 15, scale = -1, and the codes are the same. */
 static void layout_hand_computed(void)
 {
+    static const struct { float sign; qmm_bf16 scale, bias; } cases[] = {
+        {1, 0x3F80, 0xC170}, {-1, 0xBF80, 0x4170}};
     float x[QMM_GROUP];
-    for (int j = 0; j < QMM_GROUP; j++) x[j] = (float)(-15 + j % 16);
     qmm_w4 w;
     CHECK_OK(qmm_w4_alloc(1, QMM_GROUP, &w));
-    CHECK_OK(qmm_quantize(x, QMM_F32, &w, NULL));
-    CHECKF(w.scales[0] == 0x3F80 && w.biases[0] == 0xC170, "scale 0x%04x bias 0x%04x",
-           w.scales[0], w.biases[0]);
-    for (int i = 0; i < QMM_GROUP / 8; i++)
-        CHECKF(w.packed[i] == (i % 2 ? 0xFEDCBA98u : 0x76543210u), "word %d = 0x%08x", i,
-               w.packed[i]);
-    /* mirrored data: the positive edge is larger, bias = 15, scale = -1, codes reversed */
-    for (int j = 0; j < QMM_GROUP; j++) x[j] = -x[j];
-    CHECK_OK(qmm_quantize(x, QMM_F32, &w, NULL));
-    CHECKF(w.scales[0] == 0xBF80 && w.biases[0] == 0x4170, "scale 0x%04x bias 0x%04x",
-           w.scales[0], w.biases[0]);
-    for (int i = 0; i < QMM_GROUP / 8; i++)
-        CHECKF(w.packed[i] == (i % 2 ? 0xFEDCBA98u : 0x76543210u), "mirrored word %d = 0x%08x", i,
-               w.packed[i]);
+    for (int c = 0; c < 2; c++) {
+        for (int j = 0; j < QMM_GROUP; j++) x[j] = cases[c].sign * (float)(-15 + j % 16);
+        CHECK_OK(qmm_quantize(x, QMM_F32, &w, NULL));
+        CHECKF(w.scales[0] == cases[c].scale && w.biases[0] == cases[c].bias,
+               "sign %+.0f: scale 0x%04x bias 0x%04x", cases[c].sign, w.scales[0], w.biases[0]);
+        for (int i = 0; i < QMM_GROUP / 8; i++)
+            CHECKF(w.packed[i] == (i % 2 ? 0xFEDCBA98u : 0x76543210u), "sign %+.0f: word %d = 0x%08x",
+                   cases[c].sign, i, w.packed[i]);
+    }
     qmm_w4_free(&w);
 }
 

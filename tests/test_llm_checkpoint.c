@@ -23,6 +23,13 @@ static void sub(char *out, size_t size, const char *dir, const char *name)
     snprintf(out, size, "%s/%s", dir, name);
 }
 
+/* sub, and make that directory (mkdir's result) */
+static int sub_dir(char *out, size_t size, const char *dir, const char *name)
+{
+    sub(out, size, dir, name);
+    return mkdir(out, 0755);
+}
+
 /* Entries in a directory other than . and .. */
 static int dir_entries(const char *dir)
 {
@@ -53,19 +60,31 @@ static void copy_file(const char *from, const char *to)
 }
 
 /* A random HF checkpoint of c in dir/hf, quantized into dir/mlx. */
-static int make_mlx(const char *dir, const qmm_llm_config *c, st_dtype dtype,
-                    qmm_llm_quantize_report *rep)
+static int write_mlx(const char *dir, const qmm_llm_config *c, st_dtype dtype,
+                     qmm_llm_quantize_report *rep)
 {
     char hf[600], mlx[600];
-    sub(hf, sizeof hf, dir, "hf");
     sub(mlx, sizeof mlx, dir, "mlx");
-    if (mkdir(hf, 0755)) return 0;
+    if (sub_dir(hf, sizeof hf, dir, "hf")) return 0;
     qmm_status st = llm_write_random_hf(hf, c, test_rand_u64(), dtype);
     CHECKF(st == QMM_OK, "writing the HF checkpoint: %s", qmm_last_error());
     if (st) return 0;
     st = qmm_llm_quantize_checkpoint(hf, mlx, rep);
     CHECKF(st == QMM_OK, "quantize-checkpoint: %s", qmm_last_error());
     return st == QMM_OK;
+}
+
+/* A fresh directory (into dir[size]) holding a random HF checkpoint of c in dir/hf, quantized
+ * into dir/mlx; 0 (a failed case, the directory removed) when either cannot be made. */
+static int make_mlx(char *dir, size_t size, const qmm_llm_config *c, st_dtype dtype,
+                    qmm_llm_quantize_report *rep)
+{
+    if (!test_make_tmpdir(dir, size, "ckpt")) return 0;
+    if (!write_mlx(dir, c, dtype, rep)) {
+        test_rm_tree(dir);
+        return 0;
+    }
+    return 1;
 }
 
 /* What the writer must have produced for one linear: qmm_quantize of the input tensor. */
@@ -93,12 +112,8 @@ static void check_linear(const st_set *in, const char *prefix, const qmm_w4 *got
 static void roundtrip(const qmm_llm_config *c, st_dtype dtype)
 {
     char dir[512], path[600];
-    if (!test_make_tmpdir(dir, sizeof dir, "ckpt")) return;
     qmm_llm_quantize_report rep;
-    if (!make_mlx(dir, c, dtype, &rep)) {
-        test_rm_tree(dir);
-        return;
-    }
+    if (!make_mlx(dir, sizeof dir, c, dtype, &rep)) return;
     int64_t lin = 1 + (c->tie_word_embeddings ? 0 : 1) + c->num_layers * QMM_LLM_LINEAR_COUNT;
     int64_t norms = 1 + c->num_layers * QMM_LLM_NORM_COUNT;
     CHECKF(rep.quantized == lin && rep.copied == norms && rep.ignored == 0,
@@ -208,14 +223,9 @@ static void rewrite(const char *mlx_dir, const char *out_dir, const char *name, 
 static void load_rejects_bad_checkpoints(void)
 {
     char dir[512], mlx[600], bad[600], path[700];
-    if (!test_make_tmpdir(dir, sizeof dir, "ckpt")) return;
-    if (!make_mlx(dir, &tiny, ST_BF16, NULL)) {
-        test_rm_tree(dir);
-        return;
-    }
+    if (!make_mlx(dir, sizeof dir, &tiny, ST_BF16, NULL)) return;
     sub(mlx, sizeof mlx, dir, "mlx");
-    sub(bad, sizeof bad, dir, "bad");
-    mkdir(bad, 0755);
+    sub_dir(bad, sizeof bad, dir, "bad");
     const struct {
         const char *name;
         char edit;
@@ -302,14 +312,9 @@ static void load_rejects_bad_checkpoints(void)
 static void sharded_mlx_checkpoint(void)
 {
     char dir[512], mlx[600], shard[600], path[700];
-    if (!test_make_tmpdir(dir, sizeof dir, "ckpt")) return;
-    if (!make_mlx(dir, &tiny, ST_BF16, NULL)) {
-        test_rm_tree(dir);
-        return;
-    }
+    if (!make_mlx(dir, sizeof dir, &tiny, ST_BF16, NULL)) return;
     sub(mlx, sizeof mlx, dir, "mlx");
-    sub(shard, sizeof shard, dir, "sharded");
-    mkdir(shard, 0755);
+    sub_dir(shard, sizeof shard, dir, "sharded");
     st_set s;
     CHECK_OK(st_open(mlx, &s));
     /* tensors alternate between two shards; the index maps each */
@@ -373,14 +378,12 @@ static void writer_leaves_nothing_on_error(void)
 {
     char dir[512], hf[600], out[600], path[700];
     if (!test_make_tmpdir(dir, sizeof dir, "ckpt")) return;
-    sub(hf, sizeof hf, dir, "hf");
+    sub_dir(hf, sizeof hf, dir, "hf");
     sub(out, sizeof out, dir, "out");
-    mkdir(hf, 0755);
     CHECK_OK(llm_write_random_hf(hf, &tiny, 7, ST_BF16));
     /* drop one input tensor: the writer fails naming it and leaves out/ empty */
     char bad[600];
-    sub(bad, sizeof bad, dir, "hf_bad");
-    mkdir(bad, 0755);
+    sub_dir(bad, sizeof bad, dir, "hf_bad");
     rewrite(hf, bad, "model.layers.1.mlp.gate_proj.weight", 'd', ST_BF16);
     CHECK_STATUS(qmm_llm_quantize_checkpoint(bad, out, NULL), QMM_ERR_NOT_FOUND);
     CHECK(strstr(qmm_last_error(), "model.layers.1.mlp.gate_proj.weight") != NULL);

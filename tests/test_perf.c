@@ -179,31 +179,37 @@ static void test_jitter_times(void)
 
 static void test_gantt(void)
 {
-    qmm_model_segment seg[18];
-    run_const(2, 3, 1, 6, 2, seg);
+    /* constant times (load, compute, store), tiles, buffers; time per column, width; the chart
+     * (its first rows when shorter), into a buffer of exactly 3 rows of width + 1 */
+    static const struct {
+        double l, c, s;
+        int tiles, buffers;
+        double unit;
+        int width;
+        const char *want;
+    } cases[] = {
+        {2, 3, 1, 6, 2, 0.5, 42, "00001111..2222..3333..4444..5555..........\n"
+                                 "....000000111111222222333333444444555555..\n"
+                                 "..........00....11....22....33....44....55\n"},
+        {2, 3, 1, 6, 1, 1, 31, "00...11...22...33...44...55....\n"
+                               "..000..111..222..333..444..555.\n"
+                               ".....0....1....2....3....4....5\n"},
+        {1, 1, 1, 12, 2, 1, 14, "012345678901..\n"}, /* twelve tiles: digits wrap to tile % 10 */
+    };
+    qmm_model_segment seg[36];
     char buf[3 * 43 + 1];
-    CHECK_OK(qmm_model_gantt(seg, 6, 0.5, 42, buf, sizeof buf));
-    const char *want = "00001111..2222..3333..4444..5555..........\n"
-                       "....000000111111222222333333444444555555..\n"
-                       "..........00....11....22....33....44....55\n";
-    CHECKF(!strcmp(buf, want), "got:\n%s", buf);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_const(cases[i].l, cases[i].c, cases[i].s, cases[i].tiles, cases[i].buffers, seg);
+        size_t size = 3 * (size_t)(cases[i].width + 1) + 1;
+        CHECK_OK(qmm_model_gantt(seg, cases[i].tiles, cases[i].unit, cases[i].width, buf, size));
+        CHECKF(!strncmp(buf, cases[i].want, strlen(cases[i].want)), "case %zu got:\n%s", i, buf);
+    }
     run_const(2, 3, 1, 6, 1, seg);
-    char one[3 * 32 + 1];
-    CHECK_OK(qmm_model_gantt(seg, 6, 1, 31, one, sizeof one));
-    const char *want1 = "00...11...22...33...44...55....\n"
-                        "..000..111..222..333..444..555.\n"
-                        ".....0....1....2....3....4....5\n";
-    CHECKF(!strcmp(one, want1), "got:\n%s", one);
-    /* Twelve tiles: digits wrap to tile % 10. */
-    qmm_model_segment big[36];
-    run_const(1, 1, 1, 12, 2, big);
-    char b12[3 * 15 + 1];
-    CHECK_OK(qmm_model_gantt(big, 12, 1, 14, b12, sizeof b12));
-    CHECKF(!strncmp(b12, "012345678901..\n", 15), "got:\n%s", b12);
-    CHECK_STATUS(qmm_model_gantt(seg, 6, 1, 31, one, sizeof one - 1), QMM_ERR_WORKSPACE);
-    CHECK_STATUS(qmm_model_gantt(seg, 6, 0, 31, one, sizeof one), QMM_ERR_RANGE);
-    CHECK_STATUS(qmm_model_gantt(seg, 6, 1, 0, one, sizeof one), QMM_ERR_ARG);
-    CHECK_STATUS(qmm_model_gantt(NULL, 6, 1, 31, one, sizeof one), QMM_ERR_NULL);
+    const size_t one = 3 * 32 + 1;
+    CHECK_STATUS(qmm_model_gantt(seg, 6, 1, 31, buf, one - 1), QMM_ERR_WORKSPACE);
+    CHECK_STATUS(qmm_model_gantt(seg, 6, 0, 31, buf, one), QMM_ERR_RANGE);
+    CHECK_STATUS(qmm_model_gantt(seg, 6, 1, 0, buf, one), QMM_ERR_ARG);
+    CHECK_STATUS(qmm_model_gantt(NULL, 6, 1, 31, buf, one), QMM_ERR_NULL);
 }
 
 static void test_arguments(void)

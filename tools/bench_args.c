@@ -169,12 +169,29 @@ int bench_parse_args(int argc, char **argv, bench_opts *o)
     int proj_given = 0;
     bench_shape extra[BENCH_MAX_SHAPES];
     int extra_count = 0;
+    /* the numeric options: their range and where the value goes (an int or a double) */
+    const struct {
+        const char *flag;
+        double lo, hi;
+        int *i;
+        double *d;
+    } nums[] = {
+        {"--calls", 1, 100000, &o->calls, NULL},
+        {"--reps", BENCH_MIN_REPS, 10000, &o->reps, NULL},
+        {"--target-us", 1.0, 1e6, NULL, &o->target_replay_us},
+        {"--device", 0, 1024, &o->device, NULL},
+        {"--max-copies-mb", 1.0, 1e7, NULL, &o->max_copies_mb},
+        {"--threads", 0, 4096, &o->cpu_threads, NULL},
+        {"--model-bps", 1, 64, &o->model_blocks_per_sm, NULL},
+    };
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t iv;
-        int bad = 0, takes_value = 1;
+        int bad = 0, takes_value = 1, num = -1;
+        for (int j = 0; j < (int)(sizeof nums / sizeof nums[0]); j++)
+            if (!strcmp(a, nums[j].flag)) num = j;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             bench_usage(stdout);
             return 1;
@@ -197,17 +214,11 @@ int bench_parse_args(int argc, char **argv, bench_opts *o)
             bad = parse_m_list(v, o);
         } else if (!strcmp(a, "--group")) {
             bad = parse_group_list(v, o);
-        } else if (!strcmp(a, "--calls")) {
-            bad = parse_i64(v, 1, 100000, &iv);
-            o->calls = (int)iv;
-        } else if (!strcmp(a, "--reps")) {
-            bad = parse_i64(v, BENCH_MIN_REPS, 10000, &iv);
-            o->reps = (int)iv;
-        } else if (!strcmp(a, "--target-us")) {
-            bad = parse_f64(v, 1.0, 1e6, &o->target_replay_us);
-        } else if (!strcmp(a, "--device")) {
-            bad = parse_i64(v, 0, 1024, &iv);
-            o->device = (int)iv;
+        } else if (num >= 0 && nums[num].d) {
+            bad = parse_f64(v, nums[num].lo, nums[num].hi, nums[num].d);
+        } else if (num >= 0) {
+            bad = parse_i64(v, (int64_t)nums[num].lo, (int64_t)nums[num].hi, &iv);
+            if (!bad) *nums[num].i = (int)iv;
         } else if (!strcmp(a, "--seed")) {
             char *end;
             errno = 0;
@@ -215,18 +226,10 @@ int bench_parse_args(int argc, char **argv, bench_opts *o)
             bad = errno || end == v || *end;
             o->seed = s;
             o->seed_given = 1;
-        } else if (!strcmp(a, "--max-copies-mb")) {
-            bad = parse_f64(v, 1.0, 1e7, &o->max_copies_mb);
-        } else if (!strcmp(a, "--threads")) {
-            bad = parse_i64(v, 0, 4096, &iv);
-            o->cpu_threads = (int)iv;
         } else if (!strcmp(a, "--policy")) {
             if (!strcmp(v, "device")) o->policy = QMM_POLICY_DEVICE;
             else if (!strcmp(v, "seed")) o->policy = QMM_POLICY_SEED;
             else bad = 1;
-        } else if (!strcmp(a, "--model-bps")) {
-            bad = parse_i64(v, 1, 64, &iv);
-            o->model_blocks_per_sm = (int)iv;
         } else if (!strcmp(a, "--out")) {
             o->out_md = v;
         } else if (!strcmp(a, "--csv")) {

@@ -80,13 +80,41 @@ static const char copy_ptx[] =
 #define WINDOW_BYTES ((size_t)1 << 20)
 #define GEMM_N 8192
 
+static void default_ceiling(bench_ceiling *x, double value)
+{
+    x->value = x->min = x->max = value;
+    x->measured = 0;
+    snprintf(x->note, sizeof x->note, "DESIGN §8 default, not measured");
+}
+
 void bench_default_ceilings(bench_ceilings *c)
 {
     memset(c, 0, sizeof *c);
-    c->copy_gbps = c->copy_min_gbps = c->copy_max_gbps = BENCH_DEFAULT_COPY_GBPS;
-    c->cublas_tflops = c->cublas_min_tflops = c->cublas_max_tflops = BENCH_DEFAULT_CUBLAS_TFLOPS;
-    snprintf(c->copy_note, sizeof c->copy_note, "DESIGN §8 default, not measured");
-    snprintf(c->cublas_note, sizeof c->cublas_note, "DESIGN §8 default, not measured");
+    default_ceiling(&c->copy, BENCH_DEFAULT_COPY_GBPS);
+    default_ceiling(&c->cublas, BENCH_DEFAULT_CUBLAS_TFLOPS);
+}
+
+/* Time fn (graphs of calls, median of o->reps) into x: rate = work / per-call time in µs, at the
+ * median, the slowest and the fastest replay. 0, or -1 (why says). */
+static int time_ceiling(cudaStream_t s, bench_enqueue_fn fn, void *arg, const bench_opts *o,
+                        double work, bench_ceiling *x, bench_time *t, char *why, size_t why_len)
+{
+    bench_timing_req q = {10, 1, o->reps, 0.0};
+    if (bench_time_calls(s, fn, arg, &q, t, why, why_len)) return -1;
+    x->value = work / t->graph_med;
+    x->min = work / t->graph_max;
+    x->max = work / t->graph_min;
+    x->measured = 1;
+    return 0;
+}
+
+/* The DESIGN default stays; say why on stderr and in the note. */
+static void ceiling_failed(bench_ceiling *x, const char *what, double value, const char *unit,
+                           const char *why)
+{
+    fprintf(stderr, "qmm bench ops: WARNING: %s ceiling not measured (%s); using the DESIGN "
+                    "default %.0f %s\n", what, why, value, unit);
+    snprintf(x->note, sizeof x->note, "DESIGN §8 default: measurement failed (%.100s)", why);
 }
 
 static dim3 d3(unsigned x)
@@ -173,20 +201,14 @@ static int time_copy(copy_call *x, const bench_opts *o, bench_ceilings *c, char 
     int rc = check_copy(x, note, note_len);
     if (rc == 0) {
         bench_set_activity("copy ceiling: timing 1 GiB copies");
-        bench_timing_req q = {10, 1, o->reps, 0.0};
         bench_time t;
-        rc = bench_time_calls(x->s, enqueue_copy, x, &q, &t, note, note_len);
-        if (rc == 0) {
-            double moved = 2.0 * (double)COPY_BYTES; /* read + write */
-            c->copy_gbps = moved / (t.graph_med * 1e3);
-            c->copy_min_gbps = moved / (t.graph_max * 1e3);
-            c->copy_max_gbps = moved / (t.graph_min * 1e3);
-            c->copy_measured = 1;
-            snprintf(c->copy_note, sizeof c->copy_note,
+        const double gb_moved = 2e-9 * (double)COPY_BYTES; /* read + write */
+        rc = time_ceiling(x->s, enqueue_copy, x, o, gb_moved * 1e6, &c->copy, &t, note, note_len);
+        if (rc == 0)
+            snprintf(c->copy.note, sizeof c->copy.note,
                      "measured: kernel copy of 1 GiB, read+write bytes / time, graph of %d, "
                      "median of %d (%d blocks x %d threads)",
                      t.calls, t.reps, x->blocks, COPY_THREADS);
-        }
     }
     CK(cudaStreamSynchronize(x->s));
     CK(cudaFree(src));
@@ -222,11 +244,7 @@ static void measure_copy(cudaStream_t s, int sms, const bench_opts *o, bench_cei
         rc = time_copy(&x, o, c, note, sizeof note);
     }
     if (lib) CK(cudaLibraryUnload(lib));
-    if (rc == 0) return;
-    fprintf(stderr, "qmm bench ops: WARNING: copy ceiling not measured (%s); using the DESIGN "
-                    "default %.0f GB/s\n", note, BENCH_DEFAULT_COPY_GBPS);
-    snprintf(c->copy_note, sizeof c->copy_note, "DESIGN §8 default: measurement failed (%.100s)",
-             note);
+    if (rc) ceiling_failed(&c->copy, "copy", BENCH_DEFAULT_COPY_GBPS, "GB/s", note);
 }
 
 typedef struct gemm_call {
@@ -307,26 +325,15 @@ static void measure_cublas(cudaStream_t s, bench_cublas *cb, const bench_opts *o
     }
     if (rc == 0) {
         bench_set_activity("cuBLAS ceiling: timing bf16 8192^3");
-        bench_timing_req q = {10, 1, o->reps, 0.0};
         bench_time t;
-        rc = bench_time_calls(s, enqueue_gemm, &x, &q, &t, why, sizeof why);
-        if (rc == 0) {
-            double flops = 2.0 * GEMM_N * (double)GEMM_N * GEMM_N;
-            c->cublas_tflops = flops / (t.graph_med * 1e6);
-            c->cublas_min_tflops = flops / (t.graph_max * 1e6);
-            c->cublas_max_tflops = flops / (t.graph_min * 1e6);
-            c->cublas_measured = 1;
-            snprintf(c->cublas_note, sizeof c->cublas_note,
+        const double tflop = 2e-12 * GEMM_N * (double)GEMM_N * GEMM_N;
+        rc = time_ceiling(s, enqueue_gemm, &x, o, tflop * 1e6, &c->cublas, &t, why, sizeof why);
+        if (rc == 0)
+            snprintf(c->cublas.note, sizeof c->cublas.note,
                      "measured: cublasGemmEx bf16 in/out, fp32 compute, 8192^3 random data, "
                      "graph of %d, median of %d", t.calls, t.reps);
-        }
     }
-    if (rc) {
-        fprintf(stderr, "qmm bench ops: WARNING: cuBLAS ceiling not measured (%s); using the "
-                        "DESIGN default %.0f TFLOP/s\n", why, BENCH_DEFAULT_CUBLAS_TFLOPS);
-        snprintf(c->cublas_note, sizeof c->cublas_note,
-                 "DESIGN §8 default: measurement failed (%.100s)", why);
-    }
+    if (rc) ceiling_failed(&c->cublas, "cuBLAS", BENCH_DEFAULT_CUBLAS_TFLOPS, "TFLOP/s", why);
     CK(cudaStreamSynchronize(s));
     CK(cudaFree(da));
     CK(cudaFree(db));

@@ -191,6 +191,25 @@ typedef struct cell {
     char prof_prefill[8192], prof_decode[8192], prof_graph[8192];
 } cell;
 
+/* A cell's medians (ms) and throughputs: prompt tokens over the prefill, the new tokens after
+ * the first over the decode steps. */
+typedef struct cell_stats {
+    int64_t in, out;
+    double prefill_ms, decode_ms, prefill_tps, decode_tps;
+} cell_stats;
+
+static cell_stats stats_of(const e2e_args *a, const cell *c, int li)
+{
+    cell_stats s;
+    s.in = a->in_len[li];
+    s.out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
+    s.prefill_ms = median(c->prefill, c->n);
+    s.decode_ms = median(c->decode, c->n);
+    s.prefill_tps = (double)s.in / (s.prefill_ms * 1e-3);
+    s.decode_tps = s.out > 1 ? (double)(s.out - 1) / (s.decode_ms * 1e-3) : 0.0;
+    return s;
+}
+
 static int parent_main(const e2e_args *a, int argc, char **argv)
 {
     static cell cells[MAX_LENS][2];
@@ -277,16 +296,14 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
     fprintf(md, "| prompt -> new | split-K | prefill ms | prefill tok/s | decode ms | decode tok/s "
                 "|\n|---|---|---:|---:|---:|---:|\n");
     for (int li = 0; li < a->nlen; li++) {
-        int64_t out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
         for (int v = 0; v < a->nvar; v++) {
-            cell *c = &cells[li][v];
-            double pm = median(c->prefill, c->n), dm = median(c->decode, c->n);
+            const cell *c = &cells[li][v];
+            cell_stats st = stats_of(a, c, li);
             fprintf(md, "| %lld -> %lld | %s | %.3f [%.3f - %.3f] | %.0f | %.2f [%.2f - %.2f] | "
-                    "%.1f |\n", (long long)a->in_len[li], (long long)out,
-                    a->cpu ? "n/a" : a->variants[v] ? "on" : "off", pm, vmin(c->prefill, c->n),
-                    vmax(c->prefill, c->n), (double)a->in_len[li] / (pm * 1e-3), dm,
-                    vmin(c->decode, c->n), vmax(c->decode, c->n),
-                    out > 1 ? (double)(out - 1) / (dm * 1e-3) : 0.0);
+                    "%.1f |\n", (long long)st.in, (long long)st.out,
+                    a->cpu ? "n/a" : a->variants[v] ? "on" : "off", st.prefill_ms,
+                    vmin(c->prefill, c->n), vmax(c->prefill, c->n), st.prefill_tps, st.decode_ms,
+                    vmin(c->decode, c->n), vmax(c->decode, c->n), st.decode_tps);
         }
         if (a->nvar == 2) {
             double on = median(cells[li][a->variants[0] ? 0 : 1].prefill, cells[li][0].n);
@@ -333,17 +350,15 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
         fprintf(j, "  \"results\": [\n");
         int first = 1;
         for (int li = 0; li < a->nlen; li++) {
-            int64_t out = a->nout == 1 ? a->out_len[0] : a->out_len[li];
             for (int v = 0; v < a->nvar; v++) {
-                cell *c = &cells[li][v];
-                double pm = median(c->prefill, c->n), dm = median(c->decode, c->n);
+                const cell *c = &cells[li][v];
+                cell_stats st = stats_of(a, c, li);
                 fprintf(j, "%s    {\"input_len\": %lld, \"output_len\": %lld, \"split_k\": \"%s\", "
                         "\"prefill_ms_median\": %.6f, \"decode_ms_median\": %.6f, "
                         "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"prefill_ms\": [",
-                        first ? "" : ",\n", (long long)a->in_len[li], (long long)out,
-                        a->cpu ? "n/a" : a->variants[v] ? "on" : "off", pm, dm,
-                        (double)a->in_len[li] / (pm * 1e-3),
-                        out > 1 ? (double)(out - 1) / (dm * 1e-3) : 0.0);
+                        first ? "" : ",\n", (long long)st.in, (long long)st.out,
+                        a->cpu ? "n/a" : a->variants[v] ? "on" : "off", st.prefill_ms,
+                        st.decode_ms, st.prefill_tps, st.decode_tps);
                 for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->prefill[i]);
                 fprintf(j, "], \"decode_ms\": [");
                 for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->decode[i]);

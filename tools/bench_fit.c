@@ -21,8 +21,8 @@ void bench_model_setup_init(bench_model_setup *ms, int sms, const bench_ceilings
     }
     ms->gpu.name = "this-gpu";
     if (sms > 0) ms->gpu.sms = sms;
-    if (c->cublas_tflops > 0) ms->gpu.peak_tflops = c->cublas_tflops;
-    if (c->copy_gbps > 0) ms->gpu.bandwidth_tbs = c->copy_gbps / 1000.0;
+    if (c->cublas.value > 0) ms->gpu.peak_tflops = c->cublas.value;
+    if (c->copy.value > 0) ms->gpu.bandwidth_tbs = c->copy.value / 1000.0;
     for (int i = 0; config_bps && i < count && i < QMM_MAX_TILE_CONFIGS; i++)
         ms->config_bps[i] = config_bps[i] > 0 ? config_bps[i] : 0;
     ms->bps_override = bps_override > 0 ? bps_override : 0;

@@ -208,7 +208,7 @@ static int run(int argc, char **argv)
     bench_measure_ceilings(s, &cb, o, &rng, &st->ceil);
     fprintf(stderr, "qmm bench ops: copy ceiling %.0f GB/s (%s)\nqmm bench ops: bf16 ceiling "
                     "%.1f TFLOP/s (%s)\n",
-            st->ceil.copy_gbps, st->ceil.copy_note, st->ceil.cublas_tflops, st->ceil.cublas_note);
+            st->ceil.copy.value, st->ceil.copy.note, st->ceil.cublas.value, st->ceil.cublas.note);
     setup_model(st, ctx);
 
     int total = o->shape_count * o->m_count, done = 0;

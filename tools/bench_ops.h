@@ -132,11 +132,17 @@ typedef struct bench_meta {
     int hot, reps, calls_min;
 } bench_meta;
 
+/* One ceiling: the rate of the median, the slowest and the fastest timing; measured 1 in this
+ * run, 0 the DESIGN default; how it was obtained. */
+typedef struct bench_ceiling {
+    double value, min, max;
+    int measured;
+    char note[160];
+} bench_ceiling;
+
 typedef struct bench_ceilings {
-    double copy_gbps, copy_min_gbps, copy_max_gbps; /* kernel copy, read+write bytes / time */
-    double cublas_tflops, cublas_min_tflops, cublas_max_tflops; /* cuBLAS bf16 8192³ */
-    int copy_measured, cublas_measured; /* 1 measured in this run, 0 the DESIGN default */
-    char copy_note[160], cublas_note[160];
+    bench_ceiling copy;   /* GB/s: kernel copy, read+write bytes / time */
+    bench_ceiling cublas; /* TFLOP/s: cuBLAS bf16 8192³ */
 } bench_ceilings;
 
 /* ---- model vs measurement (bench_fit.c) ---------------------------------------------------- */

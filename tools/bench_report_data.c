@@ -53,9 +53,9 @@ void bench_write_csv(FILE *f, const bench_report *r)
             m->gpu, m->cc_major, m->cc_minor, m->sms, m->l2_bytes, m->sm_clock_khz,
             m->mem_clock_khz, m->mem_bus_bits, m->driver_version, m->runtime_version,
             m->cublas_version, m->commit, m->date, (unsigned long long)m->seed,
-            m->hot ? "hot" : "cold", m->reps, m->calls_min, c->copy_gbps,
-            c->copy_measured ? "measured" : "default", c->cublas_tflops,
-            c->cublas_measured ? "measured" : "default", m->command);
+            m->hot ? "hot" : "cold", m->reps, m->calls_min, c->copy.value,
+            c->copy.measured ? "measured" : "default", c->cublas.value,
+            c->cublas.measured ? "measured" : "default", m->command);
     fprintf(f, "proj,k,n,m,contender,path,split,stages,tile_m,tile_n,config,status,rel_err,checked_rows,"
                "graph_med_us,graph_min_us,graph_max_us,eager_med_us,eager_min_us,eager_max_us,"
                "calls,copies,reps,bytes,flops,gbps,pct_copy,tflops,pct_cublas_peak,plan_path,"
@@ -76,9 +76,9 @@ void bench_write_csv(FILE *f, const bench_report *r)
         csv_num(f, x->flops);
         double g = gbps_of(x), tf = tflops_of(x);
         csv_num(f, g);
-        csv_num(f, 100.0 * g / c->copy_gbps);
+        csv_num(f, 100.0 * g / c->copy.value);
         csv_num(f, tf);
-        csv_num(f, 100.0 * tf / c->cublas_tflops);
+        csv_num(f, 100.0 * tf / c->cublas.value);
         fprintf(f, ",%s,%d", x->plan_path > 0 ? qmm_path_name((qmm_path)x->plan_path) : "",
                 x->plan_split);
         csv_num(f, x->predicted_us >= 0 ? x->predicted_us : NAN);
@@ -130,6 +130,23 @@ static void jint(FILE *f, int *first, const char *key, long long v)
     fprintf(f, "%lld", v);
 }
 
+/* NAME_UNIT, NAME_min_UNIT, NAME_max_UNIT, NAME_measured, NAME_note */
+static void json_ceiling(FILE *f, int *first, const char *name, const char *unit,
+                         const bench_ceiling *x)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s_%s", name, unit);
+    jnum(f, first, key, x->value);
+    snprintf(key, sizeof key, "%s_min_%s", name, unit);
+    jnum(f, first, key, x->min);
+    snprintf(key, sizeof key, "%s_max_%s", name, unit);
+    jnum(f, first, key, x->max);
+    snprintf(key, sizeof key, "%s_measured", name);
+    jint(f, first, key, x->measured);
+    snprintf(key, sizeof key, "%s_note", name);
+    jstr(f, first, key, x->note);
+}
+
 static void json_meta(FILE *f, const bench_report *r)
 {
     const bench_meta *m = r->meta;
@@ -158,16 +175,8 @@ static void json_meta(FILE *f, const bench_report *r)
     jstr(f, &fi, "command", m->command);
     fprintf(f, "},\n  \"ceilings\": {");
     fi = 1;
-    jnum(f, &fi, "copy_gbps", c->copy_gbps);
-    jnum(f, &fi, "copy_min_gbps", c->copy_min_gbps);
-    jnum(f, &fi, "copy_max_gbps", c->copy_max_gbps);
-    jint(f, &fi, "copy_measured", c->copy_measured);
-    jstr(f, &fi, "copy_note", c->copy_note);
-    jnum(f, &fi, "cublas_tflops", c->cublas_tflops);
-    jnum(f, &fi, "cublas_min_tflops", c->cublas_min_tflops);
-    jnum(f, &fi, "cublas_max_tflops", c->cublas_max_tflops);
-    jint(f, &fi, "cublas_measured", c->cublas_measured);
-    jstr(f, &fi, "cublas_note", c->cublas_note);
+    json_ceiling(f, &fi, "copy", "gbps", &c->copy);
+    json_ceiling(f, &fi, "cublas", "tflops", &c->cublas);
     fprintf(f, "},\n");
 }
 
@@ -202,9 +211,9 @@ static void json_result(FILE *f, const bench_result *x, const bench_ceilings *c)
     jnum(f, &fi, "bytes", x->bytes);
     jnum(f, &fi, "flops", x->flops);
     jnum(f, &fi, "gbps", g);
-    jnum(f, &fi, "pct_copy", 100.0 * g / c->copy_gbps);
+    jnum(f, &fi, "pct_copy", 100.0 * g / c->copy.value);
     jnum(f, &fi, "tflops", tf);
-    jnum(f, &fi, "pct_cublas_peak", 100.0 * tf / c->cublas_tflops);
+    jnum(f, &fi, "pct_cublas_peak", 100.0 * tf / c->cublas.value);
     jstr(f, &fi, "plan_path", x->plan_path > 0 ? qmm_path_name((qmm_path)x->plan_path) : "");
     jint(f, &fi, "plan_split", x->plan_split);
     jnum(f, &fi, "predicted_us", x->predicted_us >= 0 ? x->predicted_us : NAN);

@@ -49,10 +49,10 @@ static void write_header(FILE *f, const bench_report *r)
     fprintf(f, "| timing | CUDA graph of >= %d calls (a replay >= %.0f µs, every copy used), "
                "median of %d replays, per call; eager = the same calls launched one by one |\n",
             m->calls_min, r->opts ? r->opts->target_replay_us : 0.0, m->reps);
-    fprintf(f, "| copy ceiling | %.0f GB/s (%.0f–%.0f) %s |\n", c->copy_gbps, c->copy_min_gbps,
-            c->copy_max_gbps, c->copy_note);
-    fprintf(f, "| bf16 ceiling | %.1f TFLOP/s (%.1f–%.1f) %s |\n", c->cublas_tflops,
-            c->cublas_min_tflops, c->cublas_max_tflops, c->cublas_note);
+    fprintf(f, "| copy ceiling | %.0f GB/s (%.0f–%.0f) %s |\n", c->copy.value, c->copy.min,
+            c->copy.max, c->copy.note);
+    fprintf(f, "| bf16 ceiling | %.1f TFLOP/s (%.1f–%.1f) %s |\n", c->cublas.value,
+            c->cublas.min, c->cublas.max, c->cublas.note);
     fprintf(f, "| command | `%s` |\n\n", m->command);
 }
 
@@ -122,8 +122,8 @@ static void write_main_table(FILE *f, const bench_report *r, const size_t *cases
                 num(b[5], 48, au && au->status == BENCH_PASS ? au->t.eager_med : NAN, 2),
                 num(b[6], 48, t_cb / t_au, 2), num(b[7], 48, t_ti / t_au, 2),
                 num(b[8], 48, t_ti / t_best, 2), num(b[9], 48, gbps, 0),
-                num(b[10], 48, 100.0 * gbps / r->ceil->copy_gbps, 0), num(b[11], 48, tflops, 1),
-                num(b[12], 48, 100.0 * tflops / r->ceil->cublas_tflops, 0),
+                num(b[10], 48, 100.0 * gbps / r->ceil->copy.value, 0), num(b[11], 48, tflops, 1),
+                num(b[12], 48, 100.0 * tflops / r->ceil->cublas.value, 0),
                 num(b[13], 48, first->predicted_us >= 0 ? first->predicted_us : NAN, 2), spread);
     }
     fprintf(f, "\n");

@@ -76,6 +76,17 @@ int cli_unknown(const char *cmd, const char *opt)
     return EXIT_USAGE;
 }
 
+int cli_is_help(const char *arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }
+
+const char *cli_known_value(const char *cmd, const char *const *known, int argc, char **argv,
+                            int *i)
+{
+    for (int j = 0; known[j]; j++)
+        if (!strcmp(argv[*i], known[j])) return cli_value(cmd, argc, argv, i);
+    cli_unknown(cmd, argv[*i]);
+    return NULL;
+}
+
 void cli_json_string(FILE *f, const char *s, size_t n)
 {
     fputc('"', f);

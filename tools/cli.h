@@ -27,6 +27,12 @@ int cli_on_off(const char *cmd, const char *flag, const char *v, int *out);
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 /* "qmm CMD: unknown option X" plus the hint to run --help; returns EXIT_USAGE. */
 int cli_unknown(const char *cmd, const char *opt);
+/* "--help" or "-h". */
+int cli_is_help(const char *arg);
+/* The value of option argv[*i] when it is one of `known` (NULL-terminated), advancing *i; NULL
+ * after printing why (cli_unknown: also when it is the last argument; cli_value). */
+const char *cli_known_value(const char *cmd, const char *const *known, int argc, char **argv,
+                            int *i);
 
 /* s as a JSON string literal (quotes, escapes; invalid UTF-8 bytes as \u00XX). */
 void cli_json_string(FILE *f, const char *s, size_t n);

@@ -66,23 +66,15 @@ int cmd_matmul(int argc, char **argv)
     static const char *const paths[] = {"auto", "matvec", "tiled", "splitk", "streamk", "dense", "wgmma", NULL};
     static const char *const partials[] = {"bf16", "f32", NULL};
     static const char *const policies[] = {"device", "seed", NULL};
+    static const char *const known[] = {"--m", "--n", "--k", "--threads", "--seed", "--split",
+                                        "--stages", "--device", "--path", "--partials",
+                                        "--policy", "--group", NULL};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            usage(stdout);
-            return EXIT_OK;
-        }
-        if (!strcmp(o, "--json")) {
-            json = 1;
-            continue;
-        }
+        if (cli_is_help(o)) { usage(stdout); return EXIT_OK; }
+        if (!strcmp(o, "--json")) { json = 1; continue; }
+        if (!(v = cli_known_value("matmul", known, argc, argv, &i))) return EXIT_USAGE;
         int ok = 1, choice = 0;
-        if (strcmp(o, "--m") && strcmp(o, "--n") && strcmp(o, "--k") && strcmp(o, "--threads") &&
-            strcmp(o, "--seed") && strcmp(o, "--split") && strcmp(o, "--stages") &&
-            strcmp(o, "--device") && strcmp(o, "--path") && strcmp(o, "--partials") &&
-            strcmp(o, "--policy") && strcmp(o, "--group"))
-            return cli_unknown("matmul", o);
-        if (!(v = cli_value("matmul", argc, argv, &i))) return EXIT_USAGE;
         if (!strcmp(o, "--m")) ok = cli_int("matmul", o, v, 1, 1LL << 24, &m);
         else if (!strcmp(o, "--n")) ok = cli_int("matmul", o, v, 1, 1LL << 24, &n);
         else if (!strcmp(o, "--k")) ok = cli_int("matmul", o, v, 128, 1LL << 24, &k);

@@ -278,21 +278,13 @@ int cmd_plan(int argc, char **argv)
     int64_t tokens[MAX_TOKENS] = {16, 32, 64, 128, 2048};
     long long m = 0, n = 0, k = 0;
     int nt = 5, have_shape = 0;
+    static const char *const known[] = {"--model", "--policy", "--tokens", "--table",
+                                        "--m", "--n", "--k", "--group", NULL};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            usage(stdout);
-            return EXIT_OK;
-        }
-        if (!strcmp(o, "--json")) {
-            g_json = 1;
-            continue;
-        }
-        if (strcmp(o, "--model") && strcmp(o, "--policy") && strcmp(o, "--tokens") &&
-            strcmp(o, "--table") && strcmp(o, "--m") && strcmp(o, "--n") && strcmp(o, "--k") &&
-            strcmp(o, "--group"))
-            return cli_unknown("plan", o);
-        if (!(v = cli_value("plan", argc, argv, &i))) return EXIT_USAGE;
+        if (cli_is_help(o)) { usage(stdout); return EXIT_OK; }
+        if (!strcmp(o, "--json")) { g_json = 1; continue; }
+        if (!(v = cli_known_value("plan", known, argc, argv, &i))) return EXIT_USAGE;
         int ok = 1;
         if (!strcmp(o, "--model")) model = v;
         else if (!strcmp(o, "--policy")) policy = v;

@@ -93,16 +93,12 @@ int cmd_tokenize(int argc, char **argv)
     int json = 0, chat = 0, think = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return EXIT_OK;
-        }
+        static const char *const known[] = {"--model", "--text", "--file", "--decode", "--think",
+                                            NULL};
+        if (cli_is_help(a)) { usage(stdout); return EXIT_OK; }
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--chat")) { chat = 1; continue; }
-        if (strcmp(a, "--model") && strcmp(a, "--text") && strcmp(a, "--file") &&
-            strcmp(a, "--decode") && strcmp(a, "--think"))
-            return cli_unknown("tokenize", a);
-        if (!(v = cli_value("tokenize", argc, argv, &i))) return EXIT_USAGE;
+        if (!(v = cli_known_value("tokenize", known, argc, argv, &i))) return EXIT_USAGE;
         if (!strcmp(a, "--model")) model = v;
         else if (!strcmp(a, "--text")) text_arg = v;
         else if (!strcmp(a, "--file")) file = v;

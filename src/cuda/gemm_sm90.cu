@@ -431,17 +431,9 @@ template <int TN, int WG, int ST, int BPS, int GPB>
 static cudaError_t launch_sm90_t(const CUtensorMap &map, const Sm90Args &args, bool pdl,
                                  cudaStream_t stream)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)args.ctas);
-    cfg.blockDim = dim3(Sm90Shape<TN, WG, GPB>::THREADS);
-    cfg.dynamicSmemBytes = sm90_smem_bytes<TN, WG, ST, GPB>();
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB>, map, args);
+    return launch_pdl(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB>, dim3((unsigned)args.ctas),
+                      dim3(Sm90Shape<TN, WG, GPB>::THREADS), sm90_smem_bytes<TN, WG, ST, GPB>(),
+                      stream, pdl, map, args);
 }
 
 cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &w,

@@ -5,6 +5,7 @@
 #define QMM_CUDA_HOPPER_CUH
 
 #include <cuda.h> /* CUtensorMap (a 128-byte struct; no driver library needed) */
+#include <cuda_runtime.h>
 #include <stdint.h>
 
 namespace qmm {
@@ -122,6 +123,24 @@ __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;\
 __device__ __forceinline__ void pdl_launch_dependents()
 {
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+/* The host side: kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute when
+ * pdl (without it the two instructions above are no-ops). */
+template <typename... KArgs, typename... Args>
+static inline cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                     cudaStream_t stream, bool pdl, Args... args)
+{
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
 }
 
 /* ---- registers: a warpgroup gives up or takes registers (needs a launch-bounds cap) ---- */

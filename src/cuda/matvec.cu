@@ -365,21 +365,11 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaSt
     if (grid > grid_cap[tokt - 1]) grid = grid_cap[tokt - 1];
     p.units_per_cta = units / grid;
     p.units_rem = units % grid;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)grid);
-    cfg.blockDim = dim3(MV_THREADS);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    if (tokt == 1) {
-        cfg.dynamicSmemBytes = MvSmem<1>::bytes;
-        return cudaLaunchKernelEx(&cfg, matvec_kernel<1>, p);
-    }
-    cfg.dynamicSmemBytes = MvSmem<2>::bytes;
-    return cudaLaunchKernelEx(&cfg, matvec_kernel<2>, p);
+    if (tokt == 1)
+        return launch_pdl(matvec_kernel<1>, dim3((unsigned)grid), dim3(MV_THREADS), MvSmem<1>::bytes,
+                          stream, pdl, p);
+    return launch_pdl(matvec_kernel<2>, dim3((unsigned)grid), dim3(MV_THREADS), MvSmem<2>::bytes,
+                      stream, pdl, p);
 }
 
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,

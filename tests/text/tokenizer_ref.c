@@ -9,29 +9,18 @@
 
 #include "harness.h"
 #include "internal.h"
+#include "llm/llm_io.h"
 
 static const char *g_json, *g_cases, *g_bench, *g_chat;
 static qmm_tokenizer *g_tok;
 
+/* The whole file, NUL-terminated; NULL and a failed case when it cannot be read. */
 static char *read_all(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 20, n = 0, r;
-    char *buf = malloc(cap + 1);
-    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += r;
-        if (n == cap) {
-            char *b = realloc(buf, 2 * cap + 1);
-            if (!b) { free(buf); buf = NULL; break; }
-            buf = b;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) buf[n] = 0;
-    *len = n;
-    return buf;
+    char *text = NULL;
+    qmm_status st = llm_read_file(path, (size_t)1 << 30, &text, len);
+    CHECKF(st == QMM_OK, "cannot read %s: %s", path, qmm_last_error());
+    return text;
 }
 
 static size_t unhex(const char *h, size_t n, char *out)
@@ -60,7 +49,6 @@ static void test_reference_cases(void)
 {
     size_t len;
     char *all = read_all(g_cases, &len);
-    CHECKF(all, "cannot read %s", g_cases);
     if (!all) return;
     int cases = 0, bad = 0, stable = 0;
     char *buf = malloc(len + 1), *dec_want = malloc(len + 1);
@@ -121,7 +109,6 @@ static void test_chat_template(void)
 {
     size_t len;
     char *all = read_all(g_chat, &len);
-    CHECKF(all, "cannot read %s", g_chat);
     if (!all) return;
     int cases = 0;
     for (char *line = strtok(all, "\n"); line; line = strtok(NULL, "\n")) {
@@ -164,7 +151,6 @@ static void test_encode_speed(void)
 {
     size_t len;
     char *text = read_all(g_bench, &len);
-    CHECKF(text, "cannot read %s", g_bench);
     if (!text) return;
     double best = 1e30;
     int64_t n = 0;

@@ -50,13 +50,7 @@ static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_
 qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
 {
     const qmm_llm_config *c = &s->cfg;
-    const int H = (int)c->hidden_size, hd = (int)c->head_dim, heads = (int)c->num_heads;
-    const int kvh = (int)c->num_kv_heads, L = (int)c->num_layers;
-    const int64_t I = c->intermediate_size;
-    const float eps = (float)c->rms_norm_eps;
-    const size_t layer_cache = (size_t)kvh * (size_t)s->max_seq * (size_t)hd;
-    const double attn_bytes = 4.0 * (double)(s->pos + 1) * kvh * hd +
-                              2.0 * (double)(heads + 4 * kvh + heads) * hd;
+    const auto [H, hd, heads, kvh, L, I, eps, layer_cache, attn_bytes] = llm_dims_of(s);
     const int ssb = H / 128;
     cudaStream_t st = s->stream;
     llm_launch ln;

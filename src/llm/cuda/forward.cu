@@ -97,16 +97,10 @@ static qmm_status mm_shared(qmm_llm_cuda_session *s, const bf16 *a, int m,
 qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof *prof)
 {
     const qmm_llm_config *c = &s->cfg;
-    const int H = (int)c->hidden_size, hd = (int)c->head_dim, heads = (int)c->num_heads;
-    const int kvh = (int)c->num_kv_heads, L = (int)c->num_layers;
-    const int64_t I = c->intermediate_size;
-    const float eps = (float)c->rms_norm_eps;
-    const size_t layer_cache = (size_t)kvh * (size_t)s->max_seq * (size_t)hd;
+    const auto [H, hd, heads, kvh, L, I, eps, layer_cache, attn_bytes] = llm_dims_of(s);
     const bool fused_attention = m == 1 && !s->attention_ref;
     /* bytes for the in-graph profile (decode: one row) */
     const double norm_bytes = 14.0 * H * m, swiglu_bytes = 6.0 * (double)I * m;
-    const double attn_bytes = 4.0 * (double)(s->pos + 1) * kvh * hd +
-                              2.0 * (double)(heads + 4 * kvh + heads) * hd;
     cudaStream_t st = s->stream;
     llm_launch ln;
     if (m == 1 && final && llm_decode_fusable(s)) return llm_cuda_decode_fused(s, prof);

@@ -19,6 +19,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "cuda/hopper.cuh" /* qmm::launch_pdl */
+
 namespace qmm_llm {
 
 /* How one launch is made: with PDL or plain, and where its timestamps go (NULL: none).
@@ -75,17 +77,7 @@ template <typename... KArgs, typename... Args>
 static cudaError_t llm_launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
                                      cudaStream_t stream, const llm_launch *ln, Args... args)
 {
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = ln && ln->pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+    return qmm::launch_pdl(kernel, grid, block, smem, stream, ln && ln->pdl, args...);
 }
 
 static inline unsigned long long *stamp_of(const llm_launch *ln) { return ln ? ln->stamp : nullptr; }

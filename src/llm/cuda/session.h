@@ -141,6 +141,30 @@ struct qmm_llm_cuda_session {
  * prof (may be NULL) gets an event after every kernel family. Launches only: capturable. */
 qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof *prof);
 
+/* The sizes a forward works with (forward.cu, decode_fused.cu): hidden, head dim, heads, KV heads,
+ * layers, intermediate, RMSNorm eps, one layer's cache (elements), the decode attention's bytes
+ * (in-graph profile). */
+struct llm_dims {
+    int H, hd, heads, kvh, L;
+    int64_t I;
+    float eps;
+    size_t layer_cache;
+    double attn_bytes;
+};
+static inline llm_dims llm_dims_of(const qmm_llm_cuda_session *s)
+{
+    const qmm_llm_config *c = &s->cfg;
+    llm_dims d;
+    d.H = (int)c->hidden_size, d.hd = (int)c->head_dim, d.heads = (int)c->num_heads;
+    d.kvh = (int)c->num_kv_heads, d.L = (int)c->num_layers;
+    d.I = c->intermediate_size;
+    d.eps = (float)c->rms_norm_eps;
+    d.layer_cache = (size_t)d.kvh * (size_t)s->max_seq * (size_t)d.hd;
+    d.attn_bytes = 4.0 * (double)(s->pos + 1) * d.kvh * d.hd +
+                   2.0 * (double)(d.heads + 4 * d.kvh + d.heads) * d.hd;
+    return d;
+}
+
 /* The fused decode step (decode_fused.cu): one row, final, resident fused weights of groups of
  * 128, the fused attention; RMSNorm folded into the matvecs that read the normed rows, the
  * residual adds into the o and down matvecs, SwiGLU into gate|up: five kernels a layer. */
