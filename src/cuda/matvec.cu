@@ -80,7 +80,8 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const f
         return;
     }
     /* residual: x (fp32) += bf16(y); xg = bf16(x·γ); ss[t][rb] = Σ x² over the block's rows.
-     * Warp w takes tokens w, w+4, ...: each lane 4 rows, then a warp sum (fixed order). */
+     * Warp w takes tokens w, w + MV_CONSUMERS, ...: each lane 4 rows, then a warp sum (fixed
+     * order). */
     const int warp = tid / 32, lane = tid % 32;
     for (int t = warp; t < m; t += MV_CONSUMERS) {
         float ss = 0.f;
@@ -173,7 +174,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
         return;
     }
 
-    /* consumers: warp w owns rows 32w..32w+31 of each unit (row tiles 2w, 2w+1) */
+    /* consumers: warp w owns the 16·MV_RT rows from 16·MV_RT·w of every unit */
     pdl_wait(); /* the partials, counters and outputs may be in use by the previous kernel */
     const int g8 = lane / 4, t4 = lane % 4, tid = threadIdx.x;
     if (tid < p.m) { /* RMSNorm of the input rows from their Σx², one per producer row block */
