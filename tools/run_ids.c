@@ -140,7 +140,6 @@ int run_ids(const run_opts *o)
         free(ids);
         return EXIT_USAGE;
     }
-    use_cuda = run_use_cuda_for("run", o, use_cuda, m);
     const qmm_llm_config *c = qmm_llm_model_config(m);
     if (!ids_arg) {
         uint64_t s = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;

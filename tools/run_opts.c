@@ -103,33 +103,6 @@ int run_use_cuda(const char *cmd, const run_opts *o)
     return count > 0 || o->offload; /* offload: the CUDA session says why it cannot */
 }
 
-/* The smallest group size among the model's weights (QMM_GROUP when all are of 128). */
-static int smallest_group(const qmm_llm_model *m)
-{
-    const qmm_w4 *w;
-    int g = QMM_GROUP;
-    if (!qmm_llm_model_embedding(m, &w) && w->group < g) g = w->group;
-    if (!qmm_llm_model_lm_head(m, &w) && w->group < g) g = w->group;
-    for (int64_t l = 0; l < qmm_llm_model_config(m)->num_layers; l++)
-        for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++)
-            if (!qmm_llm_model_linear(m, l, (qmm_llm_linear)i, &w) && w->group < g) g = w->group;
-    return g;
-}
-
-int run_use_cuda_for(const char *cmd, const run_opts *o, int use_cuda, const qmm_llm_model *m)
-{
-    static const char *const devices[] = {"cpu", "cuda", "auto", NULL};
-    int d = 0;
-    cli_choice(cmd, "--device", o->device, devices, &d);
-    int g = smallest_group(m);
-    if (use_cuda && d == 2 && !o->offload && g != QMM_GROUP) {
-        fprintf(stderr, "qmm %s: weights in groups of %d: the CUDA engine runs groups of %d only; "
-                "running on the CPU\n", cmd, g, QMM_GROUP);
-        return 0;
-    }
-    return use_cuda;
-}
-
 int text_open(const char *cmd, const run_opts *o, text_setup *s)
 {
     memset(s, 0, sizeof *s);
@@ -174,7 +147,6 @@ int text_open(const char *cmd, const run_opts *o, text_setup *s)
         text_close(s);
         return st == QMM_ERR_NOMEM ? EXIT_CHECK : EXIT_USAGE;
     }
-    s->use_cuda = run_use_cuda_for(cmd, o, s->use_cuda, s->model);
     int64_t nv = qmm_llm_model_config(s->model)->vocab_size;
     if (qmm_tokenizer_vocab_size(s->tok) > nv) {
         fprintf(stderr, "qmm %s: the tokenizer has %lld ids but the model's vocabulary %lld\n",

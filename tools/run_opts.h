@@ -21,8 +21,6 @@ int run_parse(const char *cmd, int argc, char **argv, run_opts *o, void (*usage)
 
 /* 1 when --device asks for CUDA (auto: a GPU is present); -1 on a bad value (message printed). */
 int run_use_cuda(const char *cmd, const run_opts *o);
-/* use_cuda, or 0 with a note when --device auto meets weights the CUDA engine cannot run. */
-int run_use_cuda_for(const char *cmd, const run_opts *o, int use_cuda, const qmm_llm_model *m);
 
 typedef struct text_setup {
     qmm_llm_model *model;

@@ -32,6 +32,13 @@ static void piece_shape(const qmm_llm_cuda_session *s, int p, int64_t *n, int64_
     if (p == 2) *n *= 2;
 }
 
+/* The group size of piece p (every layer's, checked by llm_offload_create). */
+static int piece_group(const qmm_llm_cuda_session *s, int64_t l, int p)
+{
+    static const qmm_llm_linear first[4] = {QMM_LLM_Q, QMM_LLM_O, QMM_LLM_GATE, QMM_LLM_DOWN};
+    return s->m->layers[l].lin[s->fuse ? first[p] : p].group;
+}
+
 /* The handle slot of piece p in a layer's weight set. */
 static qmm_cuda_weight **piece_handle(const qmm_llm_cuda_session *s, llm_cuda_layer *w, int p)
 {
@@ -53,7 +60,7 @@ static qmm_status piece_layout(const qmm_llm_cuda_session *s, int p, size_t *pac
         int64_t n, k;
         piece_shape(s, i, &n, &k);
         size_t pb, sb;
-        qmm_status st = qmm_w4_device_image_bytes(n, k, &pb, &sb);
+        qmm_status st = qmm_w4_device_image_bytes_group(n, k, piece_group(s, 0, i), &pb, &sb);
         if (st) return st;
         *packed_off = off;
         *packed_bytes = pb;
@@ -148,6 +155,12 @@ qmm_status llm_offload_create(qmm_llm_cuda_session *s)
     const int64_t L = s->cfg.num_layers;
     o->pieces = s->fuse ? 4 : QMM_LLM_LINEAR_COUNT;
     if (o->buffers > L) o->buffers = (int)L;
+    /* one image layout for every layer: the same group sizes in each */
+    for (int64_t l = 1; l < L; l++)
+        for (int p = 0; p < o->pieces; p++)
+            if (piece_group(s, l, p) != piece_group(s, 0, p))
+                return qmm_fail(QMM_ERR_UNSUPPORTED, "weight streaming needs the same group sizes "
+                                "in every layer (layer %lld differs from layer 0)", (long long)l);
     size_t po, pb, so, sb;
     qmm_status st = piece_layout(s, o->pieces - 1, &po, &pb, &so, &sb);
     if (st) return st;
@@ -191,8 +204,8 @@ qmm_status llm_offload_create(qmm_llm_cuda_session *s)
             int64_t n, k;
             piece_shape(s, p, &n, &k);
             if ((st = piece_layout(s, p, &po, &pb, &so, &sb)) ||
-                (st = qmm_cuda_weight_wrap(s->ctx, n, k, base + po, base + so,
-                                           piece_handle(s, &o->slot_w[i], p))))
+                (st = qmm_cuda_weight_wrap_group(s->ctx, n, k, piece_group(s, 0, p), base + po,
+                                                 base + so, piece_handle(s, &o->slot_w[i], p))))
                 return st;
         }
     }

@@ -84,7 +84,11 @@ static int decode_splits(int64_t max_seq)
 qmm_status llm_stack_w4(const qmm_w4 *const *parts, int n, qmm_w4 *out)
 {
     int64_t rows = 0, k = parts[0]->k;
-    for (int i = 0; i < n; i++) rows += parts[i]->n;
+    for (int i = 0; i < n; i++) {
+        if (parts[i]->k != k || parts[i]->group != parts[0]->group)
+            return qmm_fail(QMM_ERR_ARG, "stacking weights needs one K and one group size");
+        rows += parts[i]->n;
+    }
     qmm_status st = qmm_w4_alloc_group(rows, k, parts[0]->group, out);
     if (st) return st;
     size_t pw = 0, g = 0;
@@ -274,25 +278,22 @@ static qmm_status size_workspace(qmm_llm_cuda_session *s)
     return dev_alloc((unsigned char **)&s->ws, need ? need : 256, "matmul workspace");
 }
 
-/* The CUDA kernels (and the embedding lookup) read groups of 128: say which tensor is not, before
- * anything is allocated. */
-static qmm_status llm_cuda_check_groups(const qmm_llm_model *m)
+/* Group sizes (32, 64, 128: the loader's rule) decide two things: projections stack into one
+ * weight only with one group size (q|k|v, gate|up), and the fused decode step's matvec takes
+ * groups of 128 only (the other sizes run the unfused step on the wgmma kernel). */
+static void llm_cuda_groups(const qmm_llm_model *m, int *stackable, int *all_g128)
 {
-    const char *bad = NULL;
-    char name[LLM_NAME_MAX];
-    int g = QMM_GROUP;
-    if (m->embed.group != QMM_GROUP) bad = LLM_EMBED_PREFIX, g = m->embed.group;
-    else if (m->lm_head.group != QMM_GROUP) bad = LLM_HEAD_PREFIX, g = m->lm_head.group;
-    for (int64_t l = 0; !bad && l < m->cfg.num_layers; l++)
-        for (int i = 0; !bad && i < QMM_LLM_LINEAR_COUNT; i++)
-            if (m->layers[l].lin[i].group != QMM_GROUP) {
-                g = m->layers[l].lin[i].group;
-                if (llm_linear_prefix(l, (qmm_llm_linear)i, name, sizeof name)) name[0] = 0;
-                bad = name;
-            }
-    if (!bad) return QMM_OK;
-    return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA engine runs groups of %d only; '%s' has "
-                    "groups of %d (run it on the CPU: --device cpu)", QMM_GROUP, bad, g);
+    *stackable = 1;
+    *all_g128 = m->lm_head.group == QMM_GROUP;
+    for (int64_t l = 0; l < m->cfg.num_layers; l++) {
+        const qmm_w4 *lin = m->layers[l].lin;
+        if (lin[QMM_LLM_K].group != lin[QMM_LLM_Q].group ||
+            lin[QMM_LLM_V].group != lin[QMM_LLM_Q].group ||
+            lin[QMM_LLM_UP].group != lin[QMM_LLM_GATE].group)
+            *stackable = 0;
+        for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++)
+            if (lin[i].group != QMM_GROUP) *all_g128 = 0;
+    }
 }
 
 extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_t max_seq,
@@ -306,13 +307,11 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     if (max_seq < 1 || max_seq > c->max_position_embeddings || max_seq > INT32_MAX - 1)
         return qmm_fail(QMM_ERR_RANGE, "max_seq = %lld must be in [1, max_position_embeddings = %lld]",
                         (long long)max_seq, (long long)c->max_position_embeddings);
-    qmm_status st0;
     int group = (int)(c->num_heads / c->num_kv_heads);
     if (!attention_supported((int)c->head_dim, group))
         return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA attention handles head_dim 64 or 128 with "
                         "1, 2, 4 or 8 query heads per KV head (got %lld, %d)",
                         (long long)c->head_dim, group);
-    if ((st0 = llm_cuda_check_groups(m))) return st0;
     if (o.max_chunk < 0) return qmm_fail(QMM_ERR_ARG, "max_chunk = %lld", (long long)o.max_chunk);
     if (o.offload_weights && o.offload_buffers < 1)
         return qmm_fail(QMM_ERR_ARG, "offload_buffers = %d: weight streaming needs at least one "
@@ -325,7 +324,9 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     s->split_k = o.split_k != 0;
     s->use_graph = o.use_graph != 0;
     s->attention_ref = o.attention_ref != 0;
-    s->fuse = o.fuse_projections != 0;
+    int stackable = 0;
+    llm_cuda_groups(m, &stackable, &s->all_g128);
+    s->fuse = o.fuse_projections != 0 && stackable; /* mixed groups: the projections one by one */
     /* weight streaming interleaves event waits between the kernels: keep its launches plain */
     s->pdl = o.pdl != 0 && !o.offload_weights;
     s->max_seq = max_seq;
