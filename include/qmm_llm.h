@@ -56,7 +56,7 @@ typedef struct qmm_llm_config {
 qmm_status qmm_llm_config_parse(const char *json, size_t len, qmm_llm_config *out);
 /* Read and parse a config.json file. */
 qmm_status qmm_llm_config_load(const char *path, qmm_llm_config *out);
-/* Built-in shapes: "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b". */
+/* Built-in shapes: "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-14b", "qwen3-32b". */
 qmm_status qmm_llm_config_preset(const char *name, qmm_llm_config *out);
 /* Name of preset i (0, 1, ...), NULL past the last. */
 const char *qmm_llm_preset_name(int i);

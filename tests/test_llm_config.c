@@ -131,11 +131,14 @@ static void config_presets(void)
         {"qwen3-1.7b", 2048, 6144, 28, 16, 8, 1},
         {"qwen3-4b", 2560, 9728, 36, 32, 8, 1},
         {"qwen3-8b", 4096, 12288, 36, 32, 8, 0},
+        {"qwen3-14b", 5120, 17408, 40, 40, 8, 0},
+        {"qwen3-32b", 5120, 25600, 64, 64, 8, 0},
     };
+    const int nwant = (int)(sizeof want / sizeof want[0]);
     int count = 0;
     while (qmm_llm_preset_name(count)) count++;
-    CHECK(count == 4);
-    for (size_t i = 0; i < 4; i++) {
+    CHECK(count == nwant);
+    for (int i = 0; i < nwant; i++) {
         qmm_llm_config c;
         CHECK_OK(qmm_llm_config_preset(want[i].name, &c));
         CHECK_OK(qmm_llm_config_validate(&c));

@@ -290,8 +290,8 @@ static void splitk_usage(FILE *f)
             "  --m, --n, --k       shape (default 512, 512, 16384: a long-K example)\n"
             "  --splits LIST       splits to tabulate, e.g. 1,4,6,7,12 or 1-16 (default 1-16)\n"
             "  --bm, --bn          wave-count model tile (default 128, 128)\n"
-            "  --model NAME        the seven projections of qwen3-0.6b, qwen3-1.7b, qwen3-4b or\n"
-            "                      qwen3-8b (W4 weights)\n"
+            "  --model NAME        the seven projections of qwen3-0.6b, qwen3-1.7b, qwen3-4b,\n"
+            "                      qwen3-8b, qwen3-14b or qwen3-32b (W4 weights)\n"
             "  --tokens M          rows M for --model (default 32)\n"
             "  --max-split S       largest split the searches try (default 16)\n"
             "  --align A           --model: splits keep K %% (s*A) == 0 (default 128; 0 = any)\n"
@@ -386,7 +386,7 @@ static int splitk_model(const qmm_gpu_caps *g, const qmm_model_kernel *kn, const
     qmm_llm_config cfg; /* the engine's presets: the same shapes as qmm plan and qmm run */
     if (qmm_llm_config_preset(model, &cfg)) {
         fprintf(stderr, "qmm perf splitk: unknown model '%s' (qwen3-0.6b, qwen3-1.7b, qwen3-4b, "
-                "qwen3-8b)\n", model);
+                "qwen3-8b, qwen3-14b, qwen3-32b)\n", model);
         return 2;
     }
     print_gpu_kernel(g, kn);

@@ -20,7 +20,7 @@ static void usage(FILE *f)
             "       qmm plan --m M --n N --k K [--policy seed|device] [--table T] [--group G] [--json]\n"
             "  Prints the plan (path and K split) for each projection of a model at each token\n"
             "  count M, as 'base blocks→split', or every plan field for one shape.\n"
-            "  models: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b\n"
+            "  models: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, qwen3-14b, qwen3-32b\n"
             "  --policy seed    the reference rule (32x32 tiles, target 320, cap 16; default)\n"
             "  --policy device  what qmm_cuda_matmul runs (qmm_plan_call): on GPU 0's\n"
             "                   description, or without a GPU on the shipped tuning table (sm90)\n"
@@ -324,7 +324,7 @@ int cmd_plan(int argc, char **argv)
     bench_proj ps[QMM_LLM_LINEAR_COUNT];
     if (model && !bench_projections(model, ps)) {
         fprintf(stderr, "qmm plan: unknown model '%s' (qwen3-0.6b, qwen3-1.7b, qwen3-4b, "
-                "qwen3-8b)\n", model);
+                "qwen3-8b, qwen3-14b, qwen3-32b)\n", model);
         return EXIT_USAGE;
     }
     return device ? device_plans(table, model, tokens, nt, m, n, k)

@@ -17,6 +17,8 @@ static const struct {
     {"qwen3-1.7b", {2048, 6144, 28, 16, 8, 128, 151936, 40960, 1e6, 1e-6, 1, 128}},
     {"qwen3-4b", {2560, 9728, 36, 32, 8, 128, 151936, 40960, 1e6, 1e-6, 1, 128}},
     {"qwen3-8b", {4096, 12288, 36, 32, 8, 128, 151936, 40960, 1e6, 1e-6, 0, 128}},
+    {"qwen3-14b", {5120, 17408, 40, 40, 8, 128, 151936, 40960, 1e6, 1e-6, 0, 128}},
+    {"qwen3-32b", {5120, 25600, 64, 64, 8, 128, 151936, 40960, 1e6, 1e-6, 0, 128}},
 };
 #define PRESET_COUNT ((int)(sizeof presets / sizeof presets[0]))
 
@@ -35,7 +37,8 @@ qmm_status qmm_llm_config_preset(const char *name, qmm_llm_config *out)
         }
     }
     return qmm_fail(QMM_ERR_NOT_FOUND,
-                    "no preset named '%s' (known: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b)", name);
+                    "no preset named '%s' (known: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, "
+                    "qwen3-14b, qwen3-32b)", name);
 }
 
 /* Upper bounds keep every derived byte count far from overflow (and reject nonsense early). */
