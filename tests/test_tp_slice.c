@@ -224,7 +224,8 @@ static qmm_bf16 *columns(const qmm_bf16 *a, int64_t m, int64_t k, tp_range r)
 {
     qmm_bf16 *x = malloc((size_t)(m * r.count) * sizeof *x);
     if (x)
-        for (int64_t i = 0; i < m; i++) memcpy(x + i * r.count, a + i * k + r.lo, (size_t)r.count * 2);
+        for (int64_t i = 0; i < m; i++)
+            memcpy(x + i * r.count, a + i * k + r.lo, (size_t)r.count * 2);
     return x;
 }
 
@@ -313,7 +314,8 @@ static void column_parallel_concatenates(void)
                         for (int64_t i = 0; i < m * rr.count; i++) part[i] = TEST_POISON_BF16;
                         CHECK_OK(qmm_matmul_ref(a, m, &s, part));
                         for (int64_t i = 0; i < m; i++)
-                            memcpy(cat + i * w.n + rr.lo, part + i * rr.count, (size_t)rr.count * 2);
+                            memcpy(cat + i * w.n + rr.lo, part + i * rr.count,
+                                   (size_t)rr.count * 2);
                         qmm_w4_free(&s);
                     }
                     CHECKF(!memcmp(cat, full, (size_t)(m * w.n) * 2),

@@ -515,10 +515,11 @@ static int splitk_main(int argc, char **argv)
 
 static void model_usage(FILE *f)
 {
-    fprintf(f, "usage: qmm perf <schedule|splitk> [options]   (--help on each)\n"
+    fprintf(f, "usage: qmm perf <schedule|splitk|tp> [options]   (--help on each)\n"
                "  schedule   copy/compute/store pipeline: totals per buffer count, Gantt chart\n"
                "  splitk     split-K waves: wave-count model and refined model, best split;\n"
-               "             a Qwen3 model's projections with --model qwen3-4b --tokens M\n");
+               "             a Qwen3 model's projections with --model qwen3-4b --tokens M\n"
+               "  tp         decode under tensor parallelism, t = 1, 2, 4, 8 (a prediction)\n");
 }
 
 int cmd_perf(int argc, char **argv)
@@ -533,6 +534,7 @@ int cmd_perf(int argc, char **argv)
     }
     if (!strcmp(argv[1], "schedule")) return schedule_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "splitk")) return splitk_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "tp")) return cmd_perf_tp(argc - 1, argv + 1);
     fprintf(stderr, "qmm perf: unknown subcommand '%s'\n", argv[1]);
     model_usage(stderr);
     return 2;

@@ -6,6 +6,7 @@ int cmd_plan(int argc, char **argv);      /* cmd_plan.c: print split-K plans */
 int cmd_info(int argc, char **argv);      /* cmd_info.c: build, CPU and GPU facts */
 int cmd_matmul(int argc, char **argv);    /* cmd_matmul.c: quantize, multiply, check, time */
 int cmd_perf(int argc, char **argv);      /* cmd_perf.c: performance model tables */
+int cmd_perf_tp(int argc, char **argv);   /* cmd_perf_tp.c: tensor-parallel decode, on paper */
 int cmd_bench(int argc, char **argv);     /* cmd_bench.c: operator / e2e / overlap benchmarks */
 int cmd_run(int argc, char **argv);       /* cmd_run.c: run a Qwen3 model */
 int cmd_chat(int argc, char **argv);      /* cmd_chat.c: multi-turn chat on stdin/stdout */

@@ -40,7 +40,7 @@ typedef struct tp_range {
 /* One rank's share of every weight kind. */
 typedef struct tp_rank_plan {
     int rank, ranks;
-    int64_t heads, kv_heads;  /* query and KV heads of this rank (num_heads / t, num_kv_heads / t) */
+    int64_t heads, kv_heads;  /* this rank's query and KV heads (num_heads / t, num_kv_heads / t) */
     int64_t intermediate;     /* its slice of intermediate_size */
     tp_cut cut[TP_KIND_COUNT];
     tp_range range[TP_KIND_COUNT]; /* rows (TP_CUT_ROWS) or columns (TP_CUT_COLS) it holds */

@@ -110,13 +110,18 @@ expect "a missing quantize input is exit 2 (environment)" 2 "" -- \
     "$qmm" quantize-checkpoint --in /nonexistent --out "$work/q"
 
 echo "-- help texts"
-for c in plan info matmul run chat tokenize quantize-checkpoint "model schedule" "model splitk"; do
+for c in plan info matmul run chat tokenize quantize-checkpoint "model schedule" "model splitk" \
+    "perf tp"; do
     expect "qmm $c --help cites nothing outside the repository" 0 "usage" "!DESIGN\.md|the document" -- \
         "$qmm" $c --help
 done
 expect "qmm --help states the exit-code rule" 0 "exit status.*0 ok" -- "$qmm" --help
 expect "model splitk knows qwen3-8b and defaults to the H200" 0 "gpu h200.*" -- \
     "$qmm" model splitk --model qwen3-8b --tokens 16
+expect "perf tp labels its table a prediction and predicts t = 8 for qwen3-32b" 0 \
+    "PREDICTION.*nothing measured" -- "$qmm" perf tp --model qwen3-32b
+expect "perf tp names the divisor t = 8 breaks on qwen3-4b" 1 "t = 8 gives intermediate_size" -- \
+    "$qmm" perf tp --model qwen3-4b
 expect "--version" 0 "^qmm [0-9]+\.[0-9]+\.[0-9]+" -- "$qmm" --version
 
 echo "-- --json"
