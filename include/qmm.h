@@ -223,8 +223,6 @@ typedef struct qmm_device_desc {
     /* matvec (decode) */
     int matvec_max_m;     /* the planner takes the matvec for M <= this */
     int matvec_limit_m;   /* the matvec kernel takes M <= this (forced path) */
-    int matvec_wide_tiles;/* more 16-row tiles than this -> 4-warp blocks (a constant of the
-                             family, so the bits do not depend on the GPU's SM count) */
     /* tiled mma.sync kernel and its split-K form */
     int max_split;        /* cap on partitions */
     int min_k_tiles;      /* each partition keeps at least this many groups of 128 */

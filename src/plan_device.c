@@ -11,7 +11,7 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
     if (!d) return qmm_fail(QMM_ERR_NULL, "device description is NULL");
     if (d->gpu.sms < 1 || d->max_split < 1 || d->min_k_tiles < 1 || d->config_count < 1 ||
         d->config_count > QMM_MAX_TILE_CONFIGS || d->matvec_max_m < 0 ||
-        d->matvec_limit_m < d->matvec_max_m || d->matvec_wide_tiles < 0 || d->wgmma_min_m < 0 ||
+        d->matvec_limit_m < d->matvec_max_m || d->wgmma_min_m < 0 ||
         d->wgmma_max_m < d->wgmma_min_m || d->dense_force_m < 0 || d->dense_narrow_n < 0 ||
         d->dense_narrow_m < 0)
         return qmm_fail(QMM_ERR_ARG, "device description: sm_count %d, max_split %d, "

@@ -18,7 +18,6 @@ static qmm_device_desc sm90(void)
     d.gpu.launch_us = 1.0;       /* per kernel inside a graph */
     d.matvec_max_m = 8;          /* seed value; M = 9..16 runs faster tiled + split-K */
     d.matvec_limit_m = 16;       /* the matvec kernel has 1 and 2 token tiles of 8 */
-    d.matvec_wide_tiles = 3 * 132; /* about one wave of 8-warp blocks (3 a SM) on the H200 */
     d.max_split = 16;
     d.min_k_tiles = 2;
 #define QMM_ROW(tm, tn, wm, wn, max_m, stages, bps) \
