@@ -516,29 +516,13 @@ static void same_bits_as_g128(int group)
     static const int64_t shapes[][3] = {{17, 1032, 2560}, {77, 520, 1280}, {300, 200, 384}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
-        const int per = 128 / group;
         prob p, q;
-        memset(&q, 0, sizeof q);
-        SETUP_G(p, m, n, k, group);
-        for (int64_t i = 0; i < n * (k / group); i++) { /* group i copies its block's first */
-            p.w.scales[i] = p.w.scales[i - i % per];
-            p.w.biases[i] = p.w.biases[i - i % per];
-        }
-        prob_reference(&p);
-        qmm_cuda_weight_free(p.dw);
-        p.dw = NULL;
-        if (qmm_cuda_weight_upload(ctx, &p.w, &p.dw) != QMM_OK || !prob_init(&q, m, n, k)) {
-            CHECKF(0, "setup: %s", qmm_last_error());
+        if (!prob_init_shared_pair(&p, &q, m, n, k, group)) {
+            CHECKF(0, "setup of the g%d pair M=%lld N=%lld K=%lld: %s", group, (long long)m,
+                   (long long)n, (long long)k, qmm_last_error());
             prob_free(&p), prob_free(&q);
             return;
         }
-        memcpy(q.w.packed, p.w.packed, p.w.packed_count * 4);
-        for (int64_t i = 0; i < n * (k / 128); i++)
-            q.w.scales[i] = p.w.scales[i * per], q.w.biases[i] = p.w.biases[i * per];
-        qmm_cuda_weight_free(q.dw);
-        q.dw = NULL;
-        CHECK_OK(qmm_cuda_weight_upload(ctx, &q.w, &q.dw));
-        cudaMemcpy(q.a_dev, p.a_dev, (size_t)(m * k) * 2, cudaMemcpyDeviceToDevice);
         size_t sz = (size_t)(m * n);
         const int blocks = (int)(k / 128);
         const qmm_cuda_options list[] = {

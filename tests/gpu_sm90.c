@@ -111,6 +111,26 @@ static void case_nonfinite_rows(void)
 }
 
 /* Every schedule gives the same bits 10 times; the full-grid plan is the unsplit schedule. */
+/* gate at M = 300 fills the GPU (3 x 76 tiles, 86 % of two waves): the plan must be the unsplit
+ * schedule, bit for bit (groups other than 128 also checked against fp64) */
+static void full_grid_is_unsplit(int group)
+{
+    prob p;
+    SETUP_G(p, 300, 9728, 2560, group);
+    size_t bytes = (size_t)(300 * 9728) * 2;
+    qmm_bf16 *a2 = malloc(bytes), *b2 = malloc(bytes);
+    qmm_plan plan;
+    qmm_cuda_options unsplit = opts(QMM_PATH_WGMMA, 1);
+    CHECK_OK(prob_run(&p, NULL, a2, &plan));
+    CHECKF(plan.path == QMM_PATH_WGMMA && plan.split == 1, "g%d full grid planned as %s split %d",
+           group, qmm_path_name(plan.path), plan.split);
+    CHECK_OK(prob_run(&p, &unsplit, b2, &plan));
+    CHECK(memcmp(a2, b2, bytes) == 0);
+    if (group != QMM_GROUP) prob_check(&p, a2, 1e-2, "full grid");
+    free(a2), free(b2);
+    prob_free(&p);
+}
+
 static void case_bitwise(void)
 {
     const int64_t m = 32, n = 2560, k = 9728;
@@ -129,20 +149,8 @@ static void case_bitwise(void)
         }
     }
     prob_free(&p);
-    /* gate at M = 300 fills the GPU (3 x 76 tiles, 86 % of two waves): the plan must be the
-     * unsplit schedule, bit for bit */
-    SETUP(p, 300, 9728, 2560);
-    bytes = (size_t)(300 * 9728) * 2;
-    qmm_bf16 *a2 = malloc(bytes), *b2 = malloc(bytes);
-    qmm_plan plan;
-    qmm_cuda_options unsplit = opts(QMM_PATH_WGMMA, 1);
-    CHECK_OK(prob_run(&p, NULL, a2, &plan));
-    CHECKF(plan.path == QMM_PATH_WGMMA && plan.split == 1, "full grid planned as %s split %d",
-           qmm_path_name(plan.path), plan.split);
-    CHECK_OK(prob_run(&p, &unsplit, b2, &plan));
-    CHECK(memcmp(a2, b2, bytes) == 0);
-    free(a2), free(b2), free(first), free(out);
-    prob_free(&p);
+    free(first), free(out);
+    full_grid_is_unsplit(QMM_GROUP);
 }
 
 /* A chain of dependent calls launched back to back (PDL lets each start before the previous
@@ -268,19 +276,7 @@ static void case_g64_bitwise(void)
     }
     free(first), free(out);
     prob_free(&p);
-    SETUP_G(p, 300, 9728, 2560, 64);
-    bytes = (size_t)(300 * 9728) * 2;
-    qmm_bf16 *a2 = malloc(bytes), *b2 = malloc(bytes);
-    qmm_plan plan;
-    qmm_cuda_options unsplit = opts(QMM_PATH_WGMMA, 1);
-    CHECK_OK(prob_run(&p, NULL, a2, &plan));
-    CHECKF(plan.path == QMM_PATH_WGMMA && plan.split == 1, "g64 full grid planned as %s split %d",
-           qmm_path_name(plan.path), plan.split);
-    CHECK_OK(prob_run(&p, &unsplit, b2, &plan));
-    CHECK(memcmp(a2, b2, bytes) == 0);
-    prob_check(&p, a2, 1e-2, "g64 full grid");
-    free(a2), free(b2);
-    prob_free(&p);
+    full_grid_is_unsplit(64);
 }
 
 /* A weight whose groups of g inside each 128-column block share one scale and bias is the same
@@ -291,29 +287,13 @@ static void same_bits_as_g128(int group)
     static const int64_t shapes[][3] = {{1, 1032, 2560}, {16, 1024, 2560}, {77, 520, 1280}, {300, 200, 384}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
-        const int per = 128 / group;
         prob p, q;
-        memset(&q, 0, sizeof q);
-        SETUP_G(p, m, n, k, group);
-        for (int64_t i = 0; i < n * (k / group); i++) { /* group i copies its block's first */
-            p.w.scales[i] = p.w.scales[i - i % per];
-            p.w.biases[i] = p.w.biases[i - i % per];
-        }
-        prob_reference(&p);
-        qmm_cuda_weight_free(p.dw);
-        p.dw = NULL;
-        if (qmm_cuda_weight_upload(ctx, &p.w, &p.dw) != QMM_OK || !prob_init(&q, m, n, k)) {
-            CHECKF(0, "setup: %s", qmm_last_error());
+        if (!prob_init_shared_pair(&p, &q, m, n, k, group)) {
+            CHECKF(0, "setup of the g%d pair M=%lld N=%lld K=%lld: %s", group, (long long)m,
+                   (long long)n, (long long)k, qmm_last_error());
             prob_free(&p), prob_free(&q);
             return;
         }
-        memcpy(q.w.packed, p.w.packed, p.w.packed_count * 4);
-        for (int64_t i = 0; i < n * (k / 128); i++)
-            q.w.scales[i] = p.w.scales[i * per], q.w.biases[i] = p.w.biases[i * per];
-        qmm_cuda_weight_free(q.dw);
-        q.dw = NULL;
-        CHECK_OK(qmm_cuda_weight_upload(ctx, &q.w, &q.dw));
-        cudaMemcpy(q.a_dev, p.a_dev, (size_t)(m * k) * 2, cudaMemcpyDeviceToDevice);
         size_t bytes = (size_t)(m * n) * 2;
         const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 1),
                                          opts(QMM_PATH_WGMMA, 2), opts(QMM_PATH_STREAMK, 0)};

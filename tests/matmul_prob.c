@@ -43,6 +43,30 @@ int prob_init_g(prob *p, int64_t m, int64_t n, int64_t k, int group)
     return 1;
 }
 
+int prob_init_shared_pair(prob *p, prob *q, int64_t m, int64_t n, int64_t k, int group)
+{
+    memset(q, 0, sizeof *q);
+    if (!prob_init_g(p, m, n, k, group)) return 0;
+    const int per = 128 / group;
+    for (int64_t i = 0; i < n * (k / group); i++) { /* group i copies its block's first */
+        p->w.scales[i] = p->w.scales[i - i % per];
+        p->w.biases[i] = p->w.biases[i - i % per];
+    }
+    prob_reference(p);
+    qmm_cuda_weight_free(p->dw);
+    p->dw = NULL;
+    if (qmm_cuda_weight_upload(prob_setup.ctx, &p->w, &p->dw) != QMM_OK || !prob_init(q, m, n, k))
+        return 0;
+    memcpy(q->w.packed, p->w.packed, p->w.packed_count * 4);
+    for (int64_t i = 0; i < n * (k / 128); i++)
+        q->w.scales[i] = p->w.scales[i * per], q->w.biases[i] = p->w.biases[i * per];
+    qmm_cuda_weight_free(q->dw);
+    q->dw = NULL;
+    if (qmm_cuda_weight_upload(prob_setup.ctx, &q->w, &q->dw) != QMM_OK) return 0;
+    return cudaMemcpy(q->a_dev, p->a_dev, (size_t)(m * k) * 2, cudaMemcpyDeviceToDevice) ==
+           cudaSuccess;
+}
+
 void prob_reference(prob *p)
 {
     const int64_t k = p->k, n = p->n;

@@ -35,6 +35,11 @@ typedef struct prob {
  * `group` (32, 64, 128) with prob_init_g. */
 int prob_init(prob *p, int64_t m, int64_t n, int64_t k);
 int prob_init_g(prob *p, int64_t m, int64_t n, int64_t k, int group);
+/* Two problems that make one matrix: p of groups `group` whose groups inside each 128-column
+ * block share the block's first scale and bias (reference recomputed), q of groups of 128 with
+ * those values, the same codes and the same A; both uploaded. 1 on success; 0 leaves both for
+ * prob_free. */
+int prob_init_shared_pair(prob *p, prob *q, int64_t m, int64_t n, int64_t k, int group);
 /* Recompute the fp64 reference after changing p->w on the host. */
 void prob_reference(prob *p);
 void prob_free(prob *p);

@@ -24,6 +24,7 @@ typedef struct call_ctx {
     const contender *ct;
     void *ws;
     size_t ws_bytes;
+    int sm_count; /* the read contender's grid */
 } call_ctx;
 
 static int enqueue(void *user, int call, char *why, size_t why_len)
@@ -42,9 +43,7 @@ static int enqueue(void *user, int call, char *why, size_t why_len)
     }
     const qmm_cuda_weight *w = c->cp->w4[call % c->cp->n_w4];
     if (x->ct->read) {
-        qmm_gpu_info gi;
-        if (qmm_cuda_info(c->ctx, &gi) != QMM_OK ||
-            bench_read_weight(w, gi.sm_count, *c->ws, c->s) != 0) {
+        if (bench_read_weight(w, x->sm_count, x->ws, c->s) != 0) {
             snprintf(why, why_len, "read kernel launch failed");
             return -1;
         }
@@ -236,12 +235,16 @@ static int run_contender(const bench_case *c, const contender *ct, const qmm_pla
     r.run_predicted_us = -1.0;
     r.config = -1;
 
-    call_ctx x = {c, ct, NULL, 0};
+    call_ctx x = {c, ct, NULL, 0, 0};
     bench_set_activity("%s M=%lld %s split=%d stages=%d: check", sh->name, (long long)c->m,
                        ct->name, r.split, r.stages);
     if (ct->read) {
         ensure_workspace(c, 16); /* the sink word */
         x.ws = *c->ws;
+        qmm_gpu_info gi;
+        memset(&gi, 0, sizeof gi);
+        if (qmm_cuda_info(c->ctx, &gi) != QMM_OK) fail(&r, "qmm_cuda_info failed");
+        x.sm_count = gi.sm_count;
         r.flops = 0.0;
         r.bytes = (double)c->cp->w4_logical_bytes;
     } else if (!ct->cublas) {

@@ -55,8 +55,8 @@ cudaError_t launch_splitk_reduce(const void *planes, qmm_dtype type, int split, 
  * weight here; plan_call.c qmm_matvec_takes_group). Its epilogues: */
 enum { MV_EPI_STORE = 0, MV_EPI_RESIDUAL = 1, MV_EPI_SWIGLU = 2 };
 struct MatvecArgs {
-    const uint32_t *packed, *sb; /* the weight (DevWeight) */
-    int n, k;
+    const uint32_t *packed, *sb; /* the weight (DevWeight; groups of 128 only) */
+    int n, k, group;
     int64_t n_pad;
     const __nv_bfloat16 *a;      /* [m, lda], 16-byte aligned rows */
     int64_t lda;
@@ -84,6 +84,8 @@ struct MatvecScratch {
     int grid_cap[2];
 };
 cudaError_t matvec_init(int sm_count, int *grid_cap);
+/* The weight's arrays and sizes and the scratch in a MatvecArgs; the caller adds the rest. */
+MatvecArgs matvec_args(const DevWeight &w, const MatvecScratch &scratch);
 size_t matvec_partial_bytes(int max_grid);
 cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaStream_t stream);
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,

@@ -354,9 +354,11 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaSt
 {
     const int tokt = p.m <= 8 ? 1 : 2;
     p.row_blocks = (int)(p.n_pad / 128);
-    /* one counter per row block; bulk copies of activation rows need 16-byte alignment */
-    if (p.m < 1 || p.m > 16 || p.k % 128 || p.n_pad % 128 || p.row_blocks > QMM_SM90_MAX_COUNTED_TILES ||
-        p.lda % 8 || (uintptr_t)p.a % 16 || (int64_t)p.row_blocks * (p.k / 128) > INT32_MAX)
+    /* groups of 128 (one scale|bias word a unit row); one counter per row block; bulk copies of
+     * activation rows need 16-byte alignment */
+    if (p.group != 128 || p.m < 1 || p.m > 16 || p.k % 128 || p.n_pad % 128 ||
+        p.row_blocks > QMM_SM90_MAX_COUNTED_TILES || p.lda % 8 || (uintptr_t)p.a % 16 ||
+        (int64_t)p.row_blocks * (p.k / 128) > INT32_MAX)
         return cudaErrorInvalidValue;
     const int groups = p.k / 128, units = p.row_blocks * groups;
     /* at least min(groups, MIN_UNITS) units a CTA, so a shared row block has few partials;
@@ -373,8 +375,7 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaSt
                       stream, pdl, p);
 }
 
-cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
-                          const MatvecScratch &scratch, cudaStream_t stream)
+MatvecArgs matvec_args(const DevWeight &w, const MatvecScratch &scratch)
 {
     MatvecArgs p = {};
     p.packed = w.packed;
@@ -382,14 +383,22 @@ cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __n
     p.n = (int)w.n;
     p.n_pad = w.n_pad;
     p.k = (int)w.k;
+    p.group = w.group;
+    p.partials = scratch.partials;
+    p.counters = scratch.counters;
+    return p;
+}
+
+cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
+                          const MatvecScratch &scratch, cudaStream_t stream)
+{
+    MatvecArgs p = matvec_args(w, scratch);
     p.a = a;
     p.lda = w.k;
     p.m = m;
     p.c = c;
     p.ldc = w.n;
     p.epi = MV_EPI_STORE;
-    p.partials = scratch.partials;
-    p.counters = scratch.counters;
     return launch_matvec_ex(p, scratch.grid_cap, true, stream);
 }
 

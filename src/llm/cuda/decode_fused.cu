@@ -30,16 +30,12 @@ bool llm_decode_fusable(const qmm_llm_cuda_session *s)
 static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
                      const char *name)
 {
-    const qmm::DevWeight &d = qmm::weight_dev(w);
     const qmm::MatvecScratch &scr = qmm::matvec_scratch(s->ctx);
-    p.packed = d.packed;
-    p.sb = d.sb;
-    p.n = (int)d.n;
-    p.k = (int)d.k;
-    p.n_pad = d.n_pad;
+    const qmm::MatvecArgs wa = qmm::matvec_args(qmm::weight_dev(w), scr);
+    p.packed = wa.packed, p.sb = wa.sb, p.n = wa.n, p.k = wa.k, p.n_pad = wa.n_pad;
+    p.group = wa.group;
+    p.partials = wa.partials, p.counters = wa.counters;
     p.m = 1;
-    p.partials = scr.partials;
-    p.counters = scr.counters;
     llm_note_matmul(s, 1, w, name);
     cudaError_t e = qmm::launch_matvec_ex(p, scr.grid_cap, true, s->stream);
     if (e != cudaSuccess)

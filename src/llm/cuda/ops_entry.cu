@@ -94,12 +94,7 @@ extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weigh
 {
     const qmm::DevWeight &d = qmm::weight_dev(w);
     const qmm::MatvecScratch &scr = qmm::matvec_scratch(ctx);
-    qmm::MatvecArgs p = {};
-    p.packed = d.packed;
-    p.sb = d.sb;
-    p.n = (int)d.n;
-    p.k = (int)d.k;
-    p.n_pad = d.n_pad;
+    qmm::MatvecArgs p = qmm::matvec_args(d, scr);
     p.a = (const bf16 *)a;
     p.lda = lda;
     p.m = m;
@@ -115,7 +110,5 @@ extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weigh
     p.ss_blocks = ss_blocks;
     p.norm_dim = norm_dim;
     p.eps = eps;
-    p.partials = scr.partials;
-    p.counters = scr.counters;
     return (int)qmm::launch_matvec_ex(p, scr.grid_cap, false, 0);
 }
