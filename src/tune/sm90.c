@@ -27,7 +27,7 @@ static qmm_device_desc sm90(void)
     d.tiled_tflops = 250.0;     /* mma.sync + dequant kernel's effective rate */
     /* where each path wins on the H200 (bench/results/2026-11-30-sm90/ops.md, and for the
      * rebuilt matvec bench/results/2026-11-30-decode/): the matvec at M = 1 (within ±5 % of the
-     * wgmma kernel's stream-K there; at M = 4 it is 15-35 % slower), the wgmma kernel from 2 to
+     * wgmma kernel's stream-K there; at M = 4 it is 14-43 % slower), the wgmma kernel from 2 to
      * 384 tokens, dequantize + cuBLAS beyond (and for N <= 1024, the k/v projections, from M =
      * 128). The engine's fused decode step calls the matvec itself (its epilogues). */
     d.wgmma_min_m = 2;
