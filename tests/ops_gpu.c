@@ -180,7 +180,7 @@ static const char *gpu_matvec_fused(op_data *d, int variant)
     else
         e = llm_op_matvec_fused(ctx, w, (int)c->m, c->flag, D(d, &dv, "xg"), c->k, D(d, &dv, "c"),
                                 c->flag == 2 ? c->n / 2 : c->n, NULL, NULL, NULL, NULL,
-                                D(d, &dv, "ss"), (int)((c->k + 127) / 128), (int)c->k, OP_EPS);
+                                D(d, &dv, "ss"), (int)((c->k + 15) / 16), (int)c->k, OP_EPS);
     err = dev_finish(d, &dv, (cudaError_t)e);
     qmm_cuda_weight_free(w);
     return err;

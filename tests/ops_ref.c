@@ -85,16 +85,16 @@ void ops_make(op_data *d)
     case OP_MATVEC_FUSED: {
         qmm_w4_alloc(c->n, c->k, &d->w);
         test_random_w4(&d->w, 0.002, 0.02);
-        if (c->flag == 1) { /* x[m, n] += a·Wᵀ; the next norm's xg and Σx² per 128 rows */
+        if (c->flag == 1) { /* x[m, n] += a·Wᵀ; the next norm's xg and Σx² per 16 rows */
             op_add(d, "a", T_BF16, T_IN, m * k, 1.0);
             op_add(d, "x", T_F32, T_INOUT, m * n, 1.0);
             near_one(op_add(d, "g", T_BF16, T_IN, n, 0));
             op_add(d, "xg", T_BF16, T_OUT, m * n, 0);
-            op_add(d, "ss", T_F32, T_OUT, m * (size_t)((n + 127) / 128), 0);
+            op_add(d, "ss", T_F32, T_OUT, m * (size_t)((n + 15) / 16), 0);
             break;
         }
-        /* rmsnorm(x)·γ as the kernel gets it: xg = bf16(x·γ) and Σx² per 128 columns */
-        const size_t blocks = (k + 127) / 128;
+        /* rmsnorm(x)·γ as the kernel gets it: xg = bf16(x·γ) and Σx² per 16 columns */
+        const size_t blocks = (k + 15) / 16;
         op_add(d, "x", T_F32, T_IN, m * k, 1.0);
         near_one(op_add(d, "g", T_BF16, T_IN, k, 0));
         op_add(d, "xg", T_BF16, T_IN, m * k, 0);
@@ -103,7 +103,7 @@ void ops_make(op_data *d)
             for (size_t j = 0; j < k; j++) {
                 float x = F32("x")[r * k + j];
                 BF("xg")[r * k + j] = qmm_f32_to_bf16(x * qmm_bf16_to_f32(BF("g")[j]));
-                F32("ss")[r * blocks + j / 128] += x * x;
+                F32("ss")[r * blocks + j / 16] += x * x;
             }
         op_add(d, "c", T_BF16, T_OUT, c->flag == 2 ? m * n / 2 : m * n, 0);
         break;
@@ -202,14 +202,14 @@ static void matvec_fused(op_data *d)
         }
         free(g), free(u);
     } else {
-        const int64_t blocks = (n + 127) / 128;
+        const int64_t blocks = (n + 15) / 16;
         for (int64_t r = 0; r < m; r++) {
             float *x = F32("x") + r * n;
             llm_add_row(x, y + r * n, n);
             for (int64_t b = 0; b < blocks; b++) F32("ss")[r * blocks + b] = 0.f;
             for (int64_t j = 0; j < n; j++) {
                 BF("xg")[r * n + j] = qmm_f32_to_bf16(x[j] * qmm_bf16_to_f32(BF("g")[j]));
-                F32("ss")[r * blocks + j / 128] += x[j] * x[j];
+                F32("ss")[r * blocks + j / 16] += x[j] * x[j];
             }
         }
     }

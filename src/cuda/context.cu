@@ -23,8 +23,8 @@ struct qmm_cuda_ctx {
     qmm_gpu_info info;
     qmm_device_desc desc; /* what the device policy knows */
     cublasHandle_t cublas; /* the dense path's */
-    uint32_t *counters;    /* per-tile CTA counts of the split schedules (wgmma, matvec), kept zero */
-    MatvecScratch mv;      /* the matvec's partials of shared row blocks (counters above) */
+    uint32_t *counters;    /* per-tile CTA counts of the wgmma kernel's split schedules, kept zero */
+    MatvecScratch mv;      /* what the matvec's shape choice needs */
 };
 
 struct qmm_cuda_weight {
@@ -118,15 +118,10 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
     size_t counter_bytes = (size_t)QMM_SM90_MAX_COUNTED_TILES * sizeof(uint32_t);
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&ctx->counters, counter_bytes);
     if (ce == cudaSuccess) ce = cudaMemset(ctx->counters, 0, counter_bytes);
-    if (ce == cudaSuccess) ce = matvec_init(in->sm_count, ctx->mv.grid_cap);
-    if (ce == cudaSuccess) {
-        int cap = ctx->mv.grid_cap[0] > ctx->mv.grid_cap[1] ? ctx->mv.grid_cap[0] : ctx->mv.grid_cap[1];
-        ce = cudaMalloc((void **)&ctx->mv.partials, matvec_partial_bytes(cap));
-    }
-    ctx->mv.counters = ctx->counters;
+    if (ce == cudaSuccess) ce = matvec_init();
+    ctx->mv.sm_count = in->sm_count;
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
     if (ce != cudaSuccess) {
-        cudaFree(ctx->mv.partials);
         cudaFree(ctx->counters);
         cublasDestroy(ctx->cublas);
         free(ctx);
@@ -138,8 +133,7 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
         int bps = 0;
         cudaError_t e = tiled_occupancy(c, d->config[c].stages, &bps);
         if (e != cudaSuccess || bps < 1) {
-            cudaFree(ctx->mv.partials);
-            cudaFree(ctx->counters);
+                cudaFree(ctx->counters);
             cublasDestroy(ctx->cublas);
             free(ctx);
             return qmm_fail(QMM_ERR_CUDA, "occupancy query for tile configuration %d failed: %s", c,
@@ -155,7 +149,6 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
 extern "C" void qmm_cuda_destroy(qmm_cuda_ctx *ctx)
 {
     if (!ctx) return;
-    cudaFree(ctx->mv.partials);
     cudaFree(ctx->counters);
     cublasDestroy(ctx->cublas);
     free(ctx);

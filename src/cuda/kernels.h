@@ -67,27 +67,23 @@ struct MatvecArgs {
     float *x;                    /* RESIDUAL: x[m, ldc] += bf16(y), in fp32 */
     const __nv_bfloat16 *gamma;  /* RESIDUAL: the next RMSNorm's weight [n] (with xg) */
     __nv_bfloat16 *xg;           /*   xg[m, ldc] = bf16(x · gamma) (may be NULL) */
-    float *ss_out;               /*   ss_out[t * ss_out_blocks + rb] = Σ x² of row block rb */
+    float *ss_out;               /*   ss_out[t * ss_out_blocks + i] = Σ x² of rows 16i..16i+15 */
     int ss_out_blocks;
     const float *ss_in;          /* RMSNorm source: y *= 1/sqrt(Σ_j ss_in[t*ss_blocks+j]/norm_dim + eps) */
     int ss_blocks, norm_dim;
     float eps;
-    float *partials;             /* scratch of the shared row blocks */
-    uint32_t *counters;          /* one zeroed counter per row block, left zeroed */
-    int row_blocks, units_per_cta, units_rem; /* set by the launcher */
+    int tiles_per_cta, cluster;  /* the CTA shape (16-row tiles a CTA, CTAs a cluster along K):
+                                    0 = the launcher's choice */
+    int probe;                   /* experiment: 1 = loads without math, 2 = also no activations */
 };
-/* A context's scratch for the matvec: partials (matvec_partial_bytes), counters, grid caps for
- * 1 and 2 token tiles (CTAs a SM × SMs). */
+/* What the matvec needs of the context: the SM count its shape choice aims at. */
 struct MatvecScratch {
-    float *partials;
-    uint32_t *counters;
-    int grid_cap[2];
+    int sm_count;
 };
-cudaError_t matvec_init(int sm_count, int *grid_cap);
-/* The weight's arrays and sizes and the scratch in a MatvecArgs; the caller adds the rest. */
-MatvecArgs matvec_args(const DevWeight &w, const MatvecScratch &scratch);
-size_t matvec_partial_bytes(int max_grid);
-cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaStream_t stream);
+cudaError_t matvec_init(void);
+/* The weight's arrays and sizes in a MatvecArgs; the caller adds the rest. */
+MatvecArgs matvec_args(const DevWeight &w);
+cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t stream);
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
                           const MatvecScratch &scratch, cudaStream_t stream);
 

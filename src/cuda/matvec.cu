@@ -1,24 +1,24 @@
 /*
- * Decode path: C[M, N] = A[M, K] · Wᵀ for M <= 16, built for the memory-bandwidth limit (on the
- * H200 it takes about twice the time of a kernel that only reads the weight: bench/NOTES.md).
+ * Decode path: C[M, N] = A[M, K] · Wᵀ for M <= 16, built for the memory-bandwidth limit.
  *
- * The weight is a sequence of units, one unit = one 128-row block × one group of 128 columns:
- * 8 KB of codes, contiguous in the device layout (w4_layout.h), in row-block-major order, so the
- * whole weight is units 0..U-1 one after another. The grid (MV_MIN_UNITS units a CTA at least,
- * at most the CTAs that fit at once) splits the units into equal contiguous ranges (stream-K).
- * In a CTA one producer thread keeps a ring of STAGES units in flight with bulk copies (the codes,
- * the unit's 128 scale|bias words, and the M activation rows of its group), the weights issued
- * before griddepcontrol.wait (they never depend on the previous kernel); eight consumer warps take
- * 16 rows each from shared memory. Codes enter the mma as the exact bf16 values 128 + q, and an
- * mma of all-ones weights gives Σa, so per group
+ * Every warp streams its own weights straight into registers: a warp owns one 16-row tile and a
+ * run of groups, and each (tile, group) is one contiguous KB of the device layout (w4_layout.h:
+ * row block rb, group g at word (rb·groups + g)·2048, its 16-row tile t at + 256·t). A warp keeps
+ * MV_DEPTH groups of loads in flight (issued before griddepcontrol.wait: weights never depend on
+ * the previous kernel) and refills a slot as soon as it is multiplied, so no producer, barrier or
+ * shared-memory copy sits between a load and its use. A CTA (8 warps) takes R tiles (1, 2, 4 or
+ * 8) × its share of K, the warps of a tile splitting that share; a cluster of C CTAs splits K
+ * further. Partial sums meet in shared memory (the CTA's warps), then in rank 0's shared memory
+ * (the cluster, over DSMEM), always added in the same order: deterministic, one launch, nothing
+ * in global memory but the result.
+ * Arithmetic (exact codes): the codes enter the mma as the exact bf16 values 128 + q, and with
+ * Σa per group and token computed once per CTA from the staged activations,
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
- * A row block finished inside one CTA is written by it; one shared by several CTAs (at most the
- * first and last piece of a range) is summed by the last of them to arrive, from every CTA's
- * fp32 partial in CTA order: deterministic for a given grid, no second launch.
- * Epilogues (the engine's fused decode step): store; residual (x += bf16(y) in fp32, and the
- * next RMSNorm's inputs: bf16(x·γ) and Σx² per row block); SwiGLU over a gate|up weight whose
- * row blocks hold 64 gate rows then the same 64 up rows. With a norm source the result is scaled
- * by 1/sqrt(mean(x²) + eps) from those per-block sums (RMSNorm folded into the matmul).
+ * Epilogues (the engine's fused decode step): store; residual (x += bf16(y) in fp32, and the next
+ * RMSNorm's inputs: bf16(x·γ) and Σx² per 16-row tile); SwiGLU over a gate|up weight whose row
+ * blocks hold 64 gate rows then the same 64 up rows (a CTA takes gate tiles with their up tiles).
+ * With a norm source the result is scaled by 1/sqrt(mean(x²) + eps) from those per-tile sums
+ * (RMSNorm folded into the matmul).
  */
 #include "kernels.h"
 #include "hopper.cuh"
@@ -26,79 +26,176 @@
 
 namespace qmm {
 
-constexpr int MV_CONSUMERS = 8;                       /* warps, 16·MV_RT rows each */
-constexpr int MV_RT = 128 / 16 / MV_CONSUMERS;          /* 16-row tiles a consumer warp */
-constexpr int MV_CT = MV_CONSUMERS * 32;                /* consumer threads */
-constexpr int MV_THREADS = (MV_CONSUMERS + 1) * 32;   /* + the producer warp */
-constexpr int MV_STAGES = 4;
-constexpr int MV_UNIT_BYTES = 128 * 64;               /* 128 rows × 64 bytes of codes */
-constexpr int MV_SB_BYTES = 128 * 4;
-constexpr int MV_A_STRIDE = 136;                      /* bf16 per staged row: 128 + 8 (banks) */
+constexpr int MV_WARPS = 8, MV_THREADS = MV_WARPS * 32;
+constexpr int MV_MAX_CLUSTER = 8;
 
-template <int TOKT> struct MvSmem {
-    static constexpr int TOKS = 8 * TOKT;
-    static constexpr int STAGE = MV_UNIT_BYTES + MV_SB_BYTES + TOKS * MV_A_STRIDE * 2;
-    static constexpr size_t bytes = (size_t)MV_STAGES * STAGE + TOKS * 128 * sizeof(float) + 256;
-};
+/* Groups of loads in flight a lane (40 bytes each): 3 with one token tile (80 registers, three
+ * CTAs a SM), 4 with two (two CTAs a SM). */
+__host__ __device__ constexpr int mv_depth(int tokt) { return tokt == 1 ? 3 : 4; }
 
-/* CTA c takes units [first(c), first(c+1)): `per` each, one more for the first `rem` CTAs
- * (32-bit: a 64-bit division is a ~100-instruction call). */
-struct MvSplit {
-    int per, rem;
-    __device__ __forceinline__ int first(int c) const { return c * per + (c < rem ? c : rem); }
-    __device__ __forceinline__ int cta_of(int u) const
+/* Shared memory of a CTA that stages kr groups of m activation rows. */
+struct MvSmem {
+    int a_stride; /* bf16 a staged row: kr·128 + 8 (ldmatrix rows on distinct banks) */
+    size_t a_off, red_off, ys_off, inv_off, bytes;
+    __host__ __device__ MvSmem(int m, int kr, int toks, int rows)
     {
-        const int big = rem * (per + 1);
-        return u < big ? u / (per + 1) : rem + (u - big) / per;
+        a_stride = kr * 128 + 8;
+        a_off = 0;
+        red_off = (a_off + (size_t)m * a_stride * 2 + 15) / 16 * 16;
+        ys_off = red_off + (size_t)MV_WARPS * toks * 16 * 4;
+        inv_off = ys_off + (size_t)MV_MAX_CLUSTER * m * rows * 4;
+        bytes = inv_off + 16 * 4;
     }
 };
 
-/* The epilogue of one row block from its fp32 sums ys[tok][r] (r < 128), by the consumer
- * threads. */
-template <int TOKS>
-__device__ void mv_epilogue(const MatvecArgs &p, const float (*ys)[128], const float *inv, int rb,
-                            int tid)
+/* The 16-row tile i (< R) of row set s: with R >= 2, R/2 gate tiles of a 128-row block and the
+ * matching up tiles 4 further (the SwiGLU layout); other epilogues do not care. */
+__device__ __forceinline__ int mv_tile(int s, int i, int R)
 {
-    const int m = p.m, row0 = rb * 128;
-    if (p.epi == MV_EPI_SWIGLU) {
-        for (int e = tid; e < m * 64; e += MV_CT) {
-            int t = e / 64, r = e % 64;
-            int j = rb * 64 + r;
+    if (R == 1) return s;
+    const int half = R / 2, per_block = 8 / R, j0 = (s % per_block) * half;
+    return (s / per_block) * 8 + (i < half ? j0 + i : 4 + j0 + i - half);
+}
+
+/* 16 (4) bytes of streamed weights, not kept in L1 (an L2 policy would cost two registers). */
+__device__ __forceinline__ uint4 ld_stream(const uint32_t *p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint32_t ld_stream32(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ uint32_t cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cluster_arrive_relaxed()
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive_release()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait()
+{
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+/* st.shared::cluster of v at the address of local pointer p in CTA `rank` of the cluster */
+__device__ __forceinline__ void st_cluster(float *p, uint32_t rank, float v)
+{
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(p)), "r"(rank));
+    asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(v) : "memory");
+}
+
+/* The epilogue of a row set from its fp32 sums ys[t][i·16 + r] (tile i, row r), all threads. */
+__device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *inv, int set, int R)
+{
+    const int m = p.m, tid = threadIdx.x, rows = R * 16;
+    if (p.epi == MV_EPI_SWIGLU) { /* R even: tile i < R/2 gate rows, tile i + R/2 their up rows */
+        const int half = R / 2;
+        for (int e = tid; e < m * half * 16; e += MV_THREADS) {
+            const int t = e / (half * 16), i = (e / 16) % half, r = e % 16;
+            const int tile = mv_tile(set, i, R), j = (tile / 8) * 64 + (tile % 8) * 16 + r;
             if (j >= p.n / 2) continue;
-            float g = __bfloat162float(__float2bfloat16_rn(ys[t][r] * inv[t]));
-            float u = __bfloat162float(__float2bfloat16_rn(ys[t][r + 64] * inv[t]));
+            const float g = __bfloat162float(__float2bfloat16_rn(ys[t * rows + i * 16 + r] * inv[t]));
+            const float u = __bfloat162float(__float2bfloat16_rn(ys[t * rows + (i + half) * 16 + r] * inv[t]));
             p.c[(int64_t)t * p.ldc + j] = __float2bfloat16_rn(g / (1.0f + expf(-g)) * u);
         }
         return;
     }
     if (p.epi == MV_EPI_STORE) {
-        for (int e = tid; e < m * 128; e += MV_CT) {
-            int t = e / 128, r = e % 128;
-            if (row0 + r < p.n)
-                p.c[(int64_t)t * p.ldc + row0 + r] = __float2bfloat16_rn(ys[t][r] * inv[t]);
+        for (int e = tid; e < m * rows; e += MV_THREADS) {
+            const int t = e / rows, i = (e / 16) % R, r = e % 16;
+            const int row = mv_tile(set, i, R) * 16 + r;
+            if (row < p.n) p.c[(int64_t)t * p.ldc + row] = __float2bfloat16_rn(ys[e] * inv[t]);
         }
         return;
     }
-    /* residual: x (fp32) += bf16(y); xg = bf16(x·γ); ss[t][rb] = Σ x² over the block's rows.
-     * Warp w takes tokens w, w + MV_CONSUMERS, ...: each lane 4 rows, then a warp sum (fixed
-     * order). */
+    /* residual: x (fp32) += bf16(y); xg = bf16(x·γ); ss[t][tile] = Σ x² over the tile's rows.
+     * Warp w takes the (token, tile) pairs w, w + 8, ...: one row a lane (16 lanes), then a sum
+     * over the 16 lanes in a fixed order. */
     const int warp = tid / 32, lane = tid % 32;
-    for (int t = warp; t < m; t += MV_CONSUMERS) {
+    for (int pr = warp; pr < m * R; pr += MV_WARPS) {
+        const int t = pr / R, i = pr % R, tile = mv_tile(set, i, R), row = tile * 16 + (lane % 16);
         float ss = 0.f;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            int r = lane + 32 * i, row = row0 + r;
-            if (row >= p.n) continue;
-            float y = __bfloat162float(__float2bfloat16_rn(ys[t][r] * inv[t]));
+        if (lane < 16 && row < p.n) {
+            const float y = __bfloat162float(__float2bfloat16_rn(ys[t * rows + i * 16 + lane] * inv[t]));
             float *xp = p.x + (int64_t)t * p.ldc + row;
-            float x = *xp + y;
+            const float x = *xp + y;
             *xp = x;
-            ss += x * x;
+            ss = x * x;
             if (p.xg) p.xg[(int64_t)t * p.ldc + row] = __float2bfloat16_rn(x * __bfloat162float(p.gamma[row]));
         }
 #pragma unroll
-        for (int o = 16; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-        if (lane == 0 && p.ss_out) p.ss_out[(int64_t)t * p.ss_out_blocks + rb] = ss;
+        for (int o = 8; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if (lane == 0 && p.ss_out && tile < p.ss_out_blocks) p.ss_out[(int64_t)t * p.ss_out_blocks + tile] = ss;
+    }
+}
+
+/* Two codes as bf16x2 of value 128 + q in one LOP3: (w >> shift) & 0x000F000F | magic, with the
+ * magic 0x43004300 in a register (the second immediate would cost a second instruction). */
+__device__ __forceinline__ uint32_t codes_lop3(uint32_t w, uint32_t magic)
+{
+    uint32_t d;
+    asm("lop3.b32 %0, %1, 0x000F000F, %2, 0xEA;\n" : "=r"(d) : "r"(w), "r"(magic)); /* (a & b) | c */
+    return d;
+}
+
+/* One group of a warp's tile: acc += s·P + (b − 128·s)·Σa, with P = Σ a·(128 + q) and Σa from
+ * two independent chains of 8 k16 mma steps (codes; all-ones weights) on the codes lo (rows g8),
+ * hi (rows g8 + 8) and the staged activations at arow (group gl). */
+template <int TOKT>
+__device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, const uint4 hi,
+                                         uint32_t sl, uint32_t sh, const uint32_t (&arow)[TOKT],
+                                         int gl, uint32_t magic)
+{
+    float pq[TOKT][4] = {}, sa[TOKT][4] = {};
+    const uint32_t one2 = 0x3F803F80u;
+#pragma unroll
+    for (int c2 = 0; c2 < 4; c2++) { /* k16 steps 2·c2 and 2·c2 + 1 */
+        uint32_t b[TOKT][4];
+#pragma unroll
+        for (int tt = 0; tt < TOKT; tt++) ldmatrix_x4_at(b[tt], arow[tt] + (gl * 128 + 32 * c2) * 2);
+        const uint32_t wl = c2 == 0 ? lo.x : c2 == 1 ? lo.y : c2 == 2 ? lo.z : lo.w;
+        const uint32_t wh = c2 == 0 ? hi.x : c2 == 1 ? hi.y : c2 == 2 ? hi.z : hi.w;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t a0 = codes_lop3(wl >> (8 * h), magic), a2 = codes_lop3(wl >> (8 * h + 4), magic);
+            const uint32_t a1 = codes_lop3(wh >> (8 * h), magic), a3 = codes_lop3(wh >> (8 * h + 4), magic);
+#pragma unroll
+            for (int tt = 0; tt < TOKT; tt++) {
+                mma_bf16_16816(pq[tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
+                mma_bf16_16816(sa[tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
+            }
+        }
+    }
+    const float s_l = bf16_lo(sl), b_l = bf16_hi(sl) - 128.f * s_l;
+    const float s_h = bf16_lo(sh), b_h = bf16_hi(sh) - 128.f * s_h;
+#pragma unroll
+    for (int tt = 0; tt < TOKT; tt++) {
+        acc[tt][0] += s_l * pq[tt][0] + b_l * sa[tt][0];
+        acc[tt][1] += s_l * pq[tt][1] + b_l * sa[tt][1];
+        acc[tt][2] += s_h * pq[tt][2] + b_h * sa[tt][2];
+        acc[tt][3] += s_h * pq[tt][3] + b_h * sa[tt][3];
     }
 }
 
@@ -106,276 +203,225 @@ template <int TOKT>
 __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(const MatvecArgs p)
 {
     constexpr int TOKS = 8 * TOKT;
-    using S = MvSmem<TOKT>;
+    constexpr int D = mv_depth(TOKT);
     extern __shared__ __align__(128) unsigned char smem[];
-    float(*ys)[128] = reinterpret_cast<float(*)[128]>(smem + MV_STAGES * S::STAGE);
-    uint64_t *full = reinterpret_cast<uint64_t *>(smem + MV_STAGES * S::STAGE + TOKS * 128 * 4);
-    uint64_t *empty = full + MV_STAGES;
-    float *inv = reinterpret_cast<float *>(empty + MV_STAGES); /* [16] */
-    int *flag = reinterpret_cast<int *>(inv + 16);
+    const int R = p.tiles_per_cta, C = p.cluster, KW = MV_WARPS / R;
+    const int groups = p.k / 128, kr = (groups + C - 1) / C;
+    const MvSmem L(p.m, kr, TOKS, R * 16);
+    __nv_bfloat16 *as = reinterpret_cast<__nv_bfloat16 *>(smem + L.a_off);
+    float *red = reinterpret_cast<float *>(smem + L.red_off); /* [warp][TOKS][16] */
+    float *ys = reinterpret_cast<float *>(smem + L.ys_off);   /* [C][m][R·16] */
+    float *inv = reinterpret_cast<float *>(smem + L.inv_off); /* [16] */
 
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int groups = p.k / 128;
-    const MvSplit split = {p.units_per_cta, p.units_rem};
-    const int u_begin = split.first(blockIdx.x), count = split.first(blockIdx.x + 1) - u_begin;
-    const int rb_begin = u_begin / groups, g_begin = u_begin % groups;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, tid = threadIdx.x;
+    const int g8 = lane / 4, t4 = lane % 4;
+    const int rank = C > 1 ? (int)cluster_rank() : 0, set = blockIdx.x / C;
+    /* this CTA's groups [c0, c1), this warp's [w0, w1) of them, its tile */
+    const int c0 = rank * groups / C, c1 = (rank + 1) * groups / C;
+    const int part = warp / R, ti = warp % R, tile = mv_tile(set, ti, R);
+    const int w0 = c0 + part * (c1 - c0) / KW, w1 = c0 + (part + 1) * (c1 - c0) / KW, ng = w1 - w0;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < MV_STAGES; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], MV_CONSUMERS);
+    /* D slots of registers a lane: its 16 bytes of rows g8 and g8 + 8 of a (tile, group) and
+     * their scale|bias words; the first D groups requested before the dependency wait (weights
+     * never depend on the previous kernel), a slot refilled as soon as it is taken */
+    const uint32_t *src_w = p.packed + ((int64_t)(tile / 8) * groups + w0) * 2048 + (tile % 8) * 256 +
+                            lane * 4; /* = row g8, words 4·t4 */
+    const uint32_t *src_s = p.sb + (int64_t)w0 * p.n_pad + tile * 16 + g8;
+    const int step_s = (int)p.n_pad; /* n_pad / 16 fits an int (launcher) */
+    uint4 lo[D], hi[D];
+    uint32_t sl[D], sh[D];
+#pragma unroll
+    for (int j = 0; j < D; j++)
+        if (j < ng) {
+            lo[j] = ld_stream(src_w);
+            hi[j] = ld_stream(src_w + 128);
+            sl[j] = ld_stream32(src_s);
+            sh[j] = ld_stream32(src_s + 8);
+            src_w += 2048;
+            src_s += step_s;
         }
-        mbar_fence_init();
+    if (C > 1) cluster_arrive_relaxed(); /* every CTA of the cluster has started: see the reduction */
+
+    pdl_wait(); /* activations, norm sums and outputs belong to the previous kernel until here */
+    /* stage the m activation rows of groups [c0, c1) */
+    const int chunks = p.probe == 2 ? 0 : (c1 - c0) * 16; /* 16-byte chunks a row */
+    for (int e0 = tid; e0 < p.m * chunks; e0 += 4 * MV_THREADS) {
+        uint4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int e = e0 + u * MV_THREADS, t = e / chunks, c = e % chunks;
+            if (e < p.m * chunks)
+                v[u] = *reinterpret_cast<const uint4 *>(p.a + (int64_t)t * p.lda + c0 * 128 + c * 8);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int e = e0 + u * MV_THREADS, t = e / chunks, c = e % chunks;
+            if (e < p.m * chunks) *reinterpret_cast<uint4 *>(as + (int64_t)t * L.a_stride + c * 8) = v[u];
+        }
     }
-    /* token rows of the ring beyond M stay zero (they feed only discarded columns) */
-    for (int i = threadIdx.x; i < MV_STAGES * TOKS * MV_A_STRIDE / 2; i += MV_THREADS) {
-        int s = i / (TOKS * MV_A_STRIDE / 2), w = i % (TOKS * MV_A_STRIDE / 2);
-        if (w / (MV_A_STRIDE / 2) >= p.m)
-            reinterpret_cast<uint32_t *>(smem + s * S::STAGE + MV_UNIT_BYTES + MV_SB_BYTES)[w] = 0u;
+    for (int t = warp; t < p.m; t += MV_WARPS) { /* RMSNorm of the input rows from their Σx² */
+        float ss = 0.f;
+        if (p.ss_in)
+            for (int j = lane; j < p.ss_blocks; j += 32) ss += p.ss_in[(int64_t)t * p.ss_blocks + j];
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if (lane == 0) inv[t] = p.ss_in ? 1.0f / sqrtf(ss / (float)p.norm_dim + p.eps) : 1.0f;
     }
     __syncthreads();
 
-    if (warp == MV_CONSUMERS) { /* producer */
-        if (lane == 0) {
-            const uint64_t pol = policy_evict_first();
-            const uint32_t a_bytes = (uint32_t)p.m * 256u;
-            const int first = count < MV_STAGES ? count : MV_STAGES;
-            /* weights of the first units before the dependency wait */
-            int rb = rb_begin, g = g_begin;
-            for (int i = 0; i < first; i++) {
-                unsigned char *st = smem + i * S::STAGE;
-                mbar_arrive_expect_tx(&full[i], MV_UNIT_BYTES + MV_SB_BYTES + a_bytes);
-                bulk_copy(st, p.packed + (int64_t)(u_begin + i) * 2048, MV_UNIT_BYTES, &full[i], pol);
-                bulk_copy(st + MV_UNIT_BYTES, p.sb + (int64_t)g * p.n_pad + rb * 128, MV_SB_BYTES,
-                          &full[i], pol);
-                if (++g == groups) g = 0, rb++;
-            }
-            pdl_wait();
-            rb = rb_begin, g = g_begin;
-            for (int i = 0; i < count; i++) {
-                const int s = i % MV_STAGES;
-                unsigned char *st = smem + s * S::STAGE;
-                if (i >= first) {
-                    mbar_wait(&empty[s], ((i / MV_STAGES) - 1) & 1);
-                    mbar_arrive_expect_tx(&full[s], MV_UNIT_BYTES + MV_SB_BYTES + a_bytes);
-                    bulk_copy(st, p.packed + (int64_t)(u_begin + i) * 2048, MV_UNIT_BYTES, &full[s],
-                              pol);
-                    bulk_copy(st + MV_UNIT_BYTES, p.sb + (int64_t)g * p.n_pad + rb * 128,
-                              MV_SB_BYTES, &full[s], pol);
-                }
-                unsigned char *as = st + MV_UNIT_BYTES + MV_SB_BYTES;
-                for (int t = 0; t < p.m; t++)
-                    bulk_copy_plain(as + t * MV_A_STRIDE * 2, p.a + (int64_t)t * p.lda + g * 128,
-                                    256, &full[s]);
-                if (++g == groups) g = 0, rb++;
-            }
-            pdl_launch_dependents(); /* the next kernel may start its weight copies */
-        }
-        return;
+    /* the warp's groups, D in flight; lanes read token rows clamped to m - 1 (those columns of
+     * the mma are discarded) */
+    float acc[TOKT][4] = {};
+    uint32_t arow[TOKT]; /* shared addresses: this lane's ldmatrix row of token tile tt */
+#pragma unroll
+    for (int tt = 0; tt < TOKT; tt++) {
+        const int r = min(tt * 8 + (lane % 8), p.m - 1);
+        arow[tt] = smem_u32(as + r * L.a_stride + 16 * (lane / 16) + 8 * ((lane / 8) % 2));
     }
+    /* opaque to the compiler, so the LOP3 keeps it in a register (p.m >= 1) */
+    const uint32_t magic = 0x43004300u | (uint32_t)(p.m >> 8);
+    for (int base = 0; base < ng; base += D) {
+#pragma unroll
+        for (int j = 0; j < D; j++) {
+            const int i = base + j;
+            if (i >= ng) break;
+            if (p.probe) /* experiment: the loads without the math */
+                acc[0][0] += __uint_as_float((lo[j].x ^ hi[j].y ^ sl[j] ^ sh[j]) & 0x007FFFFFu);
+            else
+                mv_group<TOKT>(acc, lo[j], hi[j], sl[j], sh[j], arow, w0 + i - c0, magic);
+            if (i + D < ng) { /* refill the slot (after its use: no register copies) */
+                lo[j] = ld_stream(src_w);
+                hi[j] = ld_stream(src_w + 128);
+                sl[j] = ld_stream32(src_s);
+                sh[j] = ld_stream32(src_s + 8);
+                src_w += 2048;
+                src_s += step_s;
+            }
+        }
+    }
+    pdl_launch_dependents(); /* the next kernel may start streaming its weights */
 
-    /* consumers: warp w owns the 16·MV_RT rows from 16·MV_RT·w of every unit */
-    pdl_wait(); /* the partials, counters and outputs may be in use by the previous kernel */
-    const int g8 = lane / 4, t4 = lane % 4, tid = threadIdx.x;
-    if (tid < p.m) { /* RMSNorm of the input rows from their Σx², one per producer row block */
-        float ss = 0.f;
-        if (p.ss_in)
-            for (int j = 0; j < p.ss_blocks; j++) ss += p.ss_in[(int64_t)tid * p.ss_blocks + j];
-        inv[tid] = p.ss_in ? 1.0f / sqrtf(ss / (float)p.norm_dim + p.eps) : 1.0f;
+    /* the warps' partial sums → this CTA's sums of its rows, parts added in order */
+#pragma unroll
+    for (int tt = 0; tt < TOKT; tt++) {
+        float *rw = red + (warp * TOKS + tt * 8 + 2 * t4) * 16;
+        rw[g8] = acc[tt][0];
+        rw[16 + g8] = acc[tt][1];
+        rw[g8 + 8] = acc[tt][2];
+        rw[16 + g8 + 8] = acc[tt][3];
     }
-    named_barrier(1, MV_CT);
-    float acc[MV_RT][TOKT][4];
-    zero_frags(acc);
-    int rb = rb_begin, g = g_begin;
-    for (int i = 0; i < count; i++, g++) {
-        if (g == groups) g = 0, rb++;
-        const int s = i % MV_STAGES;
-        const unsigned char *st = smem + s * S::STAGE;
-        mbar_wait(&full[s], (i / MV_STAGES) & 1);
-        const uint32_t *wq = reinterpret_cast<const uint32_t *>(st);
-        const uint32_t *sbs = reinterpret_cast<const uint32_t *>(st + MV_UNIT_BYTES);
-        const __nv_bfloat16 *as = reinterpret_cast<const __nv_bfloat16 *>(st + MV_UNIT_BYTES + MV_SB_BYTES);
-        uint4 lo[MV_RT], hi[MV_RT];
-        uint32_t sb_lo[MV_RT], sb_hi[MV_RT];
-#pragma unroll
-        for (int rt = 0; rt < MV_RT; rt++) {
-            const int row = (MV_RT * warp + rt) * 16 + g8;
-            lo[rt] = *reinterpret_cast<const uint4 *>(wq + row * 16 + 4 * t4);
-            hi[rt] = *reinterpret_cast<const uint4 *>(wq + (row + 8) * 16 + 4 * t4);
-            sb_lo[rt] = sbs[row];
-            sb_hi[rt] = sbs[row + 8];
-        }
-        /* two chains (even and odd chunks) of each sum, added at the end: shorter mma chains */
-        float pq[2][MV_RT][TOKT][4], sa[2][TOKT][4];
-        zero_frags(pq[0]);
-        zero_frags(pq[1]);
-        zero_frags(sa);
-#pragma unroll
-        for (int c2 = 0; c2 < 4; c2++) { /* chunks 2·c2 and 2·c2 + 1 */
-            uint32_t b[TOKT][4];
-#pragma unroll
-            for (int tt = 0; tt < TOKT; tt++) {
-                const int r = tt * 8 + (lane % 8);
-                const int col = 32 * c2 + 16 * (lane / 16) + 8 * ((lane / 8) % 2);
-                ldmatrix_x4(b[tt][0], b[tt][1], b[tt][2], b[tt][3], as + r * MV_A_STRIDE + col);
-            }
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-#pragma unroll
-                for (int rt = 0; rt < MV_RT; rt++) {
-                    const uint32_t wl = c2 == 0 ? lo[rt].x : c2 == 1 ? lo[rt].y : c2 == 2 ? lo[rt].z : lo[rt].w;
-                    const uint32_t wh = c2 == 0 ? hi[rt].x : c2 == 1 ? hi[rt].y : c2 == 2 ? hi[rt].z : hi[rt].w;
-                    const uint32_t a0 = codes_128(wl, 8 * h), a2 = codes_128(wl, 8 * h + 4);
-                    const uint32_t a1 = codes_128(wh, 8 * h), a3 = codes_128(wh, 8 * h + 4);
-#pragma unroll
-                    for (int tt = 0; tt < TOKT; tt++)
-                        mma_bf16_16816(pq[h][rt][tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
-                }
-                const uint32_t one2 = 0x3F803F80u;
-#pragma unroll
-                for (int tt = 0; tt < TOKT; tt++)
-                    mma_bf16_16816(sa[h][tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
-            }
-        }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[s]); /* the stage is read into registers */
-#pragma unroll
-        for (int rt = 0; rt < MV_RT; rt++) {
-            const float sl = bf16_lo(sb_lo[rt]), bl = bf16_hi(sb_lo[rt]) - 128.f * sl;
-            const float sh = bf16_lo(sb_hi[rt]), bh = bf16_hi(sb_hi[rt]) - 128.f * sh;
-#pragma unroll
-            for (int tt = 0; tt < TOKT; tt++) {
-                float q[4], a[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    q[e] = pq[0][rt][tt][e] + pq[1][rt][tt][e];
-                    a[e] = sa[0][tt][e] + sa[1][tt][e];
-                }
-                acc[rt][tt][0] += sl * q[0] + bl * a[0];
-                acc[rt][tt][1] += sl * q[1] + bl * a[1];
-                acc[rt][tt][2] += sh * q[2] + bh * a[2];
-                acc[rt][tt][3] += sh * q[3] + bh * a[3];
-            }
-        }
-
-        /* the end of a row block's piece in this CTA: its output, or its partial */
-        if (g != groups - 1 && i != count - 1) continue;
-        const int c_first = split.cta_of(rb * groups);
-        const int c_last = split.cta_of(rb * groups + groups - 1);
-        const bool alone = c_first == c_last;
-        const int slot = rb == rb_begin ? 0 : 1; /* first or last piece of the range */
-        float *mine = p.partials + ((int64_t)blockIdx.x * 2 + slot) * TOKS * 128;
-#pragma unroll
-        for (int rt = 0; rt < MV_RT; rt++)
-#pragma unroll
-            for (int tt = 0; tt < TOKT; tt++) {
-                const int r = (MV_RT * warp + rt) * 16 + g8, t = tt * 8 + 2 * t4;
-                if (alone) {
-                    ys[t][r] = acc[rt][tt][0];
-                    ys[t + 1][r] = acc[rt][tt][1];
-                    ys[t][r + 8] = acc[rt][tt][2];
-                    ys[t + 1][r + 8] = acc[rt][tt][3];
-                } else {
-                    if (t < p.m) {
-                        mine[t * 128 + r] = acc[rt][tt][0];
-                        mine[t * 128 + r + 8] = acc[rt][tt][2];
-                    }
-                    if (t + 1 < p.m) {
-                        mine[(t + 1) * 128 + r] = acc[rt][tt][1];
-                        mine[(t + 1) * 128 + r + 8] = acc[rt][tt][3];
-                    }
-                }
-            }
-        zero_frags(acc);
-        named_barrier(1, MV_CT);
-        if (!alone) {
-            if (tid == 0) { /* release: the block's partial (barrier above); acquire: the others' */
-                const uint32_t old = atom_add_acq_rel_gpu(&p.counters[rb], 1u);
-                *flag = old == (uint32_t)(c_last - c_first);
-                if (*flag) p.counters[rb] = 0; /* ready for the next call */
-            }
-            named_barrier(1, MV_CT);
-            if (!*flag) continue;
-            /* every element summed over the CTAs in order (each thread owns its elements);
-             * rb is the last piece of c_first's range unless that range starts at rb, and the
-             * first piece of every later contributor's */
-            const int slot_first = split.first(c_first) == rb * groups ? 0 : 1;
-            for (int e = tid; e < p.m * 128; e += MV_CT) {
-                const float *part = p.partials + e;
-                float sum = __ldcg(part + ((int64_t)c_first * 2 + slot_first) * TOKS * 128);
-                int c = c_first + 1;
-                for (; c + 8 <= c_last + 1; c += 8) { /* eight loads in flight, added in order */
-                    float v[8];
-#pragma unroll
-                    for (int j = 0; j < 8; j++) v[j] = __ldcg(part + (int64_t)(c + j) * 2 * TOKS * 128);
-#pragma unroll
-                    for (int j = 0; j < 8; j++) sum += v[j];
-                }
-                for (; c <= c_last; c++) sum += __ldcg(part + (int64_t)c * 2 * TOKS * 128);
-                ys[e / 128][e % 128] = sum;
-            }
-            named_barrier(1, MV_CT);
-        }
-        mv_epilogue<TOKS>(p, ys, inv, (int)rb, tid);
-        named_barrier(1, MV_CT); /* ys is free again */
+    __syncthreads();
+    const int rows = R * 16;
+    if (C > 1) cluster_wait(); /* the start arrival: every CTA of the cluster is running */
+    for (int e = tid; e < p.m * rows; e += MV_THREADS) {
+        const int t = e / rows, i = (e / 16) % R, r = e % 16;
+        float s = 0.f;
+        for (int q = 0; q < KW; q++) s += red[((q * R + i) * TOKS + t) * 16 + r];
+        if (C > 1) st_cluster(ys + (int64_t)rank * p.m * rows + e, 0, s);
+        else ys[e] = s;
     }
+    if (C > 1) { /* rank 0 adds the ranks' sums in rank order */
+        cluster_arrive_release();
+        cluster_wait();
+        if (rank != 0) return;
+        for (int e = tid; e < p.m * rows; e += MV_THREADS) {
+            float s = ys[e];
+            for (int q = 1; q < C; q++) s += ys[(int64_t)q * p.m * rows + e];
+            ys[e] = s;
+        }
+    }
+    __syncthreads();
+    mv_epilogue(p, ys, inv, set, R);
 }
 
-template <int TOKT> static cudaError_t matvec_attrs()
+constexpr int MV_SMEM_MAX = 227 * 1024, MV_SMEM_SM = 228 * 1024;
+
+cudaError_t matvec_init(void)
 {
-    return cudaFuncSetAttribute(matvec_kernel<TOKT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)MvSmem<TOKT>::bytes);
+    cudaError_t e = cudaFuncSetAttribute(matvec_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         MV_SMEM_MAX);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(matvec_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 MV_SMEM_MAX);
+    return e;
 }
 
-/* Units a CTA takes at least (when the row block has that many groups): 1, 2, 4 and 8 measured
- * on the H200 at M = 1 (bench/NOTES.md, row 22); 2 was best or within 5 % on every projection. */
-constexpr int MV_MIN_UNITS = 2;
-
-cudaError_t matvec_init(int sm_count, int *grid_cap)
+/* Shared memory of a launch, and the CTAs of it a SM holds (launch bounds, shared memory with
+ * the 1 KB the hardware reserves a CTA). */
+static size_t mv_smem(const MatvecArgs &p, int R, int C)
 {
-    cudaError_t e = matvec_attrs<1>();
-    if (e == cudaSuccess) e = matvec_attrs<2>();
-    int b1 = 0, b2 = 0;
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b1, matvec_kernel<1>, MV_THREADS,
-                                                          MvSmem<1>::bytes);
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b2, matvec_kernel<2>, MV_THREADS,
-                                                          MvSmem<2>::bytes);
-    if (e != cudaSuccess) return e;
-    grid_cap[0] = sm_count * (b1 > 0 ? b1 : 1);
-    grid_cap[1] = sm_count * (b2 > 0 ? b2 : 1);
-    return cudaSuccess;
+    const int tokt = p.m <= 8 ? 1 : 2, groups = p.k / 128;
+    return MvSmem(p.m, (groups + C - 1) / C, 8 * tokt, R * 16).bytes;
+}
+static int mv_per_sm(const MatvecArgs &p, size_t bytes)
+{
+    const int bounds = p.m <= 8 ? 3 : 2, by_smem = (int)(MV_SMEM_SM / (bytes + 1024));
+    return by_smem < bounds ? by_smem : bounds;
 }
 
-size_t matvec_partial_bytes(int max_grid) { return (size_t)max_grid * 2 * 16 * 128 * sizeof(float); }
+/* The CTA shape: R tiles a CTA, C CTAs a cluster (bench/probe/mv_shapes.cu measures them all):
+ * every CTA resident at once, as many CTAs as that allows (a warp's first loads are the latency
+ * to hide, so more warps with shorter runs of groups), then the fewest tiles a CTA. R >= 2 from
+ * two tokens on (the activations a CTA stages are shared by more tiles: at M = 8 one tile a CTA
+ * was up to 1.5x slower) and for SwiGLU (gate and up tiles together); C <= 4 (clusters of 8 were
+ * slower everywhere they were not the only choice). With no single-wave shape (very large N) the
+ * fewest CTAs. */
+static void matvec_shape(const MatvecArgs &p, int sm_count, int *R, int *C)
+{
+    const int64_t tiles = p.n_pad / 16;
+    const int groups = p.k / 128, r_min = p.m > 1 || p.epi == MV_EPI_SWIGLU ? 2 : 1;
+    int64_t best = -1, fewest = INT64_MAX;
+    *R = r_min, *C = 1;
+    for (int r = r_min; r <= 8; r *= 2)
+        for (int c = 1; c <= 4; c *= 2) {
+            const size_t bytes = mv_smem(p, r, c);
+            if ((c > 1 && groups < 2 * c) || bytes > (size_t)MV_SMEM_MAX) continue;
+            const int64_t ctas = tiles / r * c, cap = (int64_t)sm_count * mv_per_sm(p, bytes);
+            if (ctas <= cap && ctas > best) best = ctas, *R = r, *C = c;
+            if (best < 0 && ctas < fewest) fewest = ctas, *R = r, *C = c;
+        }
+    if (best < 0 && fewest == INT64_MAX) /* a row too long to stage in 4 parts: 8 */
+        *C = groups >= 2 * MV_MAX_CLUSTER ? MV_MAX_CLUSTER : 1;
+}
 
-cudaError_t launch_matvec_ex(MatvecArgs p, const int *grid_cap, bool pdl, cudaStream_t stream)
+cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t stream)
 {
     const int tokt = p.m <= 8 ? 1 : 2;
-    p.row_blocks = (int)(p.n_pad / 128);
-    /* groups of 128 (one scale|bias word a unit row); one counter per row block; bulk copies of
-     * activation rows need 16-byte alignment */
-    if (p.group != 128 || p.m < 1 || p.m > 16 || p.k % 128 || p.n_pad % 128 ||
-        p.row_blocks > QMM_SM90_MAX_COUNTED_TILES || p.lda % 8 || (uintptr_t)p.a % 16 ||
-        (int64_t)p.row_blocks * (p.k / 128) > INT32_MAX)
+    /* groups of 128 (one scale|bias word a tile row); 16-byte activation rows */
+    if (p.group != 128 || p.m < 1 || p.m > 16 || p.k <= 0 || p.k % 128 || p.n_pad <= 0 ||
+        p.n_pad % 128 || p.n_pad > INT32_MAX || p.lda % 8 || (uintptr_t)p.a % 16)
         return cudaErrorInvalidValue;
-    const int groups = p.k / 128, units = p.row_blocks * groups;
-    /* at least min(groups, MIN_UNITS) units a CTA, so a shared row block has few partials;
-     * else as many CTAs as fit (the occupancy cap) */
-    int min_units = groups < MV_MIN_UNITS ? groups : MV_MIN_UNITS;
-    int grid = (units + min_units - 1) / min_units;
-    if (grid > grid_cap[tokt - 1]) grid = grid_cap[tokt - 1];
-    p.units_per_cta = units / grid;
-    p.units_rem = units % grid;
-    if (tokt == 1)
-        return launch_pdl(matvec_kernel<1>, dim3((unsigned)grid), dim3(MV_THREADS), MvSmem<1>::bytes,
-                          stream, pdl, p);
-    return launch_pdl(matvec_kernel<2>, dim3((unsigned)grid), dim3(MV_THREADS), MvSmem<2>::bytes,
-                      stream, pdl, p);
+    if (p.tiles_per_cta == 0 || p.cluster == 0) matvec_shape(p, sm_count, &p.tiles_per_cta, &p.cluster);
+    const int R = p.tiles_per_cta, C = p.cluster, groups = p.k / 128;
+    if ((R != 1 && R != 2 && R != 4 && R != 8) || (C != 1 && C != 2 && C != 4 && C != 8) ||
+        (p.epi == MV_EPI_SWIGLU && R == 1) || C > groups)
+        return cudaErrorInvalidValue;
+    const size_t bytes = mv_smem(p, R, C);
+    if (bytes > (size_t)MV_SMEM_MAX) return cudaErrorInvalidValue;
+    cudaLaunchAttribute attr[2];
+    int na = 0;
+    if (C > 1) {
+        attr[na].id = cudaLaunchAttributeClusterDimension;
+        attr[na].val.clusterDim.x = (unsigned)C;
+        attr[na].val.clusterDim.y = 1;
+        attr[na++].val.clusterDim.z = 1;
+    }
+    if (pdl) {
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(p.n_pad / 16 / R * C));
+    cfg.blockDim = dim3(MV_THREADS);
+    cfg.dynamicSmemBytes = bytes;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = (unsigned)na;
+    return tokt == 1 ? cudaLaunchKernelEx(&cfg, matvec_kernel<1>, p)
+                     : cudaLaunchKernelEx(&cfg, matvec_kernel<2>, p);
 }
 
-MatvecArgs matvec_args(const DevWeight &w, const MatvecScratch &scratch)
+MatvecArgs matvec_args(const DevWeight &w)
 {
     MatvecArgs p = {};
     p.packed = w.packed;
@@ -384,22 +430,20 @@ MatvecArgs matvec_args(const DevWeight &w, const MatvecScratch &scratch)
     p.n_pad = w.n_pad;
     p.k = (int)w.k;
     p.group = w.group;
-    p.partials = scratch.partials;
-    p.counters = scratch.counters;
     return p;
 }
 
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
                           const MatvecScratch &scratch, cudaStream_t stream)
 {
-    MatvecArgs p = matvec_args(w, scratch);
+    MatvecArgs p = matvec_args(w);
     p.a = a;
     p.lda = w.k;
     p.m = m;
     p.c = c;
     p.ldc = w.n;
     p.epi = MV_EPI_STORE;
-    return launch_matvec_ex(p, scratch.grid_cap, true, stream);
+    return launch_matvec_ex(p, scratch.sm_count, true, stream);
 }
 
 } // namespace qmm

@@ -4,7 +4,7 @@
  *   → gate|up matvec (+ SwiGLU) → down matvec (+ residual),
  * every matvec the library's decode kernel (src/cuda/matvec.cu) with an epilogue:
  *   - RMSNorm is split between producer and consumer: the matvec that adds into the residual x
- *     also writes xg = bf16(x · γ) (γ: the next norm's weight) and Σx² of each 128-row block;
+ *     also writes xg = bf16(x · γ) (γ: the next norm's weight) and Σx² of each 16-row tile;
  *     the matvec that reads xg scales its result by 1/sqrt(mean(x²) + eps) from those sums;
  *   - SwiGLU: gate and up rows are interleaved in chunks of 64 (session.cu), so each row block
  *     of the gate|up matvec holds both halves of 64 outputs.
@@ -30,14 +30,12 @@ bool llm_decode_fusable(const qmm_llm_cuda_session *s)
 static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
                      const char *name)
 {
-    const qmm::MatvecScratch &scr = qmm::matvec_scratch(s->ctx);
-    const qmm::MatvecArgs wa = qmm::matvec_args(qmm::weight_dev(w), scr);
+    const qmm::MatvecArgs wa = qmm::matvec_args(qmm::weight_dev(w));
     p.packed = wa.packed, p.sb = wa.sb, p.n = wa.n, p.k = wa.k, p.n_pad = wa.n_pad;
     p.group = wa.group;
-    p.partials = wa.partials, p.counters = wa.counters;
     p.m = 1;
     llm_note_matmul(s, 1, w, name);
-    cudaError_t e = qmm::launch_matvec_ex(p, scr.grid_cap, true, s->stream);
+    cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx).sm_count, true, s->stream);
     if (e != cudaSuccess)
         return qmm_fail(QMM_ERR_CUDA, "%s (fused decode matvec): %s", name, cudaGetErrorString(e));
     return QMM_OK;
@@ -47,7 +45,7 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
 {
     const qmm_llm_config *c = &s->cfg;
     const auto [H, hd, heads, kvh, L, I, eps, layer_cache, attn_bytes] = llm_dims_of(s);
-    const int ssb = H / 128;
+    const int ssb = H / 16; /* Σx² per 16-row tile of the residual */
     cudaStream_t st = s->stream;
     llm_launch ln;
     qmm_status q;

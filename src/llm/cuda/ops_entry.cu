@@ -93,8 +93,7 @@ extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weigh
                                    int ss_blocks, int norm_dim, float eps)
 {
     const qmm::DevWeight &d = qmm::weight_dev(w);
-    const qmm::MatvecScratch &scr = qmm::matvec_scratch(ctx);
-    qmm::MatvecArgs p = qmm::matvec_args(d, scr);
+    qmm::MatvecArgs p = qmm::matvec_args(d);
     p.a = (const bf16 *)a;
     p.lda = lda;
     p.m = m;
@@ -105,10 +104,10 @@ extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weigh
     p.gamma = (const bf16 *)gamma;
     p.xg = (bf16 *)xg;
     p.ss_out = ss_out;
-    p.ss_out_blocks = (int)((d.n + 127) / 128);
+    p.ss_out_blocks = (int)((d.n + 15) / 16);
     p.ss_in = ss_in;
     p.ss_blocks = ss_blocks;
     p.norm_dim = norm_dim;
     p.eps = eps;
-    return (int)qmm::launch_matvec_ex(p, scr.grid_cap, false, 0);
+    return (int)qmm::launch_matvec_ex(p, qmm::matvec_scratch(ctx).sm_count, false, 0);
 }

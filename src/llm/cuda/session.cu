@@ -209,7 +209,7 @@ static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
         (st = dev_alloc(&s->pair_v, (size_t)s->npairs, "argmax pairs")) ||
         (st = dev_alloc(&s->pair_i, (size_t)s->npairs, "argmax pairs")) ||
         (st = dev_alloc(&s->d_stamps, (size_t)LLM_STAMP_SLOTS * 4, "profile timestamps")) ||
-        (st = dev_alloc(&s->d_ss, (size_t)(H + 127) / 128, "RMSNorm partial sums")))
+        (st = dev_alloc(&s->d_ss, (size_t)(H + 15) / 16, "RMSNorm partial sums")))
         return st;
     /* zero from here on: every launch of the fused decode attention leaves them at zero */
     QMM_CUDA_TRY(cudaMemset(s->counters, 0, (size_t)c->num_kv_heads * sizeof(int)));

@@ -1,0 +1,157 @@
+/*
+ * The decode matvec's CTA shapes on the Qwen3-4B projections: every (tiles a CTA R, cluster C)
+ * the kernel accepts, beside the launcher's own choice (auto) and the read floor, as graph
+ * medians over cold weight copies (the `qmm bench ops` protocol), with each shape's output
+ * compared to auto's (they differ by summation order only).
+ *
+ *   mv_shapes [M ...]        CSV on stdout: proj,m,R,C,ctas,us,read_us,max_rel_diff
+ *   environment: MV_PROJ=name (one projection), MV_AUTO_ONLY=1 (the launcher's shape only)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+#include <algorithm>
+
+#include "qmm.h"
+#include "qmm_cuda.h"
+#include "cuda/kernels.h"
+extern "C" {
+#include "harness.h"
+#include "bench_read.h"
+}
+
+#define CK(x)                                                                                    \
+    do {                                                                                         \
+        cudaError_t e_ = (x);                                                                    \
+        if (e_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));  \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+
+struct Proj {
+    const char *name;
+    int n, k, epi;
+};
+static const Proj projs[] = {
+    {"qkv", 6144, 2560, qmm::MV_EPI_STORE},    {"q", 4096, 2560, qmm::MV_EPI_STORE},
+    {"k", 1024, 2560, qmm::MV_EPI_STORE},      {"o", 2560, 4096, qmm::MV_EPI_STORE},
+    {"gate", 9728, 2560, qmm::MV_EPI_STORE},   {"gate_up", 19456, 2560, qmm::MV_EPI_SWIGLU},
+    {"down", 2560, 9728, qmm::MV_EPI_STORE},   {"head", 151936, 2560, qmm::MV_EPI_STORE},
+};
+
+/* median µs a launch of fn(copy) over `copies` cold copies, captured once, replayed 7 times */
+template <typename F> static double time_graph(cudaStream_t st, int copies, F fn)
+{
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < copies; i++) fn(i);
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaGraphLaunch(ge, st)); /* warm-up */
+    std::vector<float> t;
+    for (int r = 0; r < 7; r++) {
+        CK(cudaEventRecord(a, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms * 1000.f / copies);
+    }
+    std::sort(t.begin(), t.end());
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return t[3];
+}
+
+int main(int argc, char **argv)
+{
+    std::vector<int> ms;
+    for (int i = 1; i < argc; i++) ms.push_back(atoi(argv[i]));
+    if (ms.empty()) ms = {1};
+    qmm_cuda_ctx *ctx;
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    if (qmm_cuda_create(0, st, &ctx)) {
+        fprintf(stderr, "qmm_cuda_create: %s\n", qmm_last_error());
+        return 1;
+    }
+    int sms;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    uint32_t *sink;
+    CK(cudaMalloc(&sink, 64));
+    printf("proj,m,R,C,ctas,us,read_us,max_rel_diff\n");
+    const char *only = getenv("MV_PROJ");       /* one projection */
+    const int auto_only = getenv("MV_AUTO_ONLY") != NULL; /* the launcher's shape alone */
+    for (const Proj &pj : projs) {
+        if (only && strcmp(only, pj.name)) continue;
+        qmm_w4 w;
+        qmm_w4_alloc(pj.n, pj.k, &w);
+        test_random_w4(&w, 0.002, 0.02);
+        const double bytes = (double)pj.n * pj.k * 0.53125;
+        const int copies = std::min(256, std::max(4, (int)ceil(400e6 / bytes)));
+        std::vector<qmm_cuda_weight *> cw(copies);
+        for (int i = 0; i < copies; i++)
+            if (qmm_cuda_weight_upload(ctx, &w, &cw[i])) {
+                fprintf(stderr, "upload: %s\n", qmm_last_error());
+                return 1;
+            }
+        const double read_us = time_graph(st, copies, [&](int i) { bench_read_weight(cw[i], sms, sink, st); });
+        for (int m : ms) {
+            std::vector<qmm_bf16> ha((size_t)m * pj.k);
+            test_fill_bf16(ha.data(), ha.size(), 1.0);
+            __nv_bfloat16 *a, *c;
+            const int ncol = pj.epi == qmm::MV_EPI_SWIGLU ? pj.n / 2 : pj.n;
+            CK(cudaMalloc(&a, ha.size() * 2));
+            CK(cudaMalloc(&c, (size_t)m * ncol * 2));
+            CK(cudaMemcpy(a, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice));
+            std::vector<uint16_t> ref((size_t)m * ncol), got(ref.size());
+            for (int v = -1; v < (auto_only ? 0 : 16); v++) {
+                const int shape = v;
+                const int R = shape < 0 ? 0 : 1 << (shape / 4), C = shape < 0 ? 0 : 1 << (shape % 4);
+                auto launch = [&](int i) {
+                    qmm::MatvecArgs p = qmm::matvec_args(qmm::weight_dev(cw[i]));
+                    p.a = a, p.lda = pj.k, p.m = m, p.c = c, p.ldc = ncol, p.epi = pj.epi;
+                    p.tiles_per_cta = R, p.cluster = C;
+                    p.probe = getenv("MV_PROBE") ? atoi(getenv("MV_PROBE")) : 0;
+                    return qmm::launch_matvec_ex(p, sms, true, st);
+                };
+                CK(cudaMemset(c, 0xFF, (size_t)m * ncol * 2));
+                if (launch(0) != cudaSuccess) {
+                    cudaGetLastError();
+                    continue; /* a shape the kernel does not take here */
+                }
+                CK(cudaStreamSynchronize(st));
+                CK(cudaMemcpy(got.data(), c, got.size() * 2, cudaMemcpyDeviceToHost));
+                double diff = 0, mag = 0;
+                if (shape < 0) ref = got;
+                for (size_t i = 0; i < got.size(); i++) {
+                    float x, y;
+                    uint32_t ux = (uint32_t)got[i] << 16, uy = (uint32_t)ref[i] << 16;
+                    memcpy(&x, &ux, 4), memcpy(&y, &uy, 4);
+                    diff = std::max(diff, (double)fabsf(x - y));
+                    mag = std::max(mag, (double)fabsf(y));
+                    if (!isfinite(x)) diff = INFINITY;
+                }
+                const double us = time_graph(st, copies, [&](int i) { CK(launch(i)); });
+                const int tiles = pj.n / 16 + (pj.n % 128 ? 8 - pj.n / 16 % 8 : 0);
+                printf("%s,%d,%d,%d,%d,%.2f,%.2f,%.2e\n", pj.name, m, R, C,
+                       R ? tiles / R * C : 0, us, read_us, diff / (mag > 0 ? mag : 1));
+                fflush(stdout);
+            }
+            cudaFree(a), cudaFree(c);
+        }
+        for (auto x : cw) qmm_cuda_weight_free(x);
+        qmm_w4_free(&w);
+    }
+    return 0;
+}
