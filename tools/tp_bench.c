@@ -186,7 +186,7 @@ static int e2e_rank(const tpb_args *a)
     FILE *csv = NULL;
     if (a->csv && r.env.rank == 0) {
         csv = fopen(a->csv, "a");
-        if (csv && ftell(csv) == 0)
+        if (csv && !fseek(csv, 0, SEEK_END) && ftell(csv) == 0)
             fprintf(csv, "model,t,prompt,new,prefill_ms,decode_ms_per_token,comm_ms_decode_step,"
                          "comm_ms_prefill_plus_decode,eager_decode_step_ms,model_tok_s,"
                          "weight_bytes_per_rank\n");

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "internal.h"
@@ -104,6 +105,10 @@ int tp_rank_fail(const char *cmd, const tp_rank_ctx *r, qmm_status st)
 {
     fprintf(stderr, "qmm %s: rank %d of %d: %s (%s)\n", cmd, r->env.rank, r->env.ranks,
             qmm_last_error(), qmm_status_name(st));
+    if (st == QMM_ERR_COMM) { /* a collective may still be stuck on the device: no teardown */
+        fflush(NULL);
+        _exit(EXIT_TP_RANK);
+    }
     return st == QMM_ERR_COMM ? EXIT_TP_RANK : EXIT_USAGE;
 }
 

@@ -1,6 +1,8 @@
 /* The tensor-parallel launcher: one process per rank, its environment, and the end of the run
  * when one rank dies (tp.h). POSIX only; no CUDA here, so CI tests every error path. */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +106,22 @@ static void child(int rank, int ranks, const char *idp, const char *exe, char *c
     _exit(127);
 }
 
+/* The launcher's temp directory and what the ranks left in it (the id, files beside it). */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        char path[PATH_MAX];
+        for (struct dirent *e; (e = readdir(d));) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
 static void describe(int rank, int status, char *msg, size_t size, int *code)
 {
     if (WIFSIGNALED(status)) {
@@ -127,9 +145,8 @@ qmm_status tp_launch(int ranks, const char *exe, char *const argv[], int quiet_o
     if (!mkdtemp(dir))
         return qmm_fail(QMM_ERR_IO, "tensor parallelism: cannot make a temp directory for the "
                         "NCCL id: %s", strerror(errno));
-    char idp[64], tmp[80];
+    char idp[64];
     snprintf(idp, sizeof idp, "%s/nccl-id", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", idp);
     pid_t pids[TP_RANKS_MAX];
     int alive[TP_RANKS_MAX] = {0}, left = 0;
     pid_t self = getpid();
@@ -183,7 +200,7 @@ qmm_status tp_launch(int ranks, const char *exe, char *const argv[], int quiet_o
                 if (alive[o]) kill(pids[o], SIGKILL);
         }
     }
-    unlink(tmp), unlink(idp), rmdir(dir);
+    remove_dir(dir);
     if (first_code) *first_code = code;
     if (failed && !st) st = qmm_fail(QMM_ERR_COMM, "%s", msg);
     return st;
