@@ -90,8 +90,10 @@ static void child(int rank, int ranks, const char *idp, const char *exe, char *c
     char sr[16], st[16];
     snprintf(sr, sizeof sr, "%d", rank);
     snprintf(st, sizeof st, "%d", ranks);
-    /* die with the launcher; it may have died between fork and here */
+    /* die with the launcher (it may have died between fork and here); a process group of its
+     * own, so ending a rank ends what it started too */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setpgid(0, 0);
     if (getppid() != parent) _exit(127);
     if (setenv("QMM_TP_RANK", sr, 1) || setenv("QMM_TP_RANKS", st, 1) ||
         setenv("QMM_TP_ID", idp, 1) || setenv("NCCL_NVLS_ENABLE", "0", 0))
@@ -163,12 +165,13 @@ qmm_status tp_launch(int ranks, const char *exe, char *const argv[], int quiet_o
             code = 127;
             break;
         }
+        setpgid(p, p); /* as the child does: no window where a kill of the group misses it */
         pids[r] = p, alive[r] = 1, left++;
     }
     const double t0 = now_s();
     int failed = st != QMM_OK;
     for (int r = 0; r < ranks && failed; r++)
-        if (alive[r]) kill(pids[r], SIGKILL);
+        if (alive[r]) kill(-pids[r], SIGKILL);
     while (left > 0) {
         int status = 0;
         pid_t p = waitpid(-1, &status, failed ? 0 : WNOHANG);
@@ -181,7 +184,7 @@ qmm_status tp_launch(int ranks, const char *exe, char *const argv[], int quiet_o
                 code = 124;
                 failed = 1;
                 for (int r = 0; r < ranks; r++)
-                    if (alive[r]) kill(pids[r], SIGKILL);
+                    if (alive[r]) kill(-pids[r], SIGKILL);
             } else {
                 usleep(20000);
             }
@@ -197,7 +200,7 @@ qmm_status tp_launch(int ranks, const char *exe, char *const argv[], int quiet_o
             failed = 1;
             /* the others would wait in a collective for a peer that is gone */
             for (int o = 0; o < ranks; o++)
-                if (alive[o]) kill(pids[o], SIGKILL);
+                if (alive[o]) kill(-pids[o], SIGKILL);
         }
     }
     remove_dir(dir);
