@@ -83,28 +83,63 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The child between fork and exec: only async-signal-safe calls. */
-static void child(int rank, int ranks, const char *idp, const char *exe, char *const argv[],
-                  int quiet, pid_t parent)
+/* The environment of a rank: the launcher's, without any QMM_TP_* of its own, plus the rank's
+ * variables (and NCCL_NVLS_ENABLE=0 unless set). Built before fork: between fork and exec the
+ * child of a threaded process (the CUDA runtime starts threads) may only make async-signal-safe
+ * calls, and malloc is not one. NULL when out of memory; free with free_env. */
+extern char **environ;
+static char **rank_env(int rank, int ranks, const char *idp)
 {
-    char sr[16], st[16];
-    snprintf(sr, sizeof sr, "%d", rank);
-    snprintf(st, sizeof st, "%d", ranks);
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = calloc(n + 5, sizeof *env);
+    if (!env) return NULL;
+    size_t k = 0;
+    int nvls = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strncmp(environ[i], "QMM_TP_RANK=", 12) || !strncmp(environ[i], "QMM_TP_RANKS=", 13) ||
+            !strncmp(environ[i], "QMM_TP_ID=", 10))
+            continue;
+        nvls |= !strncmp(environ[i], "NCCL_NVLS_ENABLE=", 17);
+        if (!(env[k++] = strdup(environ[i]))) goto fail;
+    }
+    char buf[600];
+    snprintf(buf, sizeof buf, "QMM_TP_RANK=%d", rank);
+    if (!(env[k++] = strdup(buf))) goto fail;
+    snprintf(buf, sizeof buf, "QMM_TP_RANKS=%d", ranks);
+    if (!(env[k++] = strdup(buf))) goto fail;
+    snprintf(buf, sizeof buf, "QMM_TP_ID=%s", idp);
+    if (!(env[k++] = strdup(buf))) goto fail;
+    if (!nvls && !(env[k++] = strdup("NCCL_NVLS_ENABLE=0"))) goto fail;
+    return env;
+fail:
+    for (size_t i = 0; i < k; i++) free(env[i]);
+    free(env);
+    return NULL;
+}
+
+static void free_env(char **env)
+{
+    for (size_t i = 0; env && env[i]; i++) free(env[i]);
+    free(env);
+}
+
+/* The child between fork and exec: async-signal-safe calls only. */
+static void child(const char *exe, char *const argv[], char *const env[], int quiet, pid_t parent,
+                  const char *why, size_t why_len)
+{
     /* die with the launcher (it may have died between fork and here); a process group of its
      * own, so ending a rank ends what it started too */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     setpgid(0, 0);
     if (getppid() != parent) _exit(127);
-    if (setenv("QMM_TP_RANK", sr, 1) || setenv("QMM_TP_RANKS", st, 1) ||
-        setenv("QMM_TP_ID", idp, 1) || setenv("NCCL_NVLS_ENABLE", "0", 0))
-        _exit(127);
-    if (quiet && rank > 0) {
+    if (quiet) {
         int fd = open("/dev/null", O_WRONLY);
         if (fd >= 0) dup2(fd, STDOUT_FILENO), close(fd);
     }
-    execv(exe, argv);
-    fprintf(stderr, "tensor parallelism: rank %d: cannot run %s: %s\n", rank, exe,
-            strerror(errno));
+    execve(exe, argv, env);
+    ssize_t w = write(STDERR_FILENO, why, why_len);
+    (void)w;
     _exit(127);
 }
 
@@ -157,11 +192,17 @@ qmm_status tp_launch(int ranks, const char *exe, char *const argv[], int quiet_o
     char msg[256] = "";
     int code = 0;
     for (int r = 0; r < ranks; r++) {
-        pid_t p = fork();
-        if (p == 0) child(r, ranks, idp, exe, argv, quiet_others, self);
+        char **env = rank_env(r, ranks, idp), why[256];
+        int wn = snprintf(why, sizeof why, "tensor parallelism: rank %d: cannot run %s\n", r, exe);
+        pid_t p = env ? fork() : -1;
+        if (p == 0)
+            child(exe, argv, env, quiet_others && r > 0, self, why,
+                  wn > 0 && (size_t)wn < sizeof why ? (size_t)wn : strlen(why));
+        int err = errno, oom = !env;
+        free_env(env);
         if (p < 0) {
             st = qmm_fail(QMM_ERR_COMM, "tensor parallelism: cannot start rank %d: %s", r,
-                          strerror(errno));
+                          oom ? "out of memory" : strerror(err));
             code = 127;
             break;
         }
