@@ -10,6 +10,10 @@ BUDGET_S=${BUDGET_S:-290}
 Q=./build/qmm
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} # the device README: NVLink multicast off
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}           # NCCL's own reason in the logs if it fails
+# one host: NCCL's bootstrap over loopback (the machine reaches nothing outside it); the data
+# moves over NVLink (P2P), never the socket
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
 T0=$(date +%s)
 
 step() { # step NAME LIMIT_S CMD...: run with a limit, log to $OUT/NAME.log, show its tail
