@@ -41,7 +41,8 @@ extern "C" {
     X(QMM_ERR_IO, "io", "file I/O error")                                                    \
     X(QMM_ERR_FORMAT, "format", "malformed file or data")                                    \
     X(QMM_ERR_NOT_FOUND, "not-found", "item not found")                                      \
-    X(QMM_ERR_RANGE, "range", "value out of range")
+    X(QMM_ERR_RANGE, "range", "value out of range")                                         \
+    X(QMM_ERR_COMM, "comm", "a tensor-parallel rank or collective failed or timed out")
 
 typedef enum qmm_status {
 #define QMM_X_ENUM(e, name, msg) e,

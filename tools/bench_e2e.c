@@ -24,6 +24,7 @@
 #include "bench_e2e.h"
 #include "bench_e2e_profile.h"
 #include "commands.h"
+#include "tp_cli.h"
 #include "common/common.h"
 #include "qmm.h"
 
@@ -34,7 +35,7 @@ static void usage(FILE *f)
             "                     [--output-len 33,129,129 | N] [--warmup 2] [--repeats 4]\n"
             "                     [--split-k on,off] [--seed S] [--profile] [--no-verify]\n"
             "                     [--out FILE.md] [--json FILE.json] [--device cuda|cpu]\n"
-            "                     [--fuse on|off] [--pdl on|off]\n"
+            "                     [--fuse on|off] [--pdl on|off] [--tp 1,2]\n"
             "  each repeat runs in a fresh process; variants alternate; medians are reported\n"
             "  --device cpu times the CPU reference forward instead (split-K does not apply)\n");
 }
@@ -378,6 +379,8 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
 
 int bench_e2e_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* tensor parallelism: its own driver (tp_bench.c) */
+        if (!strcmp(argv[i], "--tp")) return tp_bench_e2e_main(argc, argv);
     e2e_args a;
     memset(&a, 0, sizeof a);
     a.model = "qwen3-4b";

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "run_opts.h"
+#include "tp_cli.h"
 
 static void usage(FILE *f)
 {
@@ -18,6 +19,7 @@ static void usage(FILE *f)
             "               [--pdl on|off]\n"
             "               [--threads T] [--max-seq N]\n"
             "               [--offload-weights [--buffers B] [--resident on|off]]\n"
+            "               [--tp N]   (tensor parallelism on N GPUs: qmm run --tp 1 --help)\n"
             "  --model: a checkpoint directory (config.json + MLX 4-bit safetensors), a\n"
             "      .safetensors file, or synthetic:qwen3-0.6b|1.7b|4b|8b (random weights from\n"
             "      --seed; a bare preset name works when no such path exists)\n"
@@ -48,6 +50,9 @@ static void usage(FILE *f)
 
 int cmd_run(int argc, char **argv)
 {
+    const char *tp = NULL; /* --tp N: tensor parallelism, one process per GPU (tp_cli.c) */
+    if (!tp_cli_take("run", &argc, argv, &tp)) return 2;
+    if (tp) return tp_run_main(tp, argc, argv);
     run_opts o;
     int rc = run_parse("run", argc, argv, &o, usage);
     if (rc >= 0) return rc;

@@ -22,7 +22,7 @@ using namespace qmm_llm;
 bool llm_decode_fusable(const qmm_llm_cuda_session *s)
 {
     const qmm_llm_config *c = &s->cfg;
-    return s->fuse && s->all_g128 && !s->attention_ref && s->gu_chunk == 64 &&
+    return !s->tp && s->fuse && s->all_g128 && !s->attention_ref && s->gu_chunk == 64 &&
            c->hidden_size % 128 == 0 && (c->num_heads * c->head_dim) % 8 == 0;
 }
 

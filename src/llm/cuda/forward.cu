@@ -107,7 +107,11 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
 
     llm_mark(prof, st, "start");
     if (s->off) Q_TRY(llm_offload_begin(s));
-    K_TRY(launch_embed(s->embed, s->d_tokens, s->d_pos, m, s->x, s->d_err, st));
+    if (s->tp) {
+        Q_TRY(llm_tp_embed(s, m));
+    } else {
+        K_TRY(launch_embed(s->embed, s->d_tokens, s->d_pos, m, s->x, s->d_err, st));
+    }
     llm_mark(prof, st, "embedding");
     K_TRY(launch_add_rmsnorm(s->x, NULL, s->layers[0].norm[QMM_LLM_INPUT_NORM], H, eps, 0, m, s->h,
                              st, llm_launch_as(s, &ln, "rmsnorm", 8.0 * H * m)));
@@ -150,6 +154,10 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
         llm_mark(prof, st, "attention");
         Q_TRY(mm(s, s->att, m, wl->lin[QMM_LLM_O], s->proj, "o matmul"));
         llm_mark(prof, st, "o matmul");
+        if (s->tp) { /* row-parallel: sum the ranks' partial products */
+            Q_TRY(llm_tp_allreduce(s, s->proj, (size_t)m * H));
+            llm_mark(prof, st, "all-reduce");
+        }
         K_TRY(launch_add_rmsnorm(s->x, s->proj, ly->norm[QMM_LLM_POST_ATTN_NORM], H, eps, 0, m,
                                  s->h, st, llm_launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
         llm_mark(prof, st, "add+rmsnorm");
@@ -162,6 +170,10 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
         llm_mark(prof, st, "swiglu");
         Q_TRY(mm(s, s->act, m, wl->lin[QMM_LLM_DOWN], s->proj, "down matmul"));
         llm_mark(prof, st, "down matmul");
+        if (s->tp) {
+            Q_TRY(llm_tp_allreduce(s, s->proj, (size_t)m * H));
+            llm_mark(prof, st, "all-reduce");
+        }
         if (s->off) Q_TRY(llm_offload_after_layer(s, l)); /* the slot is free: next upload */
         if (l + 1 < L) {
             K_TRY(launch_add_rmsnorm(s->x, s->proj, s->layers[l + 1].norm[QMM_LLM_INPUT_NORM], H,
@@ -177,8 +189,14 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
     }
     if (s->off) Q_TRY(llm_offload_end(s));
     if (final) {
-        Q_TRY(mm(s, s->h, 1, s->head, s->logits, "lm head matmul"));
+        /* tensor-parallel: this rank's vocabulary slice, then the gather of the whole */
+        Q_TRY(mm(s, s->h, 1, s->head, s->tp ? (bf16 *)llm_tp_head_out(s) : s->logits,
+                 "lm head matmul"));
         llm_mark(prof, st, "lm head matmul");
+        if (s->tp) {
+            Q_TRY(llm_tp_gather_logits(s));
+            llm_mark(prof, st, "all-gather");
+        }
         K_TRY(launch_argmax_partial(s->logits, c->vocab_size, s->pair_v, s->pair_i, st,
                                     llm_launch_as(s, &ln, "argmax", 2.0 * (double)c->vocab_size)));
         K_TRY(launch_argmax_finish(s->pair_v, s->pair_i, s->npairs, s->d_tokens, s->d_pos, m,

@@ -59,7 +59,8 @@ static qmm_status finish(qmm_llm_cuda_session *s, float *logits_out, int32_t *ne
     if (logits_out)
         QMM_CUDA_TRY(cudaMemcpyAsync(s->h_logits, s->logits, (size_t)s->cfg.vocab_size * 2,
                                      cudaMemcpyDeviceToHost, s->stream));
-    QMM_CUDA_TRY(cudaStreamSynchronize(s->stream));
+    qmm_status st = llm_sync(s);
+    if (st) return st;
     err = s->h_tokens[0];
     if (err)
         return qmm_fail(QMM_ERR_RANGE, err == 2 ? "every logit was NaN (the argmax had no candidate)"
@@ -120,7 +121,7 @@ extern "C" qmm_status qmm_llm_cuda_generate(qmm_llm_cuda_session *s, const int32
     s->pos = p0 + n + max_new - 1;
     QMM_CUDA_TRY(cudaMemcpyAsync(s->h_tokens, s->d_tokens + p0 + n, (size_t)max_new * 4,
                                  cudaMemcpyDeviceToHost, s->stream));
-    QMM_CUDA_TRY(cudaStreamSynchronize(s->stream));
+    if ((st = llm_sync(s))) return st;
     memcpy(out, s->h_tokens, (size_t)max_new * 4);
     if ((st = finish(s, NULL, NULL))) return st;
     if (timing) {
@@ -174,14 +175,12 @@ extern "C" qmm_status qmm_llm_cuda_profile(qmm_llm_cuda_session *s, const int32_
             st = qmm_fail(QMM_ERR_CUDA, "cudaEventCreate failed");
     if (!st) st = put_ids(s, ids, n);
     if (!st) st = llm_cuda_forward(s, (int)n, 1, p);
-    if (!st && cudaStreamSynchronize(s->stream) != cudaSuccess)
-        st = qmm_fail(QMM_ERR_CUDA, "profiled prefill failed");
+    if (!st) st = llm_sync(s); /* the profiled prefill */
     if (!st && prefill) st = collect(p, prefill);
     s->pos += n;
     p->count = 0;
     if (!st) st = llm_cuda_forward(s, 1, 1, p);
-    if (!st && cudaStreamSynchronize(s->stream) != cudaSuccess)
-        st = qmm_fail(QMM_ERR_CUDA, "profiled decode step failed");
+    if (!st) st = llm_sync(s); /* the profiled decode step */
     if (!st && decode) st = collect(p, decode);
     for (int i = 0; i < made; i++)
         if (p->ev[i]) cudaEventDestroy(p->ev[i]);

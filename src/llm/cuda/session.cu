@@ -37,6 +37,13 @@ static qmm_status upload(void *dst, const void *src, size_t bytes)
 extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
 {
     if (!s) return;
+    if (s->tp && tp_comm_aborted(s->tp->comm)) {
+        /* a collective of the stream never ends: any wait on the device would hang, and the
+         * process is about to exit, so only the host side goes */
+        free(s->layers), free(s->tp), free(s);
+        return;
+    }
+    free(s->tp);
     cudaSetDevice(s->device);
     if (s->stream) cudaStreamSynchronize(s->stream);
     if (s->decode_graph) cudaGraphExecDestroy(s->decode_graph);
@@ -300,10 +307,19 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
                                                   const qmm_llm_cuda_options *opt,
                                                   qmm_llm_cuda_session **out)
 {
-    if (!m || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_cuda_session_create: NULL argument");
-    *out = NULL;
-    qmm_llm_cuda_options o = opt ? *opt : qmm_llm_cuda_options_default();
-    const qmm_llm_config *c = &m->cfg;
+    return llm_cuda_session_make(m, max_seq, opt, NULL, out);
+}
+
+qmm_status llm_sync(qmm_llm_cuda_session *s)
+{
+    if (s->tp) return tp_comm_sync(s->tp->comm, s->stream);
+    QMM_CUDA_TRY(cudaStreamSynchronize(s->stream));
+    return QMM_OK;
+}
+
+/* The arguments a session refuses before anything is allocated. */
+static qmm_status check_make(const qmm_llm_config *c, int64_t max_seq, const qmm_llm_cuda_options *o)
+{
     if (max_seq < 1 || max_seq > c->max_position_embeddings || max_seq > INT32_MAX - 1)
         return qmm_fail(QMM_ERR_RANGE, "max_seq = %lld must be in [1, max_position_embeddings = %lld]",
                         (long long)max_seq, (long long)c->max_position_embeddings);
@@ -312,12 +328,31 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
         return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA attention handles head_dim 64 or 128 with "
                         "1, 2, 4 or 8 query heads per KV head (got %lld, %d)",
                         (long long)c->head_dim, group);
-    if (o.max_chunk < 0) return qmm_fail(QMM_ERR_ARG, "max_chunk = %lld", (long long)o.max_chunk);
-    if (o.offload_weights && o.offload_buffers < 1)
+    if (o->max_chunk < 0) return qmm_fail(QMM_ERR_ARG, "max_chunk = %lld", (long long)o->max_chunk);
+    if (o->offload_weights && o->offload_buffers < 1)
         return qmm_fail(QMM_ERR_ARG, "offload_buffers = %d: weight streaming needs at least one "
-                        "device layer slot", o.offload_buffers);
-    qmm_llm_cuda_session *s = (qmm_llm_cuda_session *)calloc(1, sizeof *s);
-    if (!s) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
+                        "device layer slot", o->offload_buffers);
+    return QMM_OK;
+}
+
+qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
+                                 const qmm_llm_cuda_options *opt, llm_tp *tp,
+                                 qmm_llm_cuda_session **out)
+{
+    if (!m || !out) {
+        free(tp);
+        return qmm_fail(QMM_ERR_NULL, "qmm_llm_cuda_session_create: NULL argument");
+    }
+    *out = NULL;
+    qmm_llm_cuda_options o = opt ? *opt : qmm_llm_cuda_options_default();
+    const qmm_llm_config *c = &m->cfg;
+    qmm_status cs = check_make(c, max_seq, &o);
+    qmm_llm_cuda_session *s = cs ? NULL : (qmm_llm_cuda_session *)calloc(1, sizeof *s);
+    if (!s) {
+        free(tp);
+        return cs ? cs : qmm_fail(QMM_ERR_NOMEM, "out of memory");
+    }
+    s->tp = tp; /* freed with the session from here on */
     s->m = m;
     s->cfg = *c;
     s->device = o.device;
@@ -337,7 +372,7 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     if (o.offload_weights) {
         s->off = (llm_offload *)calloc(1, sizeof *s->off);
         if (!s->off) {
-            free(s);
+            free(s), free(tp);
             return qmm_fail(QMM_ERR_NOMEM, "out of memory");
         }
         s->off->buffers = o.offload_buffers;
@@ -385,11 +420,7 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
     if (!st) {
         /* one eager step first: any lazy setup of the kernels happens outside graph capture */
         st = llm_cuda_forward(s, 1, 1, NULL);
-        if (!st) {
-            cudaError_t se = cudaStreamSynchronize(s->stream);
-            if (se != cudaSuccess)
-                st = qmm_fail(QMM_ERR_CUDA, "warm-up forward: %s", cudaGetErrorString(se));
-        }
+        if (!st) st = llm_sync(s);
         if (!st) st = qmm_llm_cuda_reset(s);
     }
     if (!st && s->use_graph) st = llm_cuda_capture(s, 1, 1, &s->decode_graph, NULL);
@@ -408,7 +439,8 @@ extern "C" qmm_status qmm_llm_cuda_reset(qmm_llm_cuda_session *s)
     QMM_CUDA_TRY(cudaSetDevice(s->device));
     QMM_CUDA_TRY(cudaMemsetAsync(s->d_pos, 0, 4, s->stream));
     QMM_CUDA_TRY(cudaMemsetAsync(s->d_err, 0, 4, s->stream));
-    QMM_CUDA_TRY(cudaStreamSynchronize(s->stream));
+    qmm_status st = llm_sync(s);
+    if (st) return st;
     s->pos = 0;
     return QMM_OK;
 }

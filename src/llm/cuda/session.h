@@ -8,6 +8,7 @@
 #include "cuda/cuda_try.h"
 #include "internal.h"
 #include "llm/cuda/llm_kernels.cuh"
+#include "llm/cuda/tp_session.h"
 #include "llm/model.h"
 
 
@@ -98,6 +99,7 @@ struct qmm_llm_cuda_session {
     int pdl;                     /* engine kernels launched with programmatic dependent launch */
     int sm_count;
     llm_offload *off;            /* NULL: every weight resident */
+    llm_tp *tp;                  /* NULL: one GPU; else this rank's share (tp_session.cu) */
     int64_t max_seq, chunk, pos; /* pos mirrors *d_pos between calls */
 
     llm_cuda_layer *layers;
@@ -177,6 +179,9 @@ void llm_mark(llm_prof *p, cudaStream_t stream, const char *name);
 const qmm_llm::llm_launch *llm_launch_as(qmm_llm_cuda_session *s, qmm_llm::llm_launch *ln, const char *name,
                                 double bytes);
 void llm_note_matmul(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w, const char *name);
+
+/* Wait for the session's stream; under tensor parallelism with the collectives' timeout. */
+qmm_status llm_sync(qmm_llm_cuda_session *s);
 
 /* The forward of m rows through a cached graph (capturing it the first time) or eagerly. */
 qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final);

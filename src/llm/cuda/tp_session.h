@@ -1,0 +1,41 @@
+/* The engine's side of tensor parallelism (C++ only): what a TP session adds to the CUDA
+ * session, the collectives of tp_comm.cu, and the forward's hooks (tp_session.cu). */
+#ifndef QMM_LLM_CUDA_TP_SESSION_H
+#define QMM_LLM_CUDA_TP_SESSION_H
+
+#include <cuda_runtime.h>
+
+#include "llm/tp.h"
+
+struct qmm_llm_cuda_session;
+
+/* A session's tensor-parallel state (NULL in a single-GPU session). */
+struct llm_tp {
+    tp_comm *comm;          /* not owned */
+    int rank, ranks;
+    int64_t vocab_lo, vocab_count; /* the embedding / head rows this rank holds */
+};
+
+/* tp_comm.cu: bf16 (or fp32) sum in place over the ranks; in-place all-gather of per_rank bf16
+ * elements (this rank's part at full + rank * per_rank); stream waits bounded by the timeout. */
+qmm_status tp_comm_allreduce(tp_comm *c, void *buf, size_t count, int fp32, cudaStream_t st);
+qmm_status tp_comm_allgather_bf16(tp_comm *c, void *full, size_t per_rank, cudaStream_t st);
+qmm_status tp_comm_sync(tp_comm *c, cudaStream_t stream);
+int tp_comm_aborted(const tp_comm *c);
+int tp_comm_device(const tp_comm *c);
+
+/* session.cu: a session of model m, tensor-parallel when tp is non-NULL (the session owns tp). */
+qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
+                                 const qmm_llm_cuda_options *opt, llm_tp *tp,
+                                 qmm_llm_cuda_session **out);
+
+/* The forward's hooks (launches only, capturable): the vocabulary-split embedding of m rows
+ * into the residual (zeros outside this rank's rows, then an fp32 all-reduce: exact, as one
+ * rank contributes each row); the bf16 all-reduce of a row-parallel output; where the head
+ * writes this rank's logits, and their all-gather into the full logits. */
+qmm_status llm_tp_embed(qmm_llm_cuda_session *s, int m);
+qmm_status llm_tp_allreduce(qmm_llm_cuda_session *s, void *buf, size_t count);
+void *llm_tp_head_out(qmm_llm_cuda_session *s);
+qmm_status llm_tp_gather_logits(qmm_llm_cuda_session *s);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * Tensor-parallel Qwen3 over NCCL (issue 16): the launcher, a rank's weight shard, its
+ * communicator.
+ *
+ * One process per GPU (rank r drives device r), the usual rank / world-size setup of NCCL,
+ * rather than one process driving every GPU: each rank is then today's single-GPU engine with
+ * its own CUDA context, stream and captured decode graph (nothing in the engine learns about
+ * several devices), a rank that crashes is a process that dies (the launcher sees it and ends
+ * the others instead of a thread taking the whole run down), and the same binary runs under any
+ * external launcher that sets the environment below.
+ *
+ * The launcher (tp_launch) forks and execs `ranks` copies of a command with
+ *   QMM_TP_RANK = r, QMM_TP_RANKS = t, QMM_TP_ID = a file in a fresh temp directory
+ *   (rank 0 writes the ncclUniqueId there, the others read it), NCCL_NVLS_ENABLE=0 unless set,
+ * waits for them, and when one dies (a signal, or a non-zero exit) kills the others and fails
+ * with "rank N died: ...". Ranks die with the launcher (PR_SET_PDEATHSIG).
+ */
+#ifndef QMM_LLM_TP_H
+#define QMM_LLM_TP_H
+
+#include "qmm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TP_MAX_LIST 8
+
+/* This process's place, from the environment. */
+typedef struct tp_env {
+    int rank, ranks;
+    char id_path[512]; /* where rank 0 publishes the ncclUniqueId */
+} tp_env;
+
+/* *is_rank = 0 when QMM_TP_RANK is unset (a plain process); otherwise the three variables are
+ * checked (0 <= rank < ranks <= 64, an id path) and *e filled. */
+qmm_status tp_env_read(tp_env *e, int *is_rank);
+
+/* "1,2" -> out[0..*n): each in [1, 64], at most max entries, no repeats. */
+qmm_status tp_parse_list(const char *s, int *out, int max, int *n);
+
+/* Fork `ranks` copies of exe (argv as given, argv[0] included) with the environment above and
+ * wait for all of them. quiet_others: ranks > 0 write stdout to /dev/null (rank 0 reports).
+ * timeout_s > 0 bounds the whole run (every rank is killed past it). Returns QMM_OK when every
+ * rank exits 0; QMM_ERR_COMM with "rank N died: ..." (or "... timed out") otherwise, after
+ * killing and reaping the rest. *first_code (may be NULL): the first failing rank's exit status,
+ * or 128 + its signal. */
+qmm_status tp_launch(int ranks, const char *exe, char *const argv[], int quiet_others,
+                     int timeout_s, int *first_code);
+
+/* The shard of rank `rank` of `ranks` of model full (tp_plan_rank's cuts): a model whose config
+ * has num_heads / t, num_key_value_heads / t and intermediate_size / t (hidden and vocab_size
+ * unchanged) and whose embedding and LM head hold only the rank's vocabulary rows (the
+ * vocabulary must divide by t: the logits are gathered in equal parts). Norms are copied; full
+ * may be destroyed afterwards. *out is written only on success. */
+qmm_status tp_shard_model(const qmm_llm_model *full, int ranks, int rank, qmm_llm_model **out);
+
+/* ---- a rank's communicator (tp_comm.cu; without NCCL in the build every call fails) ---- */
+
+typedef struct tp_comm tp_comm;
+
+/* 1 when this qmm was built with NCCL. */
+int tp_have_nccl(void);
+
+/* Join the communicator of e on CUDA device `device`: rank 0 makes the ncclUniqueId and
+ * publishes it at e->id_path (written beside, then renamed), the others wait for the file. The
+ * wait and ncclCommInitRank are bounded by QMM_TP_INIT_TIMEOUT_S (default 600 s: a rank may
+ * still be generating its weights); every later wait for a collective by QMM_TP_TIMEOUT_S
+ * (default 60 s), after which the communicator is aborted (QMM_ERR_COMM). */
+qmm_status tp_comm_create(const tp_env *e, int device, tp_comm **out);
+void tp_comm_destroy(tp_comm *c);
+int tp_comm_rank(const tp_comm *c);
+int tp_comm_ranks(const tp_comm *c);
+
+/* A TP session of shard (tp_shard_model of the same rank) on this rank's device: the unfused
+ * forward of the engine with an NCCL all-reduce after o and down and the embedding, and the
+ * logits all-gathered before the argmax (every rank gets the same token). Use it with the
+ * qmm_llm_cuda_* calls (prefill, decode, generate, reset, profile, destroy); comm and shard must
+ * outlive it. opt->device is ignored (the comm's device). */
+qmm_status tp_session_create(const qmm_llm_model *shard, int64_t max_seq,
+                             const qmm_llm_cuda_options *opt, tp_comm *comm,
+                             qmm_llm_cuda_session **out);
+
+/* The all-reduce sweep: bf16 sum over the communicator's ranks for each size in bytes[n],
+ * median microseconds of `repeats` timings of a CUDA graph of `iters` all-reduces, into us[n].
+ * Every rank calls it with the same sizes. */
+qmm_status tp_allreduce_sweep(tp_comm *c, const double *bytes, int n, int iters, int repeats,
+                              double *us);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
