@@ -384,6 +384,25 @@ static void matvec_shape(const MatvecArgs &p, int sm_count, int *R, int *C)
         *C = groups >= 2 * MV_MAX_CLUSTER ? MV_MAX_CLUSTER : 1;
 }
 
+/* What the kernel dereferences, checked so that a bad argument is an error, not a fault: the
+ * arrays it reads and writes (16-byte weight loads, 4-byte scale|bias loads), a real n, rows at
+ * least as long as what is read or written in them (the last row stays in an [m, ld] buffer),
+ * a known epilogue, and a norm width to divide by. */
+static bool matvec_args_ok(const MatvecArgs &p)
+{
+    const int64_t width = p.epi == MV_EPI_SWIGLU ? p.n / 2 : p.n;
+    if (!p.packed || !p.sb || !p.a || (uintptr_t)p.packed % 16 || (uintptr_t)p.sb % 4 ||
+        p.n <= 0 || p.n > p.n_pad || p.lda < p.k || p.ldc < width)
+        return false;
+    if (p.ss_in && (p.ss_blocks < 0 || p.norm_dim <= 0)) return false;
+    switch (p.epi) {
+    case MV_EPI_STORE: return p.c != nullptr;
+    case MV_EPI_SWIGLU: return p.c != nullptr && p.n % 128 == 0; /* whole 64|64 blocks */
+    case MV_EPI_RESIDUAL: return p.x != nullptr && (!p.xg || p.gamma);
+    default: return false;
+    }
+}
+
 cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t stream)
 {
     const int tokt = p.m <= 8 ? 1 : 2;
@@ -391,6 +410,7 @@ cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t 
     if (p.group != 128 || p.m < 1 || p.m > 16 || p.k <= 0 || p.k % 128 || p.n_pad <= 0 ||
         p.n_pad % 128 || p.n_pad > INT32_MAX || p.lda % 8 || (uintptr_t)p.a % 16)
         return cudaErrorInvalidValue;
+    if (!matvec_args_ok(p)) return cudaErrorInvalidValue;
     if (p.tiles_per_cta == 0 || p.cluster == 0) matvec_shape(p, sm_count, &p.tiles_per_cta, &p.cluster);
     const int R = p.tiles_per_cta, C = p.cluster, groups = p.k / 128;
     if ((R != 1 && R != 2 && R != 4 && R != 8) || (C != 1 && C != 2 && C != 4 && C != 8) ||
