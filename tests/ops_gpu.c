@@ -164,10 +164,21 @@ static const char *gpu_rows(op_data *d, int engine)
 
 /* ---- the fused decode matvecs (decode_fused.cu's epilogues) ---- */
 
+/* variant = 16·R + C: a forced CTA shape (0: the launcher's), skipped where the kernel does not
+ * take it: SwiGLU needs gate and up tiles (R >= 2), a rank needs a group (C <= K/128), and the
+ * shared memory (matvec.cu MvSmem: staged rows, warp sums, 8 ranks' sums) must fit 227 KB. */
 static const char *gpu_matvec_fused(op_data *d, int variant)
 {
-    (void)variant;
     const op_case *c = d->c;
+    const int R = variant / 16, C = variant % 16, groups = (int)(c->k / 128);
+    if (variant && c->flag == 2 && R == 1) return OP_SKIP_PREFIX "SwiGLU takes R >= 2";
+    if (variant && C > groups) return OP_SKIP_PREFIX "more ranks than groups";
+    if (variant) {
+        const int64_t kr = (groups + C - 1) / C, toks = c->m <= 8 ? 8 : 16;
+        const int64_t smem = (c->m * (kr * 128 + 8) * 2 + 15) / 16 * 16 + 8 * toks * 16 * 4 +
+                             8 * c->m * R * 16 * 4 + 64;
+        if (smem > 227 * 1024) return OP_SKIP_PREFIX "the staged rows exceed shared memory";
+    }
     qmm_cuda_weight *w;
     dev_tensors dv;
     const char *err = upload_weight_and_tensors(d, &w, &dv);
@@ -176,11 +187,12 @@ static const char *gpu_matvec_fused(op_data *d, int variant)
     if (c->flag == 1)
         e = llm_op_matvec_fused(ctx, w, (int)c->m, 1, D(d, &dv, "a"), c->k, NULL, c->n,
                                 D(d, &dv, "x"), D(d, &dv, "g"), D(d, &dv, "xg"), D(d, &dv, "ss"),
-                                NULL, 0, 0, 0.f);
+                                NULL, 0, 0, 0.f, variant);
     else
         e = llm_op_matvec_fused(ctx, w, (int)c->m, c->flag, D(d, &dv, "xg"), c->k, D(d, &dv, "c"),
                                 c->flag == 2 ? c->n / 2 : c->n, NULL, NULL, NULL, NULL,
-                                D(d, &dv, "ss"), (int)((c->k + 15) / 16), (int)c->k, OP_EPS);
+                                D(d, &dv, "ss"), (int)((c->k + 15) / 16), (int)c->k, OP_EPS,
+                                variant);
     err = dev_finish(d, &dv, (cudaError_t)e);
     qmm_cuda_weight_free(w);
     return err;
@@ -271,6 +283,14 @@ static const op_backend gpu_backends[] = {
     ENGINE("engine_fused_s1", OP_DECODE_FUSED, 1), ENGINE("engine_fused_s8", OP_DECODE_FUSED, 8),
     ENGINE("engine", OP_ARGMAX, 0), ENGINE("engine_2stage", OP_ARGMAX, 1),
     {"cuda_matvec", OP_MATVEC_FUSED, gpu_matvec_fused, 0, 1},
+    /* forced (R tiles, C ranks): the tile map, the SwiGLU pairing, ranks and warps without groups */
+    {"cuda_mv_r1c1", OP_MATVEC_FUSED, gpu_matvec_fused, 16 + 1, 1},
+    {"cuda_mv_r1c4", OP_MATVEC_FUSED, gpu_matvec_fused, 16 + 4, 1},
+    {"cuda_mv_r2c2", OP_MATVEC_FUSED, gpu_matvec_fused, 32 + 2, 1},
+    {"cuda_mv_r2c8", OP_MATVEC_FUSED, gpu_matvec_fused, 32 + 8, 1},
+    {"cuda_mv_r4c4", OP_MATVEC_FUSED, gpu_matvec_fused, 64 + 4, 1},
+    {"cuda_mv_r8c1", OP_MATVEC_FUSED, gpu_matvec_fused, 128 + 1, 1},
+    {"cuda_mv_r8c8", OP_MATVEC_FUSED, gpu_matvec_fused, 128 + 8, 1},
 };
 
 const op_backend *ops_gpu_backends(int *n)

@@ -61,6 +61,13 @@ static const op_case cases[] = {
     MVF("residual o m1", 1, 2560, 4096, 1), MVF("residual m3 n200", 3, 200, 512, 1),
     MVF("residual down m16", 16, 2560, 9728, 1),
     MVF("norm·W swiglu m1", 1, 19456, 2560, 2), MVF("norm·W swiglu m11", 11, 384, 256, 2),
+    /* edges of the kernel's split (forced shapes: ops_gpu.c): one group (K = 128), rows ragged
+     * inside a 16-row tile and inside a 128-row block, one row, m = 9 (two token tiles, lanes
+     * clamped), m = 16 with a long K, K of 3 and 5 groups (uneven ranks, warps without groups) */
+    MVF("norm·W k128 m1", 1, 384, 128, 0), MVF("residual k128 m16 n72", 16, 72, 128, 1),
+    MVF("norm·W n1 m9", 9, 1, 256, 0), MVF("norm·W m16 k9728 n520", 16, 520, 9728, 0),
+    MVF("residual m8 n130 k640", 8, 130, 640, 1), MVF("norm·W swiglu k128 m16", 16, 256, 128, 2),
+    MVF("norm·W swiglu m2 k384", 2, 1024, 384, 2),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

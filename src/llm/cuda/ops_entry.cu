@@ -90,7 +90,7 @@ extern "C" int llm_op_argmax_two_stage(const void *logits, int64_t vocab, float 
 extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weight *w, int m, int epi,
                                    const void *a, int64_t lda, void *c, int64_t ldc, float *x,
                                    const void *gamma, void *xg, float *ss_out, const float *ss_in,
-                                   int ss_blocks, int norm_dim, float eps)
+                                   int ss_blocks, int norm_dim, float eps, int shape)
 {
     const qmm::DevWeight &d = qmm::weight_dev(w);
     qmm::MatvecArgs p = qmm::matvec_args(d);
@@ -109,5 +109,7 @@ extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weigh
     p.ss_blocks = ss_blocks;
     p.norm_dim = norm_dim;
     p.eps = eps;
+    p.tiles_per_cta = shape / 16;
+    p.cluster = shape % 16;
     return (int)qmm::launch_matvec_ex(p, qmm::matvec_scratch(ctx).sm_count, false, 0);
 }

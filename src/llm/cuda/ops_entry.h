@@ -40,11 +40,12 @@ int llm_op_swiglu(const void *gate, const void *up, int64_t rows, int64_t width,
                   int64_t in_stride, void *out);
 /* The decode matvec with an epilogue (kernels.h MatvecArgs; epi 0 store, 1 residual, 2 SwiGLU)
  * on the context's scratch: c[m, ldc] (store, SwiGLU) or x/xg[m, ldc] and ss_out[m, blocks]
- * (residual); ss_in (may be NULL) the RMSNorm sums of the input rows. */
+ * (residual); ss_in (may be NULL) the RMSNorm sums of the input rows; shape = 16·R + C forces
+ * R tiles a CTA and clusters of C (0: the launcher's choice). */
 int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weight *w, int m, int epi,
                         const void *a, int64_t lda, void *c, int64_t ldc, float *x,
                         const void *gamma, void *xg, float *ss_out, const float *ss_in,
-                        int ss_blocks, int norm_dim, float eps);
+                        int ss_blocks, int norm_dim, float eps, int shape);
 int llm_op_argmax_advance(const void *logits, int64_t vocab, int32_t *tokens, int32_t *pos, int m,
                           int32_t *err);
 /* the two-stage argmax (argmax.cu): pair_v/pair_i hold llm_op_argmax_blocks(vocab) entries */
