@@ -82,6 +82,8 @@ struct MatvecScratch {
 cudaError_t matvec_init(void);
 /* The weight's arrays and sizes in a MatvecArgs; the caller adds the rest. */
 MatvecArgs matvec_args(const DevWeight &w);
+/* cudaErrorInvalidValue, before anything runs, for arguments the kernel does not take (matvec.cu
+ * matvec_args_ok: NULL arrays, short rows, a SwiGLU weight of partial 128-row blocks, ...). */
 cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t stream);
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
                           const MatvecScratch &scratch, cudaStream_t stream);
