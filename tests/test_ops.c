@@ -47,6 +47,8 @@ static const op_case cases[] = {
     /* engine operators at Qwen3-4B widths and small ones */
     NORM("norm h2560 m1", 1, 2560, 0), NORM("add+norm h2560 m5", 5, 2560, 1),
     NORM("add+norm h1024 m3", 3, 1024, 1),
+    NORM("fp32 add+norm h4096 m1", 1, 4096, 2), NORM("fp32 add+norm h1000 m3", 3, 1000, 2),
+    NORM("fp32 add+norm h998 m2 (scalar)", 2, 998, 2),
     ROPE("rope 32/8 m1 pos7", 1, 32, 8, 128, 7), ROPE("rope 16/8 hd64 m6", 6, 16, 8, 64, 0),
     SWIGLU("swiglu 9728 m1", 1, 9728), SWIGLU("swiglu 100 m3", 3, 100),
     PREFILL("prefill 32/8 m16", 16, 32, 8, 128, 0), PREFILL("prefill 32/8 m70 pos5", 70, 32, 8, 128, 5),
@@ -61,6 +63,9 @@ static const op_case cases[] = {
     MVF("residual o m1", 1, 2560, 4096, 1), MVF("residual m3 n200", 3, 200, 512, 1),
     MVF("residual down m16", 16, 2560, 9728, 1),
     MVF("norm·W swiglu m1", 1, 19456, 2560, 2), MVF("norm·W swiglu m11", 11, 384, 256, 2),
+    /* tensor parallelism's fp32 partials of o and down (Qwen3-8B at t = 2) */
+    MVF("fp32 o m1", 1, 4096, 2048, 3), MVF("fp32 down m16", 16, 4096, 6144, 3),
+    MVF("fp32 m3 n200", 3, 200, 512, 3),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
