@@ -63,6 +63,26 @@ void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c)
     free(row);
 }
 
+void test_matmul_abs_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c)
+{
+    int64_t n = w->n, k = w->k, gs = w->group, g = k / gs;
+    double *row = malloc((size_t)k * sizeof *row);
+    for (int64_t r = 0; r < n; r++) {
+        for (int64_t j = 0; j < k; j++) {
+            uint32_t q = (w->packed[r * (k / 8) + j / 8] >> (4 * (j % 8))) & 0xF;
+            double s = qmm_bf16_to_f32(w->scales[r * g + j / gs]);
+            double b = qmm_bf16_to_f32(w->biases[r * g + j / gs]);
+            row[j] = fabs(s * q + b);
+        }
+        for (int64_t i = 0; i < m; i++) {
+            double acc = 0;
+            for (int64_t j = 0; j < k; j++) acc += fabs((double)qmm_bf16_to_f32(a[i * k + j])) * row[j];
+            c[i * n + r] = acc;
+        }
+    }
+    free(row);
+}
+
 double test_rel_frob_bf16(const qmm_bf16 *got, const double *ref, size_t n)
 {
     double num = 0, den = 0;

@@ -28,7 +28,8 @@ typedef struct prob {
     size_t ws_bytes;
     int rows; /* sampled rows for the fp64 reference */
     int64_t *row_idx;
-    double *ref; /* [rows, n] */
+    double *ref;  /* [rows, n] */
+    double floor; /* the error norm's smallest denominator: ||Σ|a||w| of those rows|| / (2 sqrt K) */
 } prob;
 
 /* 1 on success; 0 leaves a half-built problem that prob_free frees. Groups of 128, or of

@@ -122,7 +122,6 @@ int main(int argc, char **argv)
                     qmm::MatvecArgs p = qmm::matvec_args(qmm::weight_dev(cw[i]));
                     p.a = a, p.lda = pj.k, p.m = m, p.c = c, p.ldc = ncol, p.epi = pj.epi;
                     p.tiles_per_cta = R, p.cluster = C;
-                    p.probe = getenv("MV_PROBE") ? atoi(getenv("MV_PROBE")) : 0;
                     return qmm::launch_matvec_ex(p, sms, true, st);
                 };
                 CK(cudaMemset(c, 0xFF, (size_t)m * ncol * 2));

@@ -74,7 +74,6 @@ struct MatvecArgs {
     float eps;
     int tiles_per_cta, cluster;  /* the CTA shape (16-row tiles a CTA, CTAs a cluster along K):
                                     0 = the launcher's choice */
-    int probe;                   /* experiment: 1 = loads without math, 2 = also no activations */
 };
 /* What the matvec needs of the context: the SM count its shape choice aims at. */
 struct MatvecScratch {

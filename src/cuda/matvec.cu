@@ -4,16 +4,19 @@
  * Every warp streams its own weights straight into registers: a warp owns one 16-row tile and a
  * run of groups, and each (tile, group) is one contiguous KB of the device layout (w4_layout.h:
  * row block rb, group g at word (rb·groups + g)·2048, its 16-row tile t at + 256·t). A warp keeps
- * MV_DEPTH groups of loads in flight (issued before griddepcontrol.wait: weights never depend on
+ * mv_depth groups of loads in flight (issued before griddepcontrol.wait: weights never depend on
  * the previous kernel) and refills a slot as soon as it is multiplied, so no producer, barrier or
  * shared-memory copy sits between a load and its use. A CTA (8 warps) takes R tiles (1, 2, 4 or
  * 8) × its share of K, the warps of a tile splitting that share; a cluster of C CTAs splits K
  * further. Partial sums meet in shared memory (the CTA's warps), then in rank 0's shared memory
  * (the cluster, over DSMEM), always added in the same order: deterministic, one launch, nothing
  * in global memory but the result.
- * Arithmetic (exact codes): the codes enter the mma as the exact bf16 values 128 + q, and with
- * Σa per group and token computed once per CTA from the staged activations,
+ * Arithmetic (exact codes): the codes enter the mma as the exact bf16 values 128 + q, and an mma
+ * of all-ones weights gives Σa, so per group
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
+ * Where the time goes (bench/NOTES.md rows 27-31): at M = 1 the loads alone run at the speed of
+ * a kernel that only reads the weight; the code conversion (~1 instruction a weight pair) and
+ * the mma add what the SM cannot overlap with the last bytes' arrival.
  * Epilogues (the engine's fused decode step): store; residual (x += bf16(y) in fp32, and the next
  * RMSNorm's inputs: bf16(x·γ) and Σx² per 16-row tile); SwiGLU over a gate|up weight whose row
  * blocks hold 64 gate rows then the same 64 up rows (a CTA takes gate tiles with their up tiles).
@@ -252,7 +255,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
 
     pdl_wait(); /* activations, norm sums and outputs belong to the previous kernel until here */
     /* stage the m activation rows of groups [c0, c1) */
-    const int chunks = p.probe == 2 ? 0 : (c1 - c0) * 16; /* 16-byte chunks a row */
+    const int chunks = (c1 - c0) * 16; /* 16-byte chunks a row */
     for (int e0 = tid; e0 < p.m * chunks; e0 += 4 * MV_THREADS) {
         uint4 v[4];
 #pragma unroll
@@ -293,10 +296,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
         for (int j = 0; j < D; j++) {
             const int i = base + j;
             if (i >= ng) break;
-            if (p.probe) /* experiment: the loads without the math */
-                acc[0][0] += __uint_as_float((lo[j].x ^ hi[j].y ^ sl[j] ^ sh[j]) & 0x007FFFFFu);
-            else
-                mv_group<TOKT>(acc, lo[j], hi[j], sl[j], sh[j], arow, w0 + i - c0, magic);
+            mv_group<TOKT>(acc, lo[j], hi[j], sl[j], sh[j], arow, w0 + i - c0, magic);
             if (i + D < ng) { /* refill the slot (after its use: no register copies) */
                 lo[j] = ld_stream(src_w);
                 hi[j] = ld_stream(src_w + 128);
