@@ -43,8 +43,12 @@ step() { # step NAME LIMIT_S CMD...: run with a limit, log to $OUT/NAME.log, sho
 } >"$OUT/machine.txt" 2>&1
 : >"$OUT/summary.txt"
 
-# 1. correctness first: t = 2 logits / tokens against t = 1, a killed rank, a stopped rank
+# 1. correctness first: t = 2 logits / tokens against t = 1 (fails past 2e-2, prints steps past
+#    1e-2 and the single-GPU spread), a killed rank, a stopped rank (rank 0 must time out in 5 s,
+#    abort and exit 3 within 45 s); the verdicts into the summary
 step gpu_tp 110 ./build/gpu_tp
+grep -E '^(ok|FAIL)|    FAIL|compare:|killed rank:|stopped rank:|did not finish' \
+    "$OUT/gpu_tp.log" 2>/dev/null | tee -a "$OUT/summary.txt"
 
 # 2. the all-reduce sweep (8 KB .. 64 MB, bf16) and the link it implies for the model
 step allreduce 40 "$Q" bench allreduce --tp 2 --csv "$OUT/allreduce.csv"

@@ -8,14 +8,22 @@
  *     t = 2 session on their shards, fed the same tokens. At each of the 33 steps the t = 2
  *     logits must be within 2e-2 (relative Frobenius; the project's model-level budget) of
  *     t = 1 unfused, and the t = 2 argmax must be t = 1's token (or a near tie under t = 1's
- *     logits, reported as such); steps past 1e-2 (the issue's bound) and the error against the
- *     fused step are printed. Why 2e-2: the arithmetic itself (bf16 partials of o and down
- *     summed across ranks) gives 1.41e-2 on these shapes in the CPU simulation of
- *     test_tp_forward.c, before any kernel difference;
+ *     logits, reported as such); steps past 1e-2 (the issue's bound), the error against the
+ *     fused step, and the single-GPU engine's own spread (t = 1 fused against unfused) are
+ *     printed. The prompt (16 rows) and every decode step sum fp32 partials of o and down
+ *     (tp_session.h TP_F32_ROWS), so t = 2 differs from t = 1 only in the order of fp32 sums
+ *     (and the kernels' choices for halved shapes). Why not fail at 1e-2: on these synthetic
+ *     weights any such order change cascades (a value crossing a bf16 rounding boundary moves
+ *     the next RMSNorm's scale, which moves other values across boundaries, layer after layer):
+ *     the CPU simulation of test_tp_forward.c, where t = 2 differs from t = 1 only in splitting
+ *     the fp32 sums of o and down in two, gives 0.95e-2 and 1.09e-2 after 36 layers on two
+ *     prompts (bf16 partials 1.36e-2, 1.37e-2; 1 layer 0.27e-2 against 0.58e-2);
  *   kill: rank 1 raises SIGKILL after decode step 2: the launcher must end rank 0 and fail with
  *     "rank 1 died: killed by signal 9" (not hang);
  *   stop: rank 1 raises SIGSTOP after step 2 (alive, silent): rank 0's collective must time out
- *     (QMM_TP_TIMEOUT_S = 5), abort and exit 3, and the launcher must report rank 0.
+ *     (QMM_TP_TIMEOUT_S = 5), abort (its graphs destroyed first: NCCL's abort waits for them;
+ *     the abort itself bounded) and exit 3, and the launcher must report rank 0 and SIGKILL the
+ *     stopped rank 1, all within 45 s.
  */
 #include <math.h>
 #include <signal.h>
@@ -134,7 +142,12 @@ static int role_compare(const tp_env *e)
         fclose(f);
     }
     int bad = 0, exact = 0, ties = 0;
-    double worst = 0, worst_fused = 0;
+    double worst = 0, worst_fused = 0, floor_err = 0;
+    /* the single-GPU engine's own spread: its two decode paths differ only in rounding order */
+    for (int i = 0; i <= STEPS && e->rank == 0; i++) {
+        double f = rel_err(fused + (size_t)i * V, ref + (size_t)i * V, V);
+        floor_err = f > floor_err ? f : floor_err;
+    }
     for (int i = 0; i <= STEPS; i++) {
         int32_t next = -1;
         for (int64_t j = 0; j < V; j++) got[j] = NAN; /* poisoned: the session must write all */
@@ -160,6 +173,9 @@ static int role_compare(const tp_env *e)
                "issue asks 1e-2), %.3g against t = 1 fused, %d tokens equal, %d near ties, %d "
                "failures\n",
                STEPS + 1, worst, worst_fused, exact, ties, bad);
+    if (e->rank == 0)
+        printf("compare: t = 1 fused against t = 1 unfused (rounding order only): worst %.3g\n",
+               floor_err);
     qmm_llm_cuda_session_destroy(tp);
     tp_comm_destroy(comm);
     qmm_llm_model_destroy(shard);
@@ -209,11 +225,12 @@ static int rank_main(int argc, char **argv)
 
 /* ---- the cases (the parent) ---- */
 
-static qmm_status launch(const char *role, int *code, double *secs)
+/* limit_s: the launcher ends the ranks past it (a hang fails the case instead of the run) */
+static qmm_status launch(const char *role, int limit_s, int *code, double *secs)
 {
     char *argv[] = {"gpu_tp", "--rank-role", (char *)role, NULL};
     double t0 = now_s();
-    qmm_status st = tp_launch(2, "/proc/self/exe", argv, 0, 900, code);
+    qmm_status st = tp_launch(2, "/proc/self/exe", argv, 0, limit_s, code);
     *secs = now_s() - t0;
     return st;
 }
@@ -222,7 +239,7 @@ static void t2_matches_t1_on_qwen3_8b_shapes(void)
 {
     int code;
     double s;
-    qmm_status st = launch("compare", &code, &s);
+    qmm_status st = launch("compare", 300, &code, &s);
     CHECKF(st == QMM_OK, "the compare ranks failed: %s (first code %d)", qmm_last_error(), code);
     printf("  compare: %.1f s\n", s);
 }
@@ -232,7 +249,7 @@ static void a_killed_rank_ends_the_run(void)
     setenv("QMM_TP_TEST_KILL_SIGNAL", "KILL", 1);
     int code;
     double s;
-    CHECK_STATUS(launch("victim", &code, &s), QMM_ERR_COMM);
+    CHECK_STATUS(launch("victim", 90, &code, &s), QMM_ERR_COMM);
     CHECKF(strstr(qmm_last_error(), "rank 1 died: killed by signal 9") != NULL, "%s",
            qmm_last_error());
     CHECKF(s < 180.0, "the launcher took %.1f s", s);
@@ -246,10 +263,10 @@ static void a_stopped_rank_times_out_the_collective(void)
     setenv("QMM_TP_TIMEOUT_S", "5", 1);
     int code;
     double s;
-    CHECK_STATUS(launch("victim", &code, &s), QMM_ERR_COMM);
+    CHECK_STATUS(launch("victim", 90, &code, &s), QMM_ERR_COMM);
     CHECKF(strstr(qmm_last_error(), "rank 0 died: exit status 3") != NULL, "%s (want rank 0's "
            "collective timeout, exit 3)", qmm_last_error());
-    CHECKF(s < 180.0, "the launcher took %.1f s", s);
+    CHECKF(s < 45.0, "the launcher took %.1f s (5 s timeout, abort bounded by 10 s)", s);
     printf("  stopped rank: '%s' after %.1f s\n", qmm_last_error(), s);
     unsetenv("QMM_TP_TIMEOUT_S");
 }

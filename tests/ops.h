@@ -14,7 +14,8 @@
 typedef enum op_kind {
     OP_MATMUL,       /* C[m, n] = A[m, k] · Wᵀ */
     OP_ROWS,         /* out[m, k] = rows ids[pos + r] of W [n, k] in fp32 (embedding lookup) */
-    OP_ADD_RMSNORM,  /* x[m, n] += add (when add); h = rmsnorm(x) · w */
+    OP_ADD_RMSNORM,  /* x[m, n] += add (when add; an fp32 add rounded to bf16 first); h =
+                      * rmsnorm(x) · w */
     OP_QK_NORM_ROPE, /* q, k heads: rmsnorm + RoPE at pos + r; k, v appended to the cache */
     OP_SWIGLU,       /* out[m, n] = silu(gate) · up */
     OP_ATTN_PREFILL, /* causal GQA attention of m rows at pos + r over the cache */
@@ -23,7 +24,7 @@ typedef enum op_kind {
     OP_ARGMAX,       /* tokens[pos + m] = argmax logits[n]; pos += m */
     OP_MATVEC_FUSED, /* the decode matvec's epilogues (flag): 0 rmsnorm(x)·Wᵀ, 1 x += a·Wᵀ with
                       * the next norm's xg and Σx², 2 swiglu of rmsnorm(x)·Wᵀ (gate|up rows
-                      * interleaved by 64) */
+                      * interleaved by 64), 3 y = a·Wᵀ in fp32 (a tensor-parallel partial) */
     OP_KINDS
 } op_kind;
 
@@ -33,7 +34,8 @@ typedef struct op_case {
     int64_t m, n, k;           /* the op's sizes (see op_kind) */
     int heads, kv_heads, hd;   /* attention and RoPE */
     int64_t pos;               /* positions already in the cache / token offset */
-    int flag;                  /* OP_ADD_RMSNORM: 1 = with the residual add; OP_MATVEC_FUSED: epilogue */
+    int flag;                  /* OP_ADD_RMSNORM: 1 = with the residual add, 2 = an fp32 one;
+                                  OP_MATVEC_FUSED: epilogue */
     double tol;                /* relative Frobenius error vs the reference; 0 = bitwise */
     int group;                 /* OP_MATMUL, OP_ROWS: the weight's group size (0 = 128) */
 } op_case;

@@ -184,7 +184,10 @@ static const char *gpu_matvec_fused(op_data *d, int variant)
     const char *err = upload_weight_and_tensors(d, &w, &dv);
     if (err) return err;
     int e;
-    if (c->flag == 1)
+    if (c->flag == 3)
+        e = llm_op_matvec_fused(ctx, w, (int)c->m, 3, D(d, &dv, "a"), c->k, NULL, c->n,
+                                D(d, &dv, "y"), NULL, NULL, NULL, NULL, 0, 0, 0.f, variant);
+    else if (c->flag == 1)
         e = llm_op_matvec_fused(ctx, w, (int)c->m, 1, D(d, &dv, "a"), c->k, NULL, c->n,
                                 D(d, &dv, "x"), D(d, &dv, "g"), D(d, &dv, "xg"), D(d, &dv, "ss"),
                                 NULL, 0, 0, 0.f, variant);
@@ -211,8 +214,10 @@ static const char *gpu_engine(op_data *d, int variant)
     int e = 0;
     switch (c->op) {
     case OP_ADD_RMSNORM:
-        e = llm_op_add_rmsnorm(D(d, &dv, "x"), c->flag ? D(d, &dv, "add") : NULL, D(d, &dv, "w"),
-                               c->n, OP_EPS, (int)c->m, D(d, &dv, "h"));
+        e = c->flag == 2 ? llm_op_add_rmsnorm_f32(D(d, &dv, "x"), D(d, &dv, "add"), D(d, &dv, "w"),
+                                                  c->n, OP_EPS, (int)c->m, D(d, &dv, "h"))
+                         : llm_op_add_rmsnorm(D(d, &dv, "x"), c->flag ? D(d, &dv, "add") : NULL,
+                                              D(d, &dv, "w"), c->n, OP_EPS, (int)c->m, D(d, &dv, "h"));
         break;
     case OP_QK_NORM_ROPE:
         e = llm_op_qk_norm_rope(D(d, &dv, "q"), D(d, &dv, "k"), D(d, &dv, "v"), qw, kvw,

@@ -70,7 +70,7 @@ void ops_make(op_data *d)
         break;
     case OP_ADD_RMSNORM:
         op_add(d, "x", T_F32, T_INOUT, m * n, 1.0)->tol = 0; /* one fp32 add: exact */
-        op_add(d, "add", T_BF16, T_IN, m * n, 1.0);
+        op_add(d, "add", c->flag == 2 ? T_F32 : T_BF16, T_IN, m * n, 1.0);
         near_one(op_add(d, "w", T_BF16, T_IN, n, 0));
         op_add(d, "h", T_BF16, T_OUT, m * n, 0);
         break;
@@ -85,6 +85,11 @@ void ops_make(op_data *d)
     case OP_MATVEC_FUSED: {
         qmm_w4_alloc(c->n, c->k, &d->w);
         test_random_w4(&d->w, 0.002, 0.02);
+        if (c->flag == 3) { /* y[m, n] = a·Wᵀ, fp32: only the accumulation's rounding */
+            op_add(d, "a", T_BF16, T_IN, m * k, 1.0);
+            op_add(d, "y", T_F32, T_OUT, m * n, 0)->tol = 1e-4; /* bf16 output: ~1e-3 */
+            break;
+        }
         if (c->flag == 1) { /* x[m, n] += a·Wᵀ; the next norm's xg and Σx² per 16 rows */
             op_add(d, "a", T_BF16, T_IN, m * k, 1.0);
             op_add(d, "x", T_F32, T_INOUT, m * n, 1.0);
@@ -181,6 +186,10 @@ static void matvec_fused(op_data *d)
 {
     const op_case *c = d->c;
     const int64_t m = c->m, n = c->n, k = c->k;
+    if (c->flag == 3) { /* fp64 of the dequantized weights: unrounded, as the kernel's fp32 */
+        test_matmul_f64(BF("a"), m, &d->w, T("y")->ref);
+        return;
+    }
     qmm_bf16 *a = malloc((size_t)(m * k) * 2), *y = malloc((size_t)(m * n) * 2);
     double *yd = malloc((size_t)(m * n) * sizeof *yd);
     if (c->flag == 1) memcpy(a, BF("a"), (size_t)(m * k) * 2);
@@ -229,12 +238,20 @@ void ops_reference(op_data *d)
         for (int64_t r = 0; r < m; r++)
             qmm_dequantize_row_f32(&d->w, I32("ids")[c->pos + r], F32("out") + r * k);
         break;
-    case OP_ADD_RMSNORM:
+    case OP_ADD_RMSNORM: {
+        qmm_bf16 *add = c->flag == 2 ? malloc((size_t)n * 2) : NULL; /* bf16(the fp32 add) */
         for (int64_t r = 0; r < m; r++) {
-            if (c->flag) llm_add_row(F32("x") + r * n, BF("add") + r * n, n);
+            if (c->flag == 2) {
+                for (int64_t j = 0; j < n; j++) add[j] = qmm_f32_to_bf16(F32("add")[r * n + j]);
+                llm_add_row(F32("x") + r * n, add, n);
+            } else if (c->flag) {
+                llm_add_row(F32("x") + r * n, BF("add") + r * n, n);
+            }
             llm_rmsnorm_row(F32("x") + r * n, BF("w"), n, OP_EPS, BF("h") + r * n);
         }
+        free(add);
         break;
+    }
     case OP_QK_NORM_ROPE:
         for (int64_t r = 0; r < m; r++) {
             int64_t p = c->pos + r;

@@ -47,6 +47,8 @@ static const op_case cases[] = {
     /* engine operators at Qwen3-4B widths and small ones */
     NORM("norm h2560 m1", 1, 2560, 0), NORM("add+norm h2560 m5", 5, 2560, 1),
     NORM("add+norm h1024 m3", 3, 1024, 1),
+    NORM("fp32 add+norm h4096 m1", 1, 4096, 2), NORM("fp32 add+norm h1000 m3", 3, 1000, 2),
+    NORM("fp32 add+norm h998 m2 (scalar)", 2, 998, 2),
     ROPE("rope 32/8 m1 pos7", 1, 32, 8, 128, 7), ROPE("rope 16/8 hd64 m6", 6, 16, 8, 64, 0),
     SWIGLU("swiglu 9728 m1", 1, 9728), SWIGLU("swiglu 100 m3", 3, 100),
     PREFILL("prefill 32/8 m16", 16, 32, 8, 128, 0), PREFILL("prefill 32/8 m70 pos5", 70, 32, 8, 128, 5),
@@ -68,6 +70,9 @@ static const op_case cases[] = {
     MVF("norm·W n1 m9", 9, 1, 256, 0), MVF("norm·W m16 k9728 n520", 16, 520, 9728, 0),
     MVF("residual m8 n130 k640", 8, 130, 640, 1), MVF("norm·W swiglu k128 m16", 16, 256, 128, 2),
     MVF("norm·W swiglu m2 k384", 2, 1024, 384, 2),
+    /* tensor parallelism's fp32 partials of o and down (Qwen3-8B at t = 2) */
+    MVF("fp32 o m1", 1, 4096, 2048, 3), MVF("fp32 down m16", 16, 4096, 6144, 3),
+    MVF("fp32 m3 n200", 3, 200, 512, 3),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

@@ -1,7 +1,9 @@
 /* Tensor parallelism without a GPU (issue 16, CI): the --tp list and the rank environment, the
- * launcher's error paths (a rank that exits non-zero, one killed by a signal, a run past its
- * limit, a command that cannot start: each ends the others within a bound and names the rank),
- * a rank's shard model against the slices it must hold, and the CLI's refusals before launch. */
+ * launcher's error paths (a rank that exits non-zero, one killed by a signal, one stopped while
+ * the other fails, a run past its limit, a command that cannot start: each ends the others
+ * within a bound and names the rank),
+ * a rank's shard model against the slices it must hold, the bounded wait for a call that may
+ * block (NCCL's abort), and the CLI's refusals before launch. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +125,12 @@ static void launcher_ends_the_others_when_a_rank_dies(void)
          "rank 1 died: killed by signal 9", 128 + SIGKILL},
         {"if [ \"$QMM_TP_RANK\" = 0 ]; then kill -SEGV $$; fi; sleep 60",
          "rank 0 died: killed by signal 11", 128 + SIGSEGV},
+        /* a stopped rank (SIGSTOP: alive, silent, deaf to every signal but SIGKILL) while the
+         * other gives up (its collective timed out): the launcher must still end it */
+        {"if [ \"$QMM_TP_RANK\" = 1 ]; then kill -STOP $$; fi; sleep 0.2; exit 3",
+         "rank 0 died: exit status 3", 3},
+        {"if [ \"$QMM_TP_RANK\" = 0 ]; then kill -STOP $$; fi; sleep 0.2; exit 3",
+         "rank 1 died: exit status 3", 3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int code;
@@ -142,6 +150,10 @@ static void launcher_limits_and_bad_arguments(void)
     CHECK_STATUS(launch_sh(2, "sleep 60", 1, &code, &s), QMM_ERR_COMM);
     CHECKF(strstr(qmm_last_error(), "after the 1 s limit") != NULL, "%s", qmm_last_error());
     CHECK(code == 124 && s < 10.0);
+    /* every rank stopped: only the limit ends the run */
+    CHECK_STATUS(launch_sh(2, "kill -STOP $$; sleep 60", 1, &code, &s), QMM_ERR_COMM);
+    CHECKF(strstr(qmm_last_error(), "after the 1 s limit") != NULL, "%s", qmm_last_error());
+    CHECKF(code == 124 && s < 10.0, "code %d after %.1f s", code, s);
     /* a command that cannot start: the child says so and exits 127 */
     char *argv[] = {"no-such-program", NULL};
     CHECK_STATUS(tp_launch(2, "/nonexistent/qmm-no-such-program", argv, 1, 30, &code),
@@ -152,6 +164,54 @@ static void launcher_limits_and_bad_arguments(void)
     CHECK_STATUS(tp_launch(65, "/bin/sh", ok, 1, 0, NULL), QMM_ERR_ARG);
     CHECK_STATUS(tp_launch(2, "/bin/sh", ok, 1, -1, NULL), QMM_ERR_ARG);
     CHECK_STATUS(tp_launch(2, NULL, ok, 1, 0, NULL), QMM_ERR_NULL);
+}
+
+/* tp_call_bounded: fn reads one byte from fds[0] (blocks until the test writes or closes),
+ * then marks *done. */
+typedef struct blocker {
+    int fd;
+    volatile int *done;
+} blocker;
+
+static void block_on_pipe(void *p)
+{
+    const blocker *b = p;
+    char c;
+    ssize_t r = read(b->fd, &c, 1);
+    (void)r;
+    *b->done = 1;
+}
+
+static void bounded_call_returns_at_its_bound(void)
+{
+    static const struct {
+        double bound, wait_before; /* seconds: the bound, when the call is released */
+        int want;
+    } cases[] = {{5.0, 0.0, 1}, {0.3, -1.0, 0}, {0.0, -1.0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int fds[2];
+        CHECK(pipe(fds) == 0);
+        volatile int done = 0;
+        blocker b = {fds[0], &done};
+        if (cases[i].wait_before >= 0) CHECK(write(fds[1], "x", 1) == 1); /* returns at once */
+        double t0 = now_s();
+        int got = tp_call_bounded(block_on_pipe, &b, sizeof b, cases[i].bound);
+        double s = now_s() - t0;
+        CHECKF(got == cases[i].want, "case %zu: %d, want %d", i, got, cases[i].want);
+        CHECKF(s < cases[i].bound + 2.0, "case %zu: returned after %.2f s (bound %.1f s)", i, s,
+               cases[i].bound);
+        if (!cases[i].want) {
+            CHECKF(!done, "case %zu: the blocked call ran to its end", i);
+            CHECK(s >= cases[i].bound * 0.9);
+        }
+        /* release a call still blocked: its thread ends and frees its copy of b (ASan) */
+        close(fds[1]);
+        for (int k = 0; k < 500 && !done; k++) usleep(10000);
+        CHECKF(done, "case %zu: the call never finished", i);
+        usleep(20000); /* the thread's last steps after setting done */
+        close(fds[0]);
+    }
+    CHECK(tp_call_bounded(NULL, NULL, 0, 1.0) == -1);
 }
 
 /* A small model every t in {1, 2} divides in whole groups of 64. */
@@ -275,7 +335,8 @@ int main(int argc, char **argv)
 {
     TEST_TABLE(cases, tp_list_parses_and_refuses, rank_environment_is_checked,
                launcher_gives_each_rank_its_environment, launcher_ends_the_others_when_a_rank_dies,
-               launcher_limits_and_bad_arguments, shard_model_holds_its_slices,
-               shard_model_refuses_bad_splits, cli_refuses_bad_tp_requests);
+               launcher_limits_and_bad_arguments, bounded_call_returns_at_its_bound,
+               shard_model_holds_its_slices, shard_model_refuses_bad_splits,
+               cli_refuses_bad_tp_requests);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -53,7 +53,7 @@ cudaError_t launch_splitk_reduce(const void *planes, qmm_dtype type, int split, 
 
 /* The decode matvec (matvec.cu), M <= 16, groups of 128 only (the planner sends no other
  * weight here; plan_call.c qmm_matvec_takes_group). Its epilogues: */
-enum { MV_EPI_STORE = 0, MV_EPI_RESIDUAL = 1, MV_EPI_SWIGLU = 2 };
+enum { MV_EPI_STORE = 0, MV_EPI_RESIDUAL = 1, MV_EPI_SWIGLU = 2, MV_EPI_STORE_F32 = 3 };
 struct MatvecArgs {
     const uint32_t *packed, *sb; /* the weight (DevWeight; groups of 128 only) */
     int n, k, group;
@@ -64,7 +64,7 @@ struct MatvecArgs {
     int epi;
     __nv_bfloat16 *c;            /* STORE: [m, ldc]; SWIGLU: [m, ldc] with n/2 columns */
     int64_t ldc;
-    float *x;                    /* RESIDUAL: x[m, ldc] += bf16(y), in fp32 */
+    float *x;                    /* RESIDUAL: x[m, ldc] += bf16(y), in fp32; STORE_F32: x = y */
     const __nv_bfloat16 *gamma;  /* RESIDUAL: the next RMSNorm's weight [n] (with xg) */
     __nv_bfloat16 *xg;           /*   xg[m, ldc] = bf16(x · gamma) (may be NULL) */
     float *ss_out;               /*   ss_out[t * ss_out_blocks + i] = Σ x² of rows 16i..16i+15 */

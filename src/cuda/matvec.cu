@@ -133,6 +133,14 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *i
         }
         return;
     }
+    if (p.epi == MV_EPI_STORE_F32) { /* y unrounded: a tensor-parallel rank's partial sum */
+        for (int e = tid; e < m * rows; e += MV_THREADS) {
+            const int t = e / rows, i = (e / 16) % R, r = e % 16;
+            const int row = mv_tile(set, i, R) * 16 + r;
+            if (row < p.n) p.x[(int64_t)t * p.ldc + row] = ys[e] * inv[t];
+        }
+        return;
+    }
     /* residual: x (fp32) += bf16(y); xg = bf16(x·γ); ss[t][tile] = Σ x² over the tile's rows.
      * Warp w takes the (token, tile) pairs w, w + 8, ...: one row a lane (16 lanes), then a sum
      * over the 16 lanes in a fixed order. */
@@ -399,6 +407,7 @@ static bool matvec_args_ok(const MatvecArgs &p)
     case MV_EPI_STORE: return p.c != nullptr;
     case MV_EPI_SWIGLU: return p.c != nullptr && p.n % 128 == 0; /* whole 64|64 blocks */
     case MV_EPI_RESIDUAL: return p.x != nullptr && (!p.xg || p.gamma);
+    case MV_EPI_STORE_F32: return p.x != nullptr;
     default: return false;
     }
 }

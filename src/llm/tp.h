@@ -48,6 +48,12 @@ qmm_status tp_parse_list(const char *s, int *out, int max, int *n);
 qmm_status tp_launch(int ranks, const char *exe, char *const argv[], int quiet_others,
                      int timeout_s, int *first_code);
 
+/* fn(copy of arg) on a helper thread, waited for at most `seconds`: 1 when it returned in
+ * time, 0 when the wait ended first (the thread is left to finish on its own and frees the
+ * copy; nothing the caller owns may be reachable from arg then), -1 when no thread could start
+ * (fn did not run). For calls that can block forever: NCCL's abort and destroy. */
+int tp_call_bounded(void (*fn)(void *), const void *arg, size_t arg_size, double seconds);
+
 /* The shard of rank `rank` of `ranks` of model full (tp_plan_rank's cuts): a model whose config
  * has num_heads / t, num_key_value_heads / t and intermediate_size / t (hidden and vocab_size
  * unchanged) and whose embedding and LM head hold only the rank's vocabulary rows (the
@@ -66,7 +72,8 @@ int tp_have_nccl(void);
  * publishes it at e->id_path (written beside, then renamed), the others wait for the file. The
  * wait and ncclCommInitRank are bounded by QMM_TP_INIT_TIMEOUT_S (default 600 s: a rank may
  * still be generating its weights); every later wait for a collective by QMM_TP_TIMEOUT_S
- * (default 60 s), after which the communicator is aborted (QMM_ERR_COMM). */
+ * (default 60 s), after which the session's graphs are destroyed and the communicator aborted
+ * (QMM_ERR_COMM; the abort, which can block, waited for at most max(that timeout, 10 s)). */
 qmm_status tp_comm_create(const tp_env *e, int device, tp_comm **out);
 void tp_comm_destroy(tp_comm *c);
 int tp_comm_rank(const tp_comm *c);

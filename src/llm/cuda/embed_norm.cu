@@ -24,8 +24,14 @@ cudaError_t launch_embed(const qmm_cuda_weight *embed, const int32_t *tokens, co
     return qmm::launch_dequant_rows(qmm::weight_dev(embed), tokens, pos, m, x, err, stream);
 }
 
+/* The value added to the residual: a bf16 projection as it is; an fp32 one (a tensor-parallel
+ * all-reduced sum) rounded to bf16 first, as the single-GPU projection's output is. */
+__device__ __forceinline__ float add_value(bf16 a) { return __bfloat162float(a); }
+__device__ __forceinline__ float add_value(float a) { return __bfloat162float(__float2bfloat16_rn(a)); }
+
 // x, add are [*, n] (rows row0 + r); h is [m, n]. The general form (any n, any alignment).
-__global__ void add_rmsnorm_kernel(float *__restrict__ x, const bf16 *__restrict__ add,
+template <typename A>
+__global__ void add_rmsnorm_kernel(float *__restrict__ x, const A *__restrict__ add,
                                    const bf16 *__restrict__ w, int64_t n, float eps, int row0,
                                    bf16 *__restrict__ h, unsigned long long *stamp)
 {
@@ -34,12 +40,12 @@ __global__ void add_rmsnorm_kernel(float *__restrict__ x, const bf16 *__restrict
     pdl_wait_trigger(stamp);
     int r = blockIdx.x;
     float *xr = x + (int64_t)(row0 + r) * n;
-    const bf16 *ar = add ? add + (int64_t)(row0 + r) * n : nullptr;
+    const A *ar = add ? add + (int64_t)(row0 + r) * n : nullptr;
     float ss = 0.0f;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
         float v = xr[j];
         if (ar) {
-            v += __bfloat162float(ar[j]);
+            v += add_value(ar[j]);
             xr[j] = v;
         }
         ss += v * v;
@@ -61,10 +67,21 @@ __device__ __forceinline__ float4 bf16x4_to_float4(uint2 u)
     return make_float4(a.x, a.y, b.x, b.y);
 }
 
+/* four values of add from element 4i on */
+__device__ __forceinline__ float4 add_value4(const bf16 *a, int64_t i)
+{
+    return bf16x4_to_float4(reinterpret_cast<const uint2 *>(a)[i]);
+}
+__device__ __forceinline__ float4 add_value4(const float *a, int64_t i)
+{
+    const float4 v = reinterpret_cast<const float4 *>(a)[i];
+    return make_float4(add_value(v.x), add_value(v.y), add_value(v.z), add_value(v.w));
+}
+
 // The same for n % 4 == 0 and aligned rows: each thread keeps V float4 of the row in registers
 // (one read and one write of x), the norm weight is read before the PDL wait.
-template <int V>
-__global__ void add_rmsnorm_vec_kernel(float *__restrict__ x, const bf16 *__restrict__ add,
+template <int V, typename A>
+__global__ void add_rmsnorm_vec_kernel(float *__restrict__ x, const A *__restrict__ add,
                                        const bf16 *__restrict__ w, int64_t n, float eps, int row0,
                                        bf16 *__restrict__ h, unsigned long long *stamp)
 {
@@ -80,7 +97,7 @@ __global__ void add_rmsnorm_vec_kernel(float *__restrict__ x, const bf16 *__rest
     pdl_wait_trigger(stamp);
     const int r = blockIdx.x;
     float4 *xr = reinterpret_cast<float4 *>(x + (int64_t)(row0 + r) * n);
-    const uint2 *ar = add ? reinterpret_cast<const uint2 *>(add + (int64_t)(row0 + r) * n) : nullptr;
+    const A *ar = add ? add + (int64_t)(row0 + r) * n : nullptr;
     float ss = 0.0f;
 #pragma unroll
     for (int j = 0; j < V; j++) {
@@ -88,7 +105,7 @@ __global__ void add_rmsnorm_vec_kernel(float *__restrict__ x, const bf16 *__rest
         if (i >= n4) continue;
         float4 v = xr[i];
         if (ar) {
-            const float4 a = bf16x4_to_float4(ar[i]);
+            const float4 a = add_value4(ar, i);
             v.x += a.x, v.y += a.y, v.z += a.z, v.w += a.w;
             xr[i] = v;
         }
@@ -117,30 +134,44 @@ __global__ void add_rmsnorm_vec_kernel(float *__restrict__ x, const bf16 *__rest
     stamp_end(stamp);
 }
 
-cudaError_t launch_add_rmsnorm(float *x, const bf16 *add, const bf16 *w, int64_t n, float eps,
+template <typename A>
+static cudaError_t add_rmsnorm(float *x, const A *add, const bf16 *w, int64_t n, float eps,
                                int row0, int m, bf16 *h, cudaStream_t stream, const llm_launch *ln)
 {
-    /* float4 rows of x, 4-element (8-byte) pieces of add, w and h */
-    const bool aligned = (uintptr_t)x % 16 == 0 &&
-                         ((uintptr_t)add | (uintptr_t)w | (uintptr_t)h) % 8 == 0;
+    /* float4 rows of x, 4-element pieces of add (8 or 16 bytes), w and h */
+    const bool aligned = (uintptr_t)x % 16 == 0 && (uintptr_t)add % (4 * sizeof(A)) == 0 &&
+                         ((uintptr_t)w | (uintptr_t)h) % 8 == 0;
     const int64_t n4 = n / 4;
     cudaError_t e;
     if (n % 4 == 0 && aligned && n4 <= 8 * 1024) {
         const int v = n4 <= 1024 ? 1 : n4 <= 2048 ? 2 : n4 <= 4096 ? 4 : 8;
         const int threads = (int)(((n4 + v - 1) / v + 31) / 32 * 32);
-        void (*k)(float *, const bf16 *, const bf16 *, int64_t, float, int, bf16 *,
-                  unsigned long long *) = v == 1   ? add_rmsnorm_vec_kernel<1>
-                                          : v == 2 ? add_rmsnorm_vec_kernel<2>
-                                          : v == 4 ? add_rmsnorm_vec_kernel<4>
-                                                   : add_rmsnorm_vec_kernel<8>;
+        void (*k)(float *, const A *, const bf16 *, int64_t, float, int, bf16 *,
+                  unsigned long long *) = v == 1   ? add_rmsnorm_vec_kernel<1, A>
+                                          : v == 2 ? add_rmsnorm_vec_kernel<2, A>
+                                          : v == 4 ? add_rmsnorm_vec_kernel<4, A>
+                                                   : add_rmsnorm_vec_kernel<8, A>;
         e = llm_launch_kernel(k, dim3(m), dim3(threads), 0, stream, ln, x, add, w, n, eps, row0, h,
                               stamp_of(ln));
     } else {
         int threads = n >= 4096 ? 1024 : n >= 1024 ? 512 : 256;
-        e = llm_launch_kernel(add_rmsnorm_kernel, dim3(m), dim3(threads), 0, stream, ln, x, add, w,
-                              n, eps, row0, h, stamp_of(ln));
+        e = llm_launch_kernel(add_rmsnorm_kernel<A>, dim3(m), dim3(threads), 0, stream, ln, x, add,
+                              w, n, eps, row0, h, stamp_of(ln));
     }
     return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+cudaError_t launch_add_rmsnorm(float *x, const bf16 *add, const bf16 *w, int64_t n, float eps,
+                               int row0, int m, bf16 *h, cudaStream_t stream, const llm_launch *ln)
+{
+    return add_rmsnorm(x, add, w, n, eps, row0, m, h, stream, ln);
+}
+
+cudaError_t launch_add_rmsnorm_f32(float *x, const float *add, const bf16 *w, int64_t n, float eps,
+                                   int row0, int m, bf16 *h, cudaStream_t stream,
+                                   const llm_launch *ln)
+{
+    return add_rmsnorm(x, add, w, n, eps, row0, m, h, stream, ln);
 }
 
 } // namespace qmm_llm

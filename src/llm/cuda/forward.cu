@@ -94,6 +94,37 @@ static qmm_status mm_shared(qmm_llm_cuda_session *s, const bf16 *a, int m,
         if (st_) return st_;                                                                     \
     } while (0)
 
+/* A row-parallel projection (o, down) of a tensor-parallel session: this rank's partial and its
+ * all-reduce. *y32: the fp32 sum when the partial was fp32 (tp_session.h, TP_F32_ROWS), else
+ * NULL and the bf16 sum is in proj. One GPU: the plain matmul into proj. */
+static qmm_status row_parallel(qmm_llm_cuda_session *s, const bf16 *a, int m,
+                               const qmm_cuda_weight *w, bf16 *proj, const char *name,
+                               llm_prof *prof, const float **y32)
+{
+    *y32 = NULL;
+    float *f = llm_tp_f32_out(s, m, w);
+    Q_TRY(f ? llm_tp_project_f32(s, a, m, w, f, name) : mm(s, a, m, w, proj, name));
+    llm_mark(prof, s->stream, name);
+    if (!s->tp) return QMM_OK;
+    const size_t count = (size_t)m * (size_t)s->cfg.hidden_size;
+    Q_TRY(f ? llm_tp_allreduce_f32(s, f, count) : llm_tp_allreduce(s, proj, count));
+    llm_mark(prof, s->stream, "all-reduce");
+    *y32 = f;
+    return QMM_OK;
+}
+
+/* x += the projection (bf16 proj, or the fp32 sum y32 rounded to bf16), then RMSNorm into h. */
+static cudaError_t add_norm(qmm_llm_cuda_session *s, const bf16 *proj, const float *y32,
+                            const bf16 *w, int row0, int rows, const llm_launch *ln)
+{
+    const qmm_llm_config *c = &s->cfg;
+    const float eps = (float)c->rms_norm_eps;
+    return y32 ? launch_add_rmsnorm_f32(s->x, y32, w, c->hidden_size, eps, row0, rows, s->h,
+                                        s->stream, ln)
+               : launch_add_rmsnorm(s->x, proj, w, c->hidden_size, eps, row0, rows, s->h,
+                                    s->stream, ln);
+}
+
 qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof *prof)
 {
     const qmm_llm_config *c = &s->cfg;
@@ -103,6 +134,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
     const double norm_bytes = 14.0 * H * m, swiglu_bytes = 6.0 * (double)I * m;
     cudaStream_t st = s->stream;
     llm_launch ln;
+    Q_TRY(llm_tp_usable(s));
     if (m == 1 && final && llm_decode_fusable(s)) return llm_cuda_decode_fused(s, prof);
 
     llm_mark(prof, st, "start");
@@ -152,14 +184,10 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
                                                    kvh, hd, s->max_seq, s->att, st));
         }
         llm_mark(prof, st, "attention");
-        Q_TRY(mm(s, s->att, m, wl->lin[QMM_LLM_O], s->proj, "o matmul"));
-        llm_mark(prof, st, "o matmul");
-        if (s->tp) { /* row-parallel: sum the ranks' partial products */
-            Q_TRY(llm_tp_allreduce(s, s->proj, (size_t)m * H));
-            llm_mark(prof, st, "all-reduce");
-        }
-        K_TRY(launch_add_rmsnorm(s->x, s->proj, ly->norm[QMM_LLM_POST_ATTN_NORM], H, eps, 0, m,
-                                 s->h, st, llm_launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
+        const float *y32; /* tensor-parallel: the ranks' partial products summed */
+        Q_TRY(row_parallel(s, s->att, m, wl->lin[QMM_LLM_O], s->proj, "o matmul", prof, &y32));
+        K_TRY(add_norm(s, s->proj, y32, ly->norm[QMM_LLM_POST_ATTN_NORM], 0, m,
+                       llm_launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
         llm_mark(prof, st, "add+rmsnorm");
         bf16 *gu_out[2] = {s->gate, s->up};
         Q_TRY(mm_shared(s, s->h, m, wl->gate_up, &wl->lin[QMM_LLM_GATE], gu_out, 2,
@@ -168,22 +196,17 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
         K_TRY(launch_swiglu(s->gate, s->up, m, I, s->gu_stride, s->gu_chunk, s->act, st,
                             llm_launch_as(s, &ln, "swiglu", swiglu_bytes)));
         llm_mark(prof, st, "swiglu");
-        Q_TRY(mm(s, s->act, m, wl->lin[QMM_LLM_DOWN], s->proj, "down matmul"));
-        llm_mark(prof, st, "down matmul");
-        if (s->tp) {
-            Q_TRY(llm_tp_allreduce(s, s->proj, (size_t)m * H));
-            llm_mark(prof, st, "all-reduce");
-        }
+        Q_TRY(row_parallel(s, s->act, m, wl->lin[QMM_LLM_DOWN], s->proj, "down matmul", prof,
+                           &y32));
         if (s->off) Q_TRY(llm_offload_after_layer(s, l)); /* the slot is free: next upload */
         if (l + 1 < L) {
-            K_TRY(launch_add_rmsnorm(s->x, s->proj, s->layers[l + 1].norm[QMM_LLM_INPUT_NORM], H,
-                                     eps, 0, m, s->h, st,
-                                     llm_launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
+            K_TRY(add_norm(s, s->proj, y32, s->layers[l + 1].norm[QMM_LLM_INPUT_NORM], 0, m,
+                           llm_launch_as(s, &ln, "add+rmsnorm", norm_bytes)));
             llm_mark(prof, st, "add+rmsnorm");
         } else if (final) {
             /* only the last row feeds the head: add + final norm of that row, into h[0] */
-            K_TRY(launch_add_rmsnorm(s->x, s->proj, s->final_norm, H, eps, m - 1, 1, s->h, st,
-                                     llm_launch_as(s, &ln, "add+rmsnorm", 14.0 * H)));
+            K_TRY(add_norm(s, s->proj, y32, s->final_norm, m - 1, 1,
+                           llm_launch_as(s, &ln, "add+rmsnorm", 14.0 * H)));
             llm_mark(prof, st, "add+rmsnorm");
         }
     }
@@ -259,6 +282,8 @@ qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraph
 
 qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final)
 {
+    qmm_status ust = llm_tp_usable(s); /* an aborted communicator: no graph may run */
+    if (ust) return ust;
     if (!s->use_graph) return llm_cuda_forward(s, m, final, NULL);
     if (m == 1 && final && s->decode_graph) {
         QMM_CUDA_TRY(cudaGraphLaunch(s->decode_graph, s->stream));

@@ -60,7 +60,11 @@ static qmm_status replay(qmm_llm_cuda_session *s, cudaGraphExec_t g, const llm_s
         if (e == cudaSuccess) e = cudaEventRecord(s->ev[1], s->stream);
         if (e == cudaSuccess)
             e = cudaMemcpyAsync(got, s->d_stamps, bytes, cudaMemcpyDeviceToHost, s->stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(s->stream);
+        if (e == cudaSuccess && s->tp) { /* bounded: a peer may be gone */
+            if ((st = llm_sync(s))) break;
+        } else if (e == cudaSuccess) {
+            e = cudaStreamSynchronize(s->stream);
+        }
         float ms = 0;
         if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
         if (e != cudaSuccess) {

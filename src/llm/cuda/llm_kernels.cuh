@@ -33,6 +33,11 @@ cudaError_t launch_embed(const qmm_cuda_weight *embed, const int32_t *tokens, co
 cudaError_t launch_add_rmsnorm(float *x, const bf16 *add, const bf16 *w, int64_t n, float eps,
                                int row0, int m, bf16 *h, cudaStream_t stream,
                                const llm_launch *ln = nullptr);
+/* The same with an fp32 add (a tensor-parallel all-reduced projection): x += bf16(add), the
+ * rounding the single-GPU projection applies to its output. */
+cudaError_t launch_add_rmsnorm_f32(float *x, const float *add, const bf16 *w, int64_t n, float eps,
+                                   int row0, int m, bf16 *h, cudaStream_t stream,
+                                   const llm_launch *ln = nullptr);
 
 /* ---- rope.cu ---- */
 

@@ -17,6 +17,12 @@ extern "C" int llm_op_add_rmsnorm(float *x, const void *add, const void *w, int6
     return (int)launch_add_rmsnorm(x, (const bf16 *)add, (const bf16 *)w, n, eps, 0, m, (bf16 *)h, 0);
 }
 
+extern "C" int llm_op_add_rmsnorm_f32(float *x, const float *add, const void *w, int64_t n,
+                                      float eps, int m, void *h)
+{
+    return (int)launch_add_rmsnorm_f32(x, add, (const bf16 *)w, n, eps, 0, m, (bf16 *)h, 0);
+}
+
 extern "C" int llm_op_qk_norm_rope(void *q, const void *k, const void *v, int64_t q_stride,
                                    int64_t kv_stride, const void *qw, const void *kw,
                                    const float *cos_t, const float *sin_t, const int32_t *pos,

@@ -19,6 +19,9 @@ int llm_op_embed(const qmm_cuda_weight *embed, const int32_t *tokens, const int3
                  float *x, int32_t *err);
 int llm_op_add_rmsnorm(float *x, const void *add, const void *w, int64_t n, float eps, int m,
                        void *h);
+/* the same with an fp32 add, rounded to bf16 before it is added (tensor parallelism) */
+int llm_op_add_rmsnorm_f32(float *x, const float *add, const void *w, int64_t n, float eps, int m,
+                           void *h);
 int llm_op_qk_norm_rope(void *q, const void *k, const void *v, int64_t q_stride,
                         int64_t kv_stride, const void *qw, const void *kw, const float *cos_t,
                         const float *sin_t, const int32_t *pos, int m, int heads, int kv_heads,
@@ -38,10 +41,11 @@ int llm_op_attention_decode_fused(const void *q, const void *k, const void *v, c
                                   float *partials, int *counters, void *out);
 int llm_op_swiglu(const void *gate, const void *up, int64_t rows, int64_t width,
                   int64_t in_stride, void *out);
-/* The decode matvec with an epilogue (kernels.h MatvecArgs; epi 0 store, 1 residual, 2 SwiGLU)
- * on the context's scratch: c[m, ldc] (store, SwiGLU) or x/xg[m, ldc] and ss_out[m, blocks]
- * (residual); ss_in (may be NULL) the RMSNorm sums of the input rows; shape = 16·R + C forces
- * R tiles a CTA and clusters of C (0: the launcher's choice). */
+/* The decode matvec with an epilogue (kernels.h MatvecArgs; epi 0 store, 1 residual, 2 SwiGLU,
+ * 3 fp32 store) on the context's scratch: c[m, ldc] (store, SwiGLU), x/xg[m, ldc] and
+ * ss_out[m, blocks] (residual), x[m, ldc] (fp32 store); ss_in (may be NULL) the RMSNorm sums of
+ * the input rows; shape = 16·R + C forces R tiles a CTA and clusters of C (0: the launcher's
+ * choice). */
 int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weight *w, int m, int epi,
                         const void *a, int64_t lda, void *c, int64_t ldc, float *x,
                         const void *gamma, void *xg, float *ss_out, const float *ss_in,

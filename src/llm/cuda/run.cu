@@ -114,9 +114,13 @@ extern "C" qmm_status qmm_llm_cuda_generate(qmm_llm_cuda_session *s, const int32
     QMM_CUDA_TRY(cudaEventRecord(s->ev[0], s->stream));
     if ((st = enqueue_prefill(s, n))) return st;
     QMM_CUDA_TRY(cudaEventRecord(s->ev[1], s->stream));
-    /* each step's argmax wrote the next input into the history: no host round trip */
-    for (int64_t i = 1; i < max_new; i++)
+    /* each step's argmax wrote the next input into the history: no host round trip, except
+     * under tensor parallelism every 32 steps: a lost peer stalls the stream, and once the
+     * launch queue is full cudaGraphLaunch would block the host with no timeout */
+    for (int64_t i = 1; i < max_new; i++) {
         if ((st = llm_cuda_run_forward(s, 1, 1))) return st;
+        if (s->tp && i % 32 == 0 && (st = llm_sync(s))) return st;
+    }
     QMM_CUDA_TRY(cudaEventRecord(s->ev[2], s->stream));
     s->pos = p0 + n + max_new - 1;
     QMM_CUDA_TRY(cudaMemcpyAsync(s->h_tokens, s->d_tokens + p0 + n, (size_t)max_new * 4,

@@ -37,13 +37,15 @@ static qmm_status upload(void *dst, const void *src, size_t bytes)
 extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
 {
     if (!s) return;
-    if (s->tp && tp_comm_aborted(s->tp->comm)) {
-        /* a collective of the stream never ends: any wait on the device would hang, and the
-         * process is about to exit, so only the host side goes */
-        free(s->layers), free(s->tp), free(s);
+    if (s->tp && s->stream && llm_sync(s)) {
+        /* aborted (now, after the bounded wait, or before): a collective of the stream may never
+         * end, any other wait on the device could hang, and the process is about to exit, so
+         * only the host side goes */
+        llm_tp_release(s);
+        free(s->layers), free(s);
         return;
     }
-    free(s->tp);
+    llm_tp_release(s);
     cudaSetDevice(s->device);
     if (s->stream) cudaStreamSynchronize(s->stream);
     if (s->decode_graph) cudaGraphExecDestroy(s->decode_graph);
@@ -216,7 +218,8 @@ static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
         (st = dev_alloc(&s->pair_v, (size_t)s->npairs, "argmax pairs")) ||
         (st = dev_alloc(&s->pair_i, (size_t)s->npairs, "argmax pairs")) ||
         (st = dev_alloc(&s->d_stamps, (size_t)LLM_STAMP_SLOTS * 4, "profile timestamps")) ||
-        (st = dev_alloc(&s->d_ss, (size_t)(H + 15) / 16, "RMSNorm partial sums")))
+        (st = dev_alloc(&s->d_ss, (size_t)(H + 15) / 16, "RMSNorm partial sums")) ||
+        (s->tp && (st = dev_alloc(&s->tp->y32, TP_F32_ROWS * H, "tensor-parallel fp32 partials"))))
         return st;
     /* zero from here on: every launch of the fused decode attention leaves them at zero */
     QMM_CUDA_TRY(cudaMemset(s->counters, 0, (size_t)c->num_kv_heads * sizeof(int)));
@@ -312,7 +315,7 @@ extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_
 
 qmm_status llm_sync(qmm_llm_cuda_session *s)
 {
-    if (s->tp) return tp_comm_sync(s->tp->comm, s->stream);
+    if (s->tp) return llm_tp_sync(s);
     QMM_CUDA_TRY(cudaStreamSynchronize(s->stream));
     return QMM_OK;
 }

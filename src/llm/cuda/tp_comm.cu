@@ -175,14 +175,46 @@ extern "C" qmm_status tp_comm_create(const tp_env *e, int device, tp_comm **out)
     return QMM_OK;
 }
 
+/* ncclCommAbort / ncclCommDestroy on a helper thread (tp_call_bounded): either can block --
+ * NCCL waits until every CUDA graph that captured one of its collectives is destroyed and its
+ * launches have ended, and a peer that hangs can keep one in flight -- and a rank must still
+ * report its error and exit. Past the wait the thread finishes on its own; the communicator is
+ * never touched again. */
+struct end_arg {
+    ncclComm_t comm;
+    int device, abort;
+};
+
+static void end_comm(void *p)
+{
+    const end_arg *a = (const end_arg *)p;
+    cudaSetDevice(a->device);
+    if (a->abort) ncclCommAbort(a->comm);
+    else ncclCommDestroy(a->comm);
+}
+
+static int end_bounded(ncclComm_t comm, int device, int abort, double secs)
+{
+    end_arg a = {comm, device, abort};
+    /* no thread (-1): the communicator is left as it is, the process is about to exit */
+    return tp_call_bounded(end_comm, &a, sizeof a, secs) == 1;
+}
+
+/* How long ending a communicator may take before the rank gives up on it. */
+static double end_seconds(const tp_comm *c) { return c->timeout_s < 10.0 ? 10.0 : c->timeout_s; }
+
 extern "C" void tp_comm_destroy(tp_comm *c)
 {
     if (!c) return;
-    if (!c->aborted) {
-        cudaSetDevice(c->device);
-        ncclCommDestroy(c->comm);
-    }
+    if (!c->aborted) end_bounded(c->comm, c->device, 0, end_seconds(c));
     free(c);
+}
+
+int tp_comm_abort(tp_comm *c)
+{
+    if (!c || c->aborted) return 1;
+    c->aborted = 1; /* from here on nothing touches c->comm */
+    return end_bounded(c->comm, c->device, 1, end_seconds(c));
 }
 
 static qmm_status nccl_fail(tp_comm *c, ncclResult_t r, const char *what)
@@ -212,9 +244,12 @@ qmm_status tp_comm_allgather_bf16(tp_comm *c, void *full, size_t per_rank, cudaS
 int tp_comm_aborted(const tp_comm *c) { return c && c->aborted; }
 
 /* Wait for the stream without blocking in CUDA: a collective whose peer died never ends, so
- * poll the stream and NCCL's error state, and abort the communicator past the timeout. */
+ * poll the stream and NCCL's error state up to the timeout. Aborting is the caller's next step
+ * (tp_comm_abort, after destroying the graphs that captured collectives: NCCL's abort waits for
+ * them). */
 qmm_status tp_comm_sync(tp_comm *c, cudaStream_t stream)
 {
+    if (c->aborted) return qmm_fail(QMM_ERR_COMM, "rank %d: the communicator was aborted", c->rank);
     const double t0 = now_s();
     for (long spin = 0;; spin++) {
         cudaError_t e = cudaStreamQuery(stream);
@@ -223,20 +258,13 @@ qmm_status tp_comm_sync(tp_comm *c, cudaStream_t stream)
             return qmm_fail(QMM_ERR_CUDA, "rank %d: the stream failed: %s", c->rank,
                             cudaGetErrorString(e));
         ncclResult_t ar = ncclSuccess;
-        if (!c->aborted && ncclCommGetAsyncError(c->comm, &ar) == ncclSuccess &&
-            ar != ncclSuccess && ar != ncclInProgress) {
-            qmm_status st = nccl_fail(c, ar, "a collective failed");
-            ncclCommAbort(c->comm);
-            c->aborted = 1;
-            return st;
-        }
-        if (now_s() - t0 > c->timeout_s) {
-            if (!c->aborted) ncclCommAbort(c->comm);
-            c->aborted = 1;
+        if (ncclCommGetAsyncError(c->comm, &ar) == ncclSuccess && ar != ncclSuccess &&
+            ar != ncclInProgress)
+            return nccl_fail(c, ar, "a collective failed");
+        if (now_s() - t0 > c->timeout_s)
             return qmm_fail(QMM_ERR_COMM, "rank %d of %d: a collective did not finish within "
                             "%.0f s (a peer died or hangs; QMM_TP_TIMEOUT_S); the communicator "
-                            "was aborted", c->rank, c->ranks, c->timeout_s);
-        }
+                            "is aborted", c->rank, c->ranks, c->timeout_s);
         if (spin > 2000) usleep(50);
     }
 }
@@ -293,7 +321,12 @@ extern "C" qmm_status tp_allreduce_sweep(tp_comm *c, const double *bytes, int n,
                 q = qmm_fail(QMM_ERR_CUDA, "launching the all-reduce graph");
                 break;
             }
-            if ((q = tp_comm_sync(c, st))) break;
+            if ((q = tp_comm_sync(c, st))) {
+                /* the graph first: NCCL's abort waits until no graph holds its collectives */
+                cudaGraphExecDestroy(exec), exec = NULL;
+                tp_comm_abort(c);
+                break;
+            }
             float ms = 0;
             cudaEventElapsedTime(&ms, ev[0], ev[1]);
             if (r >= 0) t[r] = 1000.0 * ms / iters;
@@ -337,6 +370,7 @@ qmm_status tp_comm_allreduce(tp_comm *, void *, size_t, int, cudaStream_t) { ret
 qmm_status tp_comm_allgather_bf16(tp_comm *, void *, size_t, cudaStream_t) { return NO_NCCL; }
 int tp_comm_aborted(const tp_comm *) { return 0; }
 qmm_status tp_comm_sync(tp_comm *, cudaStream_t) { return NO_NCCL; }
+int tp_comm_abort(tp_comm *) { return 1; }
 extern "C" qmm_status tp_allreduce_sweep(tp_comm *, const double *, int, int, int, double *)
 {
     return NO_NCCL;

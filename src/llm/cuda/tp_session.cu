@@ -5,10 +5,16 @@
  * engine's unfused forward runs on it unchanged except at four points:
  *   - the embedding: each rank looks up only its vocabulary rows (zeros elsewhere) and an fp32
  *     all-reduce of the residual rows assembles the lookup, exactly (one rank contributes each);
- *   - after o and after down: an NCCL all-reduce (sum) of the bf16 partial products, before the
- *     residual add. bf16, not fp32: half the bytes on the critical path of every layer, and the
- *     engine's projections already round their outputs to bf16 (at t = 2 the sum of two bf16
- *     partials is rounded once more, the only arithmetic difference from t = 1);
+ *   - after o and after down: an NCCL all-reduce (sum) of the partial products, before the
+ *     residual add. Decode (and chunks of up to TP_F32_ROWS rows): the matvec writes each
+ *     rank's partial in fp32, the all-reduce sums fp32, and the residual add rounds the sum to
+ *     bf16 once, as the single-GPU projection rounds its output: t = 2 then differs from t = 1
+ *     only by the fp32 summation order (bf16 partials round each partial and the sum, three
+ *     roundings for one; on synthetic Qwen3-8B weights, 36 layers, the CPU simulation gives
+ *     1.37e-2 with bf16 partials, 0.95e-2 to 1.09e-2 with fp32: test_tp_forward.c says why
+ *     not less; the fp32 all-reduce of one decode row is 16 KB, latency-bound like the 8 KB
+ *     bf16 one).
+ *     Longer prefill chunks keep bf16 partials (the GEMM paths write bf16);
  *   - the head: each rank writes its vocabulary slice of the logits into the full logits
  *     buffer, an in-place all-gather completes it, and the unchanged argmax runs on the whole
  *     vocabulary on every rank (same token everywhere; ties resolve as at t = 1).
@@ -71,6 +77,68 @@ qmm_status llm_tp_embed(qmm_llm_cuda_session *s, int m)
 qmm_status llm_tp_allreduce(qmm_llm_cuda_session *s, void *buf, size_t count)
 {
     return tp_comm_allreduce(s->tp->comm, buf, count, 0, s->stream);
+}
+
+float *llm_tp_f32_out(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w)
+{
+    if (!s->tp || !s->tp->y32 || m > TP_F32_ROWS) return NULL;
+    const qmm::DevWeight &d = qmm::weight_dev(w);
+    if (d.group != 128 || d.n != s->cfg.hidden_size || d.k % 128 || d.n_pad % 128) return NULL;
+    return s->tp->y32;
+}
+
+qmm_status llm_tp_project_f32(qmm_llm_cuda_session *s, const qmm_llm::bf16 *a, int m,
+                              const qmm_cuda_weight *w, float *y32, const char *name)
+{
+    qmm::MatvecArgs p = qmm::matvec_args(qmm::weight_dev(w));
+    p.a = a;
+    p.lda = p.k;
+    p.m = m;
+    p.epi = qmm::MV_EPI_STORE_F32;
+    p.x = y32;
+    p.ldc = p.n;
+    llm_note_matmul(s, m, w, name);
+    cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx).sm_count, s->pdl != 0,
+                                          s->stream);
+    if (e != cudaSuccess)
+        return qmm_fail(QMM_ERR_CUDA, "%s (fp32 partial matvec, %d rows): %s", name, m,
+                        cudaGetErrorString(e));
+    return QMM_OK;
+}
+
+qmm_status llm_tp_allreduce_f32(qmm_llm_cuda_session *s, float *y32, size_t count)
+{
+    return tp_comm_allreduce(s->tp->comm, y32, count, 1, s->stream);
+}
+
+qmm_status llm_tp_usable(const qmm_llm_cuda_session *s)
+{
+    if (s->tp && tp_comm_aborted(s->tp->comm))
+        return qmm_fail(QMM_ERR_COMM, "rank %d: the tensor-parallel communicator was aborted "
+                        "after a failed collective; the session cannot run", s->tp->rank);
+    return QMM_OK;
+}
+
+qmm_status llm_tp_sync(qmm_llm_cuda_session *s)
+{
+    qmm_status st = llm_tp_usable(s);
+    if (st) return st;
+    if (!(st = tp_comm_sync(s->tp->comm, s->stream))) return QMM_OK;
+    /* every graph that captured a collective goes first (an in-flight one is freed when it
+     * ends, which the abort lets it do), then the bounded abort; the message stays the wait's */
+    if (s->decode_graph) cudaGraphExecDestroy(s->decode_graph), s->decode_graph = NULL;
+    for (int i = 0; i < s->ngraphs; i++) cudaGraphExecDestroy(s->graphs[i].exec);
+    s->ngraphs = 0, s->next_evict = 0;
+    tp_comm_abort(s->tp->comm);
+    return st;
+}
+
+void llm_tp_release(qmm_llm_cuda_session *s)
+{
+    if (!s->tp) return;
+    if (s->tp->y32 && !tp_comm_aborted(s->tp->comm)) cudaFree(s->tp->y32);
+    free(s->tp);
+    s->tp = NULL;
 }
 
 void *llm_tp_head_out(qmm_llm_cuda_session *s)

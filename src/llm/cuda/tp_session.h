@@ -14,13 +14,26 @@ struct llm_tp {
     tp_comm *comm;          /* not owned */
     int rank, ranks;
     int64_t vocab_lo, vocab_count; /* the embedding / head rows this rank holds */
+    float *y32;             /* [TP_F32_ROWS, hidden]: fp32 partial sums of o and down (session.cu
+                             * allocates it with the scratch) */
 };
 
+/* Row-parallel outputs of at most this many rows (decode, short prefill chunks) are summed in
+ * fp32 (the matvec's fp32 epilogue, an fp32 all-reduce, one bf16 rounding in the residual add,
+ * as the single-GPU projection rounds once); longer chunks sum bf16 partials (the GEMM paths
+ * write bf16 only). */
+#define TP_F32_ROWS 16
+
 /* tp_comm.cu: bf16 (or fp32) sum in place over the ranks; in-place all-gather of per_rank bf16
- * elements (this rank's part at full + rank * per_rank); stream waits bounded by the timeout. */
+ * elements (this rank's part at full + rank * per_rank); a stream wait bounded by the timeout
+ * (it does not abort: on failure the caller destroys every graph that captured a collective,
+ * since NCCL's abort waits for them, then calls tp_comm_abort); the abort itself, on a helper
+ * thread waited for at most max(QMM_TP_TIMEOUT_S, 10 s) (1 when it returned in time; either
+ * way the communicator is never used again). */
 qmm_status tp_comm_allreduce(tp_comm *c, void *buf, size_t count, int fp32, cudaStream_t st);
 qmm_status tp_comm_allgather_bf16(tp_comm *c, void *full, size_t per_rank, cudaStream_t st);
 qmm_status tp_comm_sync(tp_comm *c, cudaStream_t stream);
+int tp_comm_abort(tp_comm *c);
 int tp_comm_aborted(const tp_comm *c);
 int tp_comm_device(const tp_comm *c);
 
@@ -35,6 +48,20 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
  * writes this rank's logits, and their all-gather into the full logits. */
 qmm_status llm_tp_embed(qmm_llm_cuda_session *s, int m);
 qmm_status llm_tp_allreduce(qmm_llm_cuda_session *s, void *buf, size_t count);
+/* The fp32 row-parallel projection y32[m, n] = a · Wᵀ (unrounded) when it applies (m <=
+ * TP_F32_ROWS, groups of 128); NULL when the caller takes the bf16 path. Launch + all-reduce. */
+float *llm_tp_f32_out(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w);
+qmm_status llm_tp_project_f32(qmm_llm_cuda_session *s, const qmm_llm::bf16 *a, int m,
+                              const qmm_cuda_weight *w, float *y32, const char *name);
+qmm_status llm_tp_allreduce_f32(qmm_llm_cuda_session *s, float *y32, size_t count);
+
+/* The host side of the forward's end: a TP session whose communicator was aborted refuses
+ * every call (QMM_ERR_COMM); the bounded stream wait, which on failure destroys the session's
+ * graphs (NCCL's abort waits for the graphs holding its collectives) and aborts; the TP
+ * resources' release (session destroy). */
+qmm_status llm_tp_usable(const qmm_llm_cuda_session *s);
+qmm_status llm_tp_sync(qmm_llm_cuda_session *s);
+void llm_tp_release(qmm_llm_cuda_session *s);
 void *llm_tp_head_out(qmm_llm_cuda_session *s);
 qmm_status llm_tp_gather_logits(qmm_llm_cuda_session *s);
 
