@@ -1,6 +1,5 @@
-/* qmm perf tp: decode under tensor parallelism predicted on paper (src/perf/tp_model.h). Every
- * line it prints is a prediction from unmeasured link defaults unless the options give
- * measured ones; nothing here runs on a GPU. */
+/* qmm perf tp: decode under tensor parallelism predicted on paper (src/perf/tp_model.h), with the
+ * link measured on two H200s as its default; nothing here runs on a GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +24,12 @@ static void usage(FILE *f)
             "  --context N           tokens in the KV cache (default 1024)\n"
             "  --gpu NAME            HBM bandwidth and launch cost (default h200-measured)\n"
             "  --link-gbs B          NVLink bandwidth a GPU a direction, GB/s (default %.0f,\n"
-            "                        the datasheet's; unmeasured)\n"
-            "  --link-us U           fixed cost of one all-reduce, µs (default %.0f; unmeasured)\n"
+            "                        measured: qmm bench allreduce on two H200s)\n"
+            "  --link-us U           fixed cost of one all-reduce, µs (default %.1f; measured)\n"
             "  --kernels-per-layer K launches a layer in the decode graph (default 5, as today)\n"
             "  --hbm-fraction F      of the GPU's bandwidth the decode kernels reach (default\n"
-            "                        0.3: fit to the measured Qwen3-4B step at t = 1)\n",
-            TP_LINK_GBS_GUESS, TP_LINK_US_GUESS);
+            "                        0.40: fit to the measured Qwen3-4B step at t = 1)\n",
+            TP_LINK_GBS_MEASURED, TP_LINK_US_MEASURED);
 }
 
 static int parse_pos(const char *s, double *out)
@@ -95,13 +94,13 @@ int cmd_perf_tp(int argc, char **argv)
         return 2;
     }
     p.gpu.launch_us = launch;
-    int guess = p.link.bandwidth_gbs == TP_LINK_GBS_GUESS && p.link.latency_us == TP_LINK_US_GUESS;
+    int dflt = p.link.bandwidth_gbs == TP_LINK_GBS_MEASURED && p.link.latency_us == TP_LINK_US_MEASURED;
     printf("PREDICTION (paper model, nothing measured): %s decode, batch 1, context %lld, "
            "W4 g%lld\n", model, (long long)p.context, (long long)c.group_size);
     printf("gpu %s: HBM %.2f TB/s at %.2f, %.1f µs a kernel x %d a layer; link %.0f GB/s a "
            "direction, %.1f µs an all-reduce%s\n\n", gpu, p.gpu.bandwidth_tbs, p.hbm_fraction,
            p.gpu.launch_us, p.kernels_per_layer, p.link.bandwidth_gbs, p.link.latency_us,
-           guess ? " (unmeasured defaults)" : "");
+           dflt ? " (measured on two H200s; more GPUs or nodes not measured)" : "");
     printf("%3s %10s %9s %9s %8s %4s %8s %9s %9s %8s %7s %6s\n", "t", "weights/GB", "kv/MB",
            "mem µs", "launch", "coll", "AR µs", "comm µs", "token µs", "tok/s", "speedup",
            "comm%");

@@ -63,7 +63,7 @@ static int parse_e2e(int argc, char **argv, tpb_args *a)
     a->model = "qwen3-8b";
     a->in_len[0] = 32, a->in_len[1] = 128, a->in_len[2] = 2048, a->nin = 3;
     a->out_len = 65, a->warmup = 1, a->repeats = 3, a->seed = 1;
-    a->link_gbs = TP_LINK_GBS_GUESS, a->link_us = TP_LINK_US_GUESS;
+    a->link_gbs = TP_LINK_GBS_MEASURED, a->link_us = TP_LINK_US_MEASURED;
     const char *cmd = "bench e2e";
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];

@@ -10,10 +10,10 @@ tp_decode_params tp_decode_defaults(void)
 {
     tp_decode_params p;
     qmm_model_gpu_preset("h200-measured", &p.gpu);
-    p.link.bandwidth_gbs = TP_LINK_GBS_GUESS;
-    p.link.latency_us = TP_LINK_US_GUESS;
+    p.link.bandwidth_gbs = TP_LINK_GBS_MEASURED;
+    p.link.latency_us = TP_LINK_US_MEASURED;
     p.gpu.launch_us = 1.0;
-    p.hbm_fraction = 0.3;
+    p.hbm_fraction = 0.40;
     p.context = 1024;
     p.kernels_per_layer = 5;
     return p;

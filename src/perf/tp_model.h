@@ -10,13 +10,14 @@
  *   one all-reduce (ring) = latency + 2 (t - 1) / t * bytes / link bandwidth   (t = 1: 0)
  *   token = (weight + KV bytes of a rank) / (HBM bandwidth * hbm_fraction) + launches
  *           + collectives
- * hbm_fraction defaults to 0.3, fit to the one measured step at t = 1 (Qwen3-4B shapes, graph
- * decode at a 32-token context: 1.94 ms, 5 kernels a layer; README, commit 8eb69d1): today's
- * matvecs run at about 2x the streaming floor. Smaller shards at larger t may fill the GPU worse;
- * the model does not know that.
- * The link defaults (450 GB/s a direction: the H200's NVLink 4 datasheet, 900 GB/s both ways;
- * 8 µs an all-reduce) are unmeasured guesses, to be replaced by the all-reduce sweep on the
- * machine.
+ * hbm_fraction defaults to 0.40, fit to the measured step at t = 1 (Qwen3-4B shapes, graph
+ * decode at a 32-token context: 1.463 ms, 5 kernels a layer; commit 7535a34,
+ * bench/results/2026-12-01-matvec/final/e2e.md): the matvecs run at 1.4-1.6x the streaming floor.
+ * The same fraction underestimates larger models (measured at t = 1: Qwen3-8B 508 tok/s, 32B 136,
+ * where this model gives ~400 and ~100: their matrices stream better) and smaller shards at larger
+ * t may fill the GPU worse; the model knows neither.
+ * The link defaults are measured: `qmm bench allreduce --tp 2` on two H200s (NVLink; bench/results/
+ * 2026-12-01-matvec/tp/allreduce.log): 6.6 µs for 8 KB, and 279 GB/s a direction fit to 64 MB.
  */
 #ifndef QMM_PERF_TP_MODEL_H
 #define QMM_PERF_TP_MODEL_H
@@ -27,8 +28,8 @@
 extern "C" {
 #endif
 
-#define TP_LINK_GBS_GUESS 450.0
-#define TP_LINK_US_GUESS 8.0
+#define TP_LINK_GBS_MEASURED 279.0
+#define TP_LINK_US_MEASURED 6.6
 
 typedef struct tp_link {
     double bandwidth_gbs; /* per GPU, one direction, GB/s (1e9 B/s), > 0 */
@@ -57,9 +58,9 @@ typedef struct tp_decode_estimate {
     double comm_share;     /* comm_us / total_us */
 } tp_decode_estimate;
 
-/* The defaults: the h200-measured GPU preset (4.2 TB/s) at hbm_fraction 0.3 with 1 µs a kernel
+/* The defaults: the h200-measured GPU preset (4.2 TB/s) at hbm_fraction 0.40 with 1 µs a kernel
  * in the graph (the sm90 tuning table's figure), 5 kernels a layer, 1024 tokens of context, the
- * link guesses above. */
+ * measured link above. */
 tp_decode_params tp_decode_defaults(void);
 
 /* One ring all-reduce of `bytes` over `ranks` (0 at ranks = 1). */
