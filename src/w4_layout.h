@@ -63,6 +63,25 @@ static inline QMM_W4_HD void qmm_w4_device_position(int k, int *word, int *bit)
     *bit = 16 * odd + 8 * h + 4 * hi8;
 }
 
+#ifdef __CUDACC__
+/* Row `row` of a device-layout weight (K = k, groups of 1 << gshift, scale|bias words sb[g][n_pad])
+ * dequantized into out[0, k) in fp32 as fmaf(scale, q, bias) (qmm_dequantize_row_f32's values),
+ * the block's threads on consecutive columns. */
+static __device__ inline void qmm_w4_device_row_f32(const uint32_t *packed, const uint32_t *sb,
+                                                    int64_t row, int k, int gshift, int64_t n_pad,
+                                                    float *out)
+{
+    const int blocks = k / 128;
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        int word, bit;
+        qmm_w4_device_position(j % 128, &word, &bit);
+        const uint32_t q = (packed[qmm_w4_device_offset(row, j / 128, blocks) + word] >> bit) & 0xFu;
+        const uint32_t v = sb[(int64_t)(j >> gshift) * n_pad + row];
+        out[j] = __fmaf_rn(__uint_as_float(v << 16), (float)q, __uint_as_float(v & 0xFFFF0000u));
+    }
+}
+#endif
+
 /* n_pad = N rounded up to QMM_W4_ROW_PAD; packed_out has n_pad*K/8 words, sb_out K/g*n_pad
  * (g = w->group). K must be a multiple of 128 (QMM_ERR_SHAPE otherwise). */
 int64_t qmm_w4_device_rows(int64_t n);

@@ -43,7 +43,8 @@ void test_random_w4(qmm_w4 *w, double scale_lo, double scale_hi)
     }
 }
 
-void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c)
+/* c = a·Wᵀ in fp64 of the dequantized weights, or with |a| and |w| (abs). */
+static void matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c, int abs)
 {
     int64_t n = w->n, k = w->k, gs = w->group, g = k / gs;
     double *row = malloc((size_t)k * sizeof *row);
@@ -52,36 +53,23 @@ void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c)
             uint32_t q = (w->packed[r * (k / 8) + j / 8] >> (4 * (j % 8))) & 0xF;
             double s = qmm_bf16_to_f32(w->scales[r * g + j / gs]);
             double b = qmm_bf16_to_f32(w->biases[r * g + j / gs]);
-            row[j] = s * q + b;
+            row[j] = abs ? fabs(s * q + b) : s * q + b;
         }
         for (int64_t i = 0; i < m; i++) {
             double acc = 0;
-            for (int64_t j = 0; j < k; j++) acc += (double)qmm_bf16_to_f32(a[i * k + j]) * row[j];
+            for (int64_t j = 0; j < k; j++) {
+                double x = qmm_bf16_to_f32(a[i * k + j]);
+                acc += (abs ? fabs(x) : x) * row[j];
+            }
             c[i * n + r] = acc;
         }
     }
     free(row);
 }
 
-void test_matmul_abs_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c)
-{
-    int64_t n = w->n, k = w->k, gs = w->group, g = k / gs;
-    double *row = malloc((size_t)k * sizeof *row);
-    for (int64_t r = 0; r < n; r++) {
-        for (int64_t j = 0; j < k; j++) {
-            uint32_t q = (w->packed[r * (k / 8) + j / 8] >> (4 * (j % 8))) & 0xF;
-            double s = qmm_bf16_to_f32(w->scales[r * g + j / gs]);
-            double b = qmm_bf16_to_f32(w->biases[r * g + j / gs]);
-            row[j] = fabs(s * q + b);
-        }
-        for (int64_t i = 0; i < m; i++) {
-            double acc = 0;
-            for (int64_t j = 0; j < k; j++) acc += fabs((double)qmm_bf16_to_f32(a[i * k + j])) * row[j];
-            c[i * n + r] = acc;
-        }
-    }
-    free(row);
-}
+void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c) { matmul_f64(a, m, w, c, 0); }
+
+void test_matmul_abs_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c) { matmul_f64(a, m, w, c, 1); }
 
 double test_rel_frob_bf16(const qmm_bf16 *got, const double *ref, size_t n)
 {

@@ -54,14 +54,7 @@ __global__ void dequant_rows_f32_kernel(const uint32_t *__restrict__ packed,
         if (threadIdx.x == 0 && err) *err = 1;
         row = 0;
     }
-    const int blocks = k / 128;
-    for (int j = threadIdx.x; j < k; j += blockDim.x) {
-        int word, bit;
-        qmm_w4_device_position(j % 128, &word, &bit);
-        const uint32_t q = (packed[qmm_w4_device_offset(row, j / 128, blocks) + word] >> bit) & 0xFu;
-        const uint32_t v = sb[(int64_t)(j >> gshift) * n_pad + row];
-        out[(int64_t)r * k + j] = __fmaf_rn(bf16_lo(v), (float)q, bf16_hi(v));
-    }
+    qmm_w4_device_row_f32(packed, sb, row, k, gshift, n_pad, out + (int64_t)r * k);
 }
 
 cudaError_t launch_dequant_rows(const DevWeight &w, const int32_t *ids, const int32_t *id_offset,

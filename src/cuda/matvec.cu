@@ -162,6 +162,19 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *i
     }
 }
 
+/* A lane's slot: its 16 bytes of rows g8 and g8 + 8 of the next (tile, group) and their scale|bias
+ * words; the sources move on to the group after. */
+__device__ __forceinline__ void mv_load(uint4 &lo, uint4 &hi, uint32_t &sl, uint32_t &sh,
+                                        const uint32_t *&src_w, const uint32_t *&src_s, int step_s)
+{
+    lo = ld_stream(src_w);
+    hi = ld_stream(src_w + 128);
+    sl = ld_stream32(src_s);
+    sh = ld_stream32(src_s + 8);
+    src_w += 2048;
+    src_s += step_s;
+}
+
 /* Two codes as bf16x2 of value 128 + q in one LOP3: (w >> shift) & 0x000F000F | magic, with the
  * magic 0x43004300 in a register (the second immediate would cost a second instruction). */
 __device__ __forceinline__ uint32_t codes_lop3(uint32_t w, uint32_t magic)
@@ -243,14 +256,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
     uint32_t sl[D], sh[D];
 #pragma unroll
     for (int j = 0; j < D; j++)
-        if (j < ng) {
-            lo[j] = ld_stream(src_w);
-            hi[j] = ld_stream(src_w + 128);
-            sl[j] = ld_stream32(src_s);
-            sh[j] = ld_stream32(src_s + 8);
-            src_w += 2048;
-            src_s += step_s;
-        }
+        if (j < ng) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
     if (C > 1) cluster_arrive_relaxed(); /* every CTA of the cluster has started: see the reduction */
 
     pdl_wait(); /* activations, norm sums and outputs belong to the previous kernel until here */
@@ -297,14 +303,8 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
             const int i = base + j;
             if (i >= ng) break;
             mv_group<TOKT>(acc, lo[j], hi[j], sl[j], sh[j], arow, w0 + i - c0, magic);
-            if (i + D < ng) { /* refill the slot (after its use: no register copies) */
-                lo[j] = ld_stream(src_w);
-                hi[j] = ld_stream(src_w + 128);
-                sl[j] = ld_stream32(src_s);
-                sh[j] = ld_stream32(src_s + 8);
-                src_w += 2048;
-                src_s += step_s;
-            }
+            if (i + D < ng) /* refill the slot (after its use: no register copies) */
+                mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
         }
     }
     pdl_launch_dependents(); /* the next kernel may start streaming its weights */

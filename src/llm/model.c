@@ -24,7 +24,8 @@ qmm_status llm_model_new(const qmm_llm_config *c, qmm_llm_model **out)
     return QMM_OK;
 }
 
-qmm_status llm_model_alloc(qmm_llm_model *m, size_t bytes, void **out)
+/* Room for one more owned pointer. */
+static qmm_status owned_reserve(qmm_llm_model *m)
 {
     if (m->owned_count == m->owned_cap) {
         size_t cap = m->owned_cap ? m->owned_cap * 2 : 64;
@@ -33,6 +34,21 @@ qmm_status llm_model_alloc(qmm_llm_model *m, size_t bytes, void **out)
         m->owned = o;
         m->owned_cap = cap;
     }
+    return QMM_OK;
+}
+
+qmm_status llm_model_adopt(qmm_llm_model *m, void *p)
+{
+    qmm_status st = owned_reserve(m);
+    if (st) return st;
+    m->owned[m->owned_count++] = p;
+    return QMM_OK;
+}
+
+qmm_status llm_model_alloc(qmm_llm_model *m, size_t bytes, void **out)
+{
+    qmm_status st = owned_reserve(m);
+    if (st) return st;
     size_t rounded = (bytes + 63) & ~(size_t)63;
     if (rounded < bytes) return qmm_fail(QMM_ERR_OVERFLOW, "allocation of %zu bytes", bytes);
     void *p = aligned_alloc(64, rounded ? rounded : 64);

@@ -33,6 +33,8 @@ struct qmm_llm_model {
 qmm_status llm_model_new(const qmm_llm_config *c, qmm_llm_model **out);
 /* bytes of 64-byte aligned memory freed with the model. */
 qmm_status llm_model_alloc(qmm_llm_model *m, size_t bytes, void **out);
+/* Hand p (malloc'd) to m: freed with the model (on error the caller still owns p). */
+qmm_status llm_model_adopt(qmm_llm_model *m, void *p);
 
 /* A model from a config.json text and one safetensors image held by the caller (it must outlive
  * the model): the whole load without files, for the fuzz harness. */

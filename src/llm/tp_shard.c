@@ -9,20 +9,6 @@
 #include "llm/tp.h"
 #include "llm/tp_slice.h"
 
-/* Hand p (malloc'd) to m: freed with the model. */
-static qmm_status adopt(qmm_llm_model *m, void *p)
-{
-    if (m->owned_count == m->owned_cap) {
-        size_t cap = m->owned_cap ? m->owned_cap * 2 : 64;
-        void **o = realloc(m->owned, cap * sizeof *o);
-        if (!o) return qmm_fail(QMM_ERR_NOMEM, "out of memory");
-        m->owned = o;
-        m->owned_cap = cap;
-    }
-    m->owned[m->owned_count++] = p;
-    return QMM_OK;
-}
-
 /* The slice of w as a weight owned by m. */
 static qmm_status slice_into(qmm_llm_model *m, const qmm_w4 *w, tp_cut cut, tp_range r,
                              const char *what, int64_t layer, qmm_w4 *out)
@@ -36,7 +22,7 @@ static qmm_status slice_into(qmm_llm_model *m, const qmm_w4 *w, tp_cut cut, tp_r
     }
     void *parts[3] = {s.packed, s.scales, s.biases};
     for (int i = 0; i < 3; i++)
-        if ((st = adopt(m, parts[i]))) {
+        if ((st = llm_model_adopt(m, parts[i]))) {
             for (int j = i; j < 3; j++) free(parts[j]);
             return st;
         }

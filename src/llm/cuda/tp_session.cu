@@ -51,14 +51,7 @@ __global__ void tp_embed_kernel(const uint32_t *__restrict__ packed,
         for (int j = threadIdx.x; j < k; j += blockDim.x) out[j] = 0.0f;
         return;
     }
-    const int blocks = k / 128;
-    for (int j = threadIdx.x; j < k; j += blockDim.x) {
-        int word, bit;
-        qmm_w4_device_position(j % 128, &word, &bit);
-        const uint32_t q = (packed[qmm_w4_device_offset(row, j / 128, blocks) + word] >> bit) & 0xFu;
-        const uint32_t v = sb[(int64_t)(j >> gshift) * n_pad + row];
-        out[j] = __fmaf_rn(qmm::bf16_lo(v), (float)q, qmm::bf16_hi(v));
-    }
+    qmm_w4_device_row_f32(packed, sb, row, k, gshift, n_pad, out);
 }
 
 qmm_status llm_tp_embed(qmm_llm_cuda_session *s, int m)
