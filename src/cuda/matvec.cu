@@ -14,7 +14,7 @@
  * Arithmetic (exact codes): the codes enter the mma as the exact bf16 values 128 + q, and an mma
  * of all-ones weights gives Σa, so per group
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
- * Where the time goes (bench/NOTES.md rows 27-31): at M = 1 the loads alone run at the speed of
+ * Where the time goes (bench/NOTES.md rows 27-32): at M = 1 the loads alone run at the speed of
  * a kernel that only reads the weight; the code conversion (~1 instruction a weight pair) and
  * the mma add what the SM cannot overlap with the last bytes' arrival.
  * Epilogues (the engine's fused decode step): store; residual (x += bf16(y) in fp32, and the next
@@ -247,11 +247,11 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
 
     /* D slots of registers a lane: its 16 bytes of rows g8 and g8 + 8 of a (tile, group) and
      * their scale|bias words; the first D groups requested before the dependency wait (weights
-     * never depend on the previous kernel), a slot refilled as soon as it is taken */
+     * never depend on the previous kernel), a slot refilled once its group is multiplied */
     const uint32_t *src_w = p.packed + ((int64_t)(tile / 8) * groups + w0) * 2048 + (tile % 8) * 256 +
                             lane * 4; /* = row g8, words 4·t4 */
     const uint32_t *src_s = p.sb + (int64_t)w0 * p.n_pad + tile * 16 + g8;
-    const int step_s = (int)p.n_pad; /* n_pad / 16 fits an int (launcher) */
+    const int step_s = (int)p.n_pad; /* fits an int (launcher) */
     uint4 lo[D], hi[D];
     uint32_t sl[D], sh[D];
 #pragma unroll
