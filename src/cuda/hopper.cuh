@@ -115,6 +115,33 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap *map)
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }
 
+/* ---- thread-block clusters: rank, barrier, distributed shared memory ---- */
+__device__ __forceinline__ uint32_t cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cluster_arrive_relaxed()
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive_release()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait()
+{
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+/* st.shared::cluster of v at the address of local pointer p in CTA `rank` of the cluster */
+__device__ __forceinline__ void st_cluster(float *p, uint32_t rank, float v)
+{
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(p)), "r"(rank));
+    asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(v) : "memory");
+}
+
 /* ---- programmatic dependent launch ---- */
 /* Wait until the grids this one depends on have completed and their writes are visible
  * (a no-op when the kernel was launched without the PDL attribute). */
