@@ -17,19 +17,14 @@
 #include "qmm.h"
 #include "qmm_cuda.h"
 #include "cuda/kernels.h"
+#include <cublas_v2.h> /* C++ declarations first: bench_gpu.h includes it inside extern "C" */
 extern "C" {
 #include "harness.h"
 #include "bench_read.h"
+#include "bench_gpu.h"
 }
 
-#define CK(x)                                                                                    \
-    do {                                                                                         \
-        cudaError_t e_ = (x);                                                                    \
-        if (e_ != cudaSuccess) {                                                                 \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));  \
-            exit(1);                                                                             \
-        }                                                                                        \
-    } while (0)
+/* CK: tools/common/common.h (bench_die on a CUDA error) */
 
 struct Proj {
     const char *name;
@@ -42,35 +37,25 @@ static const Proj projs[] = {
     {"down", 2560, 9728, qmm::MV_EPI_STORE},   {"head", 151936, 2560, qmm::MV_EPI_STORE},
 };
 
-/* median µs a launch of fn(copy) over `copies` cold copies, captured once, replayed 7 times */
+/* µs a launch of fn(copy) as `qmm bench ops` times it (tools/bench_timing.c): graph replays of
+ * calls rotating over the cold copies, median of 7. */
+template <typename F> static int enqueue(void *user, int call, char *why, size_t why_len)
+{
+    F &fn = *static_cast<F *>(user);
+    cudaError_t e = fn(call);
+    if (e != cudaSuccess) snprintf(why, why_len, "%s", cudaGetErrorString(e));
+    return e != cudaSuccess;
+}
 template <typename F> static double time_graph(cudaStream_t st, int copies, F fn)
 {
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < copies; i++) fn(i);
-    CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    CK(cudaGraphLaunch(ge, st)); /* warm-up */
-    std::vector<float> t;
-    for (int r = 0; r < 7; r++) {
-        CK(cudaEventRecord(a, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1000.f / copies);
+    const bench_timing_req q = {copies, copies, 7, 50.0};
+    bench_time t;
+    char why[256];
+    if (bench_time_calls(st, enqueue<F>, &fn, &q, &t, why, sizeof why)) {
+        fprintf(stderr, "mv_shapes: timing failed: %s\n", why);
+        exit(1);
     }
-    std::sort(t.begin(), t.end());
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return t[3];
+    return t.graph_med;
 }
 
 int main(int argc, char **argv)
@@ -105,7 +90,9 @@ int main(int argc, char **argv)
                 fprintf(stderr, "upload: %s\n", qmm_last_error());
                 return 1;
             }
-        const double read_us = time_graph(st, copies, [&](int i) { bench_read_weight(cw[i], sms, sink, st); });
+        const double read_us = time_graph(st, copies, [&](int i) {
+            return bench_read_weight(cw[i], sms, sink, st) ? cudaErrorUnknown : cudaSuccess;
+        });
         for (int m : ms) {
             std::vector<qmm_bf16> ha((size_t)m * pj.k);
             test_fill_bf16(ha.data(), ha.size(), 1.0);
@@ -141,7 +128,7 @@ int main(int argc, char **argv)
                     mag = std::max(mag, (double)fabsf(y));
                     if (!isfinite(x)) diff = INFINITY;
                 }
-                const double us = time_graph(st, copies, [&](int i) { CK(launch(i)); });
+                const double us = time_graph(st, copies, launch);
                 const int tiles = pj.n / 16 + (pj.n % 128 ? 8 - pj.n / 16 % 8 : 0);
                 printf("%s,%d,%d,%d,%d,%.2f,%.2f,%.2e\n", pj.name, m, R, C,
                        R ? tiles / R * C : 0, us, read_us, diff / (mag > 0 ? mag : 1));
