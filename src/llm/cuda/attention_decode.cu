@@ -66,8 +66,8 @@ struct ad_layout {
     static constexpr int S = QS + (G + 1) * HD * 4;          /* [G][T] scores */
     static constexpr int P = S + G * AD_T * 4;               /* [T][G] probabilities */
     static constexpr int TAB = P + AD_T * G * 4;             /* cos[HD/2] sin[HD/2] wq[HD] wk[HD] */
-    static constexpr int ST = TAB + 3 * HD * 4;              /* alpha, m, l [G], inv [G + 1] */
-    static constexpr int NEW = ST + ((4 * G + 1) * 4 + 15) / 16 * 16; /* new k, v: [2][HD] bf16 */
+    static constexpr int ST = TAB + 3 * HD * 4;              /* alpha, m, l [G] */
+    static constexpr int NEW = ST + (3 * G * 4 + 15) / 16 * 16; /* new k, v: [2][HD] bf16 */
     static constexpr int FLAG = NEW + 2 * HD * 2;
     static constexpr int BYTES = FLAG + 16;
     static constexpr int NPG = AD_THREADS / (HD / 2); /* P·V row groups */
@@ -98,7 +98,6 @@ __global__ void __launch_bounds__(AD_THREADS)
     float *P = reinterpret_cast<float *>(smem + L::P);
     float *tab = reinterpret_cast<float *>(smem + L::TAB);
     float *alpha_s = reinterpret_cast<float *>(smem + L::ST), *m_s = alpha_s + G, *l_s = m_s + G;
-    float *inv_s = l_s + G;
     bf16 *newk = reinterpret_cast<bf16 *>(smem + L::NEW), *newv = newk + HD;
     int *flag = reinterpret_cast<int *>(smem + L::FLAG);
     /* partials: [heads][nsplit][HD] outputs (16-byte rows for the merge), then [heads][nsplit][2] (m, l) */
@@ -118,16 +117,20 @@ __global__ void __launch_bounds__(AD_THREADS)
     const bool owner = end == len;
     const bf16 *Kg = kc + (int64_t)kvh * max_seq * HD, *Vg = vc + (int64_t)kvh * max_seq * HD;
 
+    /* a thread copies the same 16-byte column of rows row0, row0 + RSTEP, ... of K and V */
+    constexpr int RSTEP = AD_THREADS / CPR;
+    const int col8 = (tid % CPR) * 8, row0 = tid / CPR;
     auto load_tile = [&](int i) {
         bf16 *ks = ring + (size_t)(i % AD_STAGES) * 2 * AD_T * HD, *vs = ks + AD_T * HD;
-        const int64_t r0 = start + (int64_t)i * AD_T;
-        for (int c = tid; c < 2 * AD_T * CPR; c += AD_THREADS) {
-            const int which = c / (AD_T * CPR), rc = c % (AD_T * CPR);
-            const int row = rc / CPR, col = rc % CPR;
-            const int64_t r = r0 + row;
+        const int64_t r0 = start + (int64_t)i * AD_T + row0;
+#pragma unroll
+        for (int rr = 0; rr < AD_T; rr += RSTEP) {
+            const int64_t r = r0 + rr;
             const bool valid = r < p && r < end; /* row p is patched, rows past end unused */
-            const bf16 *src = (which ? Vg : Kg) + (valid ? r : 0) * HD + col * 8;
-            ad_cp16((which ? vs : ks) + row * HD + col * 8, src, valid);
+            const int64_t off = (valid ? r : 0) * HD + col8;
+            const int so = (row0 + rr) * HD + col8;
+            ad_cp16(ks + so, Kg + off, valid);
+            ad_cp16(vs + so, Vg + off, valid);
         }
     };
     for (int i = 0; i < AD_STAGES; i++) {
@@ -144,45 +147,50 @@ __global__ void __launch_bounds__(AD_THREADS)
     }
 
     pdl_wait_trigger(stamp);
+    __syncthreads(); /* the tables */
 
-    /* q heads of this group (and the new k, v when this block owns the position) */
+    /* q heads of this group (and the new k, v when this block owns the position): warp g takes
+     * head g in registers, lane holding dims lane + 32u (so the pairs (j, j + HD/2) of the
+     * rotation share a lane): load, Σx² in the order of llm_head_norm_rope's reference, norm,
+     * RoPE */
     const int nh = G + (owner ? 1 : 0);
-    for (int i = tid; i < nh * HD; i += AD_THREADS) {
-        const int g = i / HD, d = i % HD;
-        qs[i] = __bfloat162float(g < G ? q[((int64_t)kvh * G + g) * HD + d] : k[(int64_t)kvh * HD + d]);
-    }
     if (owner)
         for (int d = tid; d < HD; d += AD_THREADS) {
             bf16 x = v[(int64_t)kvh * HD + d];
             newv[d] = x;
             vc[((int64_t)kvh * max_seq + p) * HD + d] = x;
         }
-    __syncthreads();
-    for (int g = warp; g < nh; g += AD_THREADS / 32) { /* fixed-order sum of squares per head */
+    for (int g = warp; g < nh; g += AD_THREADS / 32) {
+        constexpr int U = HD / 32;
+        const bf16 *src = g < G ? q + ((int64_t)kvh * G + g) * HD : k + (int64_t)kvh * HD;
+        float xv[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) xv[u] = __bfloat162float(src[lane + 32 * u]);
         float ss = 0.0f;
-        for (int d = lane; d < HD; d += 32) ss += qs[g * HD + d] * qs[g * HD + d];
+#pragma unroll
+        for (int u = 0; u < U; u++) ss += xv[u] * xv[u];
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-        if (lane == 0) inv_s[g] = 1.0f / sqrtf(ss / (float)HD + eps);
-    }
-    __syncthreads();
-    for (int i = tid; i < nh * HALF; i += AD_THREADS) { /* as llm_head_norm_rope */
-        const int g = i / HALF, j = i % HALF;
+        const float inv = 1.0f / sqrtf(ss / (float)HD + eps);
         const float *w = tab + (g < G ? HD : 2 * HD);
-        const float a = qs[g * HD + j], b = qs[g * HD + j + HALF], inv = inv_s[g];
-        const float ya = __fmul_rn(__fmul_rn(a, inv), w[j]);
-        const float yb = __fmul_rn(__fmul_rn(b, inv), w[j + HALF]);
-        const float c = tab[j], s = tab[HALF + j];
-        const bf16 oa = __float2bfloat16_rn(__fsub_rn(__fmul_rn(ya, c), __fmul_rn(yb, s)));
-        const bf16 ob = __float2bfloat16_rn(__fadd_rn(__fmul_rn(yb, c), __fmul_rn(ya, s)));
-        if (g < G) {
-            qs[g * HD + j] = __bfloat162float(oa);
-            qs[g * HD + j + HALF] = __bfloat162float(ob);
-        } else {
-            newk[j] = oa;
-            newk[j + HALF] = ob;
-            bf16 *ko = kc + ((int64_t)kvh * max_seq + p) * HD;
-            ko[j] = oa;
-            ko[j + HALF] = ob;
+#pragma unroll
+        for (int u = 0; u < U / 2; u++) { /* as llm_head_norm_rope */
+            const int j = lane + 32 * u;
+            const float a = xv[u], b = xv[u + U / 2];
+            const float ya = __fmul_rn(__fmul_rn(a, inv), w[j]);
+            const float yb = __fmul_rn(__fmul_rn(b, inv), w[j + HALF]);
+            const float c = tab[j], s = tab[HALF + j];
+            const bf16 oa = __float2bfloat16_rn(__fsub_rn(__fmul_rn(ya, c), __fmul_rn(yb, s)));
+            const bf16 ob = __float2bfloat16_rn(__fadd_rn(__fmul_rn(yb, c), __fmul_rn(ya, s)));
+            if (g < G) {
+                qs[g * HD + j] = __bfloat162float(oa);
+                qs[g * HD + j + HALF] = __bfloat162float(ob);
+            } else {
+                newk[j] = oa;
+                newk[j + HALF] = ob;
+                bf16 *ko = kc + ((int64_t)kvh * max_seq + p) * HD;
+                ko[j] = oa;
+                ko[j + HALF] = ob;
+            }
         }
     }
 
@@ -239,13 +247,15 @@ __global__ void __launch_bounds__(AD_THREADS)
                     s[g] = fmaf(b.w, kf[7], s[g]);
                 }
             }
+            float mine = 0.0f; /* lane c8 stores head c8's score */
 #pragma unroll
             for (int g = 0; g < G; g++) {
                 s[g] += __shfl_xor_sync(0xffffffffu, s[g], 1);
                 s[g] += __shfl_xor_sync(0xffffffffu, s[g], 2);
                 s[g] += __shfl_xor_sync(0xffffffffu, s[g], 4);
-                if (c8 == g) S[g * AD_T + row] = row < nvalid ? s[g] * scale : -INFINITY;
+                mine = c8 == g ? s[g] : mine;
             }
+            if (c8 < G) S[c8 * AD_T + row] = row < nvalid ? mine * scale : -INFINITY;
         }
         __syncthreads();
         if (warp < G) { /* online softmax of head `warp` over this tile */
@@ -274,11 +284,21 @@ __global__ void __launch_bounds__(AD_THREADS)
             const int row = pg * RPG + rr;
             const float2 vv =
                 __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(vs + row * HD + 2 * dp));
+            float pr[G];
+            if constexpr (G % 4 == 0) { /* the row's probabilities in 16-byte loads */
+#pragma unroll
+                for (int g = 0; g < G; g += 4) {
+                    const float4 f = *reinterpret_cast<const float4 *>(P + row * G + g);
+                    pr[g] = f.x, pr[g + 1] = f.y, pr[g + 2] = f.z, pr[g + 3] = f.w;
+                }
+            } else {
+#pragma unroll
+                for (int g = 0; g < G; g++) pr[g] = P[row * G + g];
+            }
 #pragma unroll
             for (int g = 0; g < G; g++) {
-                const float pr = P[row * G + g];
-                acc[g][0] = fmaf(pr, vv.x, acc[g][0]);
-                acc[g][1] = fmaf(pr, vv.y, acc[g][1]);
+                acc[g][0] = fmaf(pr[g], vv.x, acc[g][0]);
+                acc[g][1] = fmaf(pr[g], vv.y, acc[g][1]);
             }
         }
         __syncthreads(); /* the stage, S and P are free again */
