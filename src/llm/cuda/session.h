@@ -10,6 +10,7 @@
 #include "llm/cuda/llm_kernels.cuh"
 #include "llm/cuda/tp_session.h"
 #include "llm/model.h"
+#include "llm/stack_w4.h"
 
 
 /* Event marks of an eagerly profiled forward: the time between mark i-1 and mark i is charged to
@@ -69,14 +70,6 @@ struct llm_offload {
     double h2d_gbs;
 };
 
-/* parts[n] (same K) stacked along N into a new host weight (qmm_w4_free it). chunk > 0: the
- * parts (all with the same N, a multiple of chunk) interleaved in chunks of `chunk` rows
- * (part 0 rows 0..chunk-1, part 1 rows 0..chunk-1, part 0 rows chunk.., ...). */
-qmm_status llm_stack_w4(const qmm_w4 *const *parts, int n, qmm_w4 *out);
-qmm_status llm_stack_w4_chunked(const qmm_w4 *const *parts, int n, int64_t chunk, qmm_w4 *out);
-/* Rows of gate and up interleaved in the fused gate|up weight (0: stacked [gate; up]): one
- * 128-row block of the matvec then holds both halves of 64 SwiGLU outputs. */
-int64_t llm_gate_up_chunk(const qmm_llm_config *c);
 
 /* Build the host images, the slots and their handles, and measure the upload bandwidth. */
 qmm_status llm_offload_create(qmm_llm_cuda_session *s);
