@@ -26,19 +26,25 @@ bool llm_decode_fusable(const qmm_llm_cuda_session *s)
            c->hidden_size % 128 == 0 && (c->num_heads * c->head_dim) % 8 == 0;
 }
 
-/* One matvec of the step: the weight's arrays into p, the context's scratch, PDL. */
-static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
-                     const char *name)
+/* One matvec of the step: the weight's arrays into p, the context's scratch, PDL or not. */
+qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
+                            const char *name, bool pdl)
 {
     const qmm::MatvecArgs wa = qmm::matvec_args(qmm::weight_dev(w));
     p.packed = wa.packed, p.sb = wa.sb, p.n = wa.n, p.k = wa.k, p.n_pad = wa.n_pad;
     p.group = wa.group;
     p.m = 1;
     llm_note_matmul(s, 1, w, name);
-    cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx).sm_count, true, s->stream);
+    cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx).sm_count, pdl, s->stream);
     if (e != cudaSuccess)
         return qmm_fail(QMM_ERR_CUDA, "%s (fused decode matvec): %s", name, cudaGetErrorString(e));
     return QMM_OK;
+}
+
+static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
+                     const char *name)
+{
+    return llm_fused_matvec(s, p, w, name, true);
 }
 
 qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)

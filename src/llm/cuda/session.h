@@ -166,6 +166,11 @@ static inline llm_dims llm_dims_of(const qmm_llm_cuda_session *s)
  * residual adds into the o and down matvecs, SwiGLU into gate|up: five kernels a layer. */
 bool llm_decode_fusable(const qmm_llm_cuda_session *s);
 qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof);
+/* One matvec of a fused step (decode_fused.cu): w's arrays into p (m = 1), launched with the
+ * context's SM count, PDL when asked. */
+namespace qmm { struct MatvecArgs; }
+qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
+                            const char *name, bool pdl);
 /* forward.cu's helpers: an eager-profile event; how the next engine kernel launches (PDL,
  * in-graph timestamp slot); a matmul's bytes for the in-graph profile. */
 void llm_mark(llm_prof *p, cudaStream_t stream, const char *name);
