@@ -171,6 +171,10 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof);
 namespace qmm { struct MatvecArgs; }
 qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
                             const char *name, bool pdl);
+/* The same step in a tensor-parallel session (decode_fused_tp.cu): column-parallel q|k|v and
+ * gate|up, row-parallel o and down into fp32 partials, their all-reduce, then one residual-add
+ * kernel that leaves the next norm folded into the next matvec. */
+qmm_status llm_tp_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof);
 /* forward.cu's helpers: an eager-profile event; how the next engine kernel launches (PDL,
  * in-graph timestamp slot); a matmul's bytes for the in-graph profile. */
 void llm_mark(llm_prof *p, cudaStream_t stream, const char *name);
