@@ -22,9 +22,11 @@ using namespace qmm_llm;
 bool llm_decode_fusable(const qmm_llm_cuda_session *s)
 {
     const qmm_llm_config *c = &s->cfg;
-    /* tensor-parallel (decode_fused_tp.cu): the fp32 partials' buffer, and a residual row the
-     * folding add kernel takes (launch_add_norm_fold_f32) */
-    const bool tp_ok = !s->tp || (s->tp->y32 && !s->off && c->hidden_size <= 32768);
+    /* tensor-parallel (decode_fused_tp.cu): the fp32 partials' buffer, and a residual row and
+     * norm weights (8-byte aligned in norm_buf) the folding add kernel takes
+     * (launch_add_norm_fold_f32) */
+    const bool tp_ok = !s->tp || (s->tp->y32 && !s->off && c->hidden_size <= 32768 &&
+                                  c->head_dim % 4 == 0);
     return tp_ok && s->fuse && s->all_g128 && !s->attention_ref && s->gu_chunk == 64 &&
            c->hidden_size % 128 == 0 && (c->num_heads * c->head_dim) % 8 == 0;
 }
