@@ -54,7 +54,7 @@ grep -E '^(ok|FAIL)|    FAIL|compare:|killed rank:|stopped rank:|did not finish'
 # 1b. the fused TP decode step (decode_fused_tp.cu): t = 2 fused against t = 1 fused and t = 2
 #     unfused (worst errors, "the 1e-2 met / NOT met", tokens), graph == eager bit for bit
 step gpu_tp_fused 90 ./build/gpu_tp_fused
-grep -E '^(ok|FAIL)|    FAIL|fused:|  t = 2|rank [0-9]' "$OUT/gpu_tp_fused.log" 2>/dev/null |
+grep -E '^(ok|FAIL|NOTE)|    FAIL|fused:|  qwen3|rank [0-9]' "$OUT/gpu_tp_fused.log" 2>/dev/null |
     tee -a "$OUT/summary.txt"
 
 # 2. the all-reduce sweep (8 KB .. 64 MB, bf16) and the link it implies for the model
