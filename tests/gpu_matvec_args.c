@@ -28,7 +28,8 @@ typedef struct bad_case {
 static const bad_case bad[] = {
     {"m = 0", 0, 0, 0, 0, 0, 0, 0, 0, 0, K, N},
     {"m = 17", 0, 17, 0, 0, 0, 0, 0, 0, 0, K, N},
-    {"epilogue 3", 0, M, 3, 0, 0, 0, 0, 0, 0, K, N},
+    {"epilogue 4 (none such)", 0, M, 4, 0, 0, 0, 0, 0, 0, K, N},
+    {"fp32 store without x", 0, M, 3, 0, 0, 1, 0, 0, 0, K, N},
     {"activations 2-byte aligned", 0, M, 0, 1, 0, 0, 0, 0, 0, K, N},
     {"lda < K", 0, M, 0, 0, 0, 0, 0, 0, 0, K - 8, N},
     {"lda not a multiple of 8", 0, M, 0, 0, 0, 0, 0, 0, 0, K + 4, N},

@@ -29,8 +29,8 @@ static qmm_device_desc sm90_tiled(void)
  * family of the shipped table (wgmma off) must reproduce it.
  * deflt: the shipped default since the wgmma kernel (commits bae0d7b, 27ea9a0), at M = 1, 16,
  * 64, 384, 2048 (and ff0ed56: narrow outputs, N <= 1024, dense from M = 128): the matvec at
- * M = 1 (M = 2..4 moved to the wgmma kernel with the rebuilt matvec, 2026-11-30), the wgmma kernel
- * from 2 to 384 tokens (stream-K where the tiles do not fill the GPU in whole waves), the dense
+ * M = 1 (M = 2..8 back to the matvec after its rebuild, 2026-12-01), the wgmma kernel
+ * from 9 to 384 tokens (stream-K where the tiles do not fill the GPU in whole waves), the dense
  * path beyond.
  * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
  * rows. A change here is a change of what the GPU runs. */
@@ -88,7 +88,7 @@ static void qwen3_4b_tiled_table(void)
 static void qwen3_4b_default_table(void)
 {
     qmm_device_desc d = sm90();
-    CHECK(d.wgmma_min_m == 2 && d.wgmma_max_m == 384 && d.dense_force_m == 385);
+    CHECK(d.wgmma_min_m == 9 && d.wgmma_max_m == 384 && d.dense_force_m == 385);
     CHECK(d.dense_narrow_n == 1024 && d.dense_narrow_m == 128);
     check_pinned(&d, 1);
 }
@@ -120,7 +120,7 @@ static void plan_fields(void)
                       (w.path == QMM_PATH_STREAMK &&
                        w.workspace_bytes == (size_t)w.blocks * 2 * (size_t)(w.tile_m * w.tile_n) * 4));
             } else {
-                CHECK(w.path == (m == 1 ? QMM_PATH_MATVEC : QMM_PATH_DENSE)); /* the table's ends */
+                CHECK(w.path == (m <= wg.matvec_max_m ? QMM_PATH_MATVEC : QMM_PATH_DENSE)); /* the table's ends */
             }
             CHECK(p.split >= 1 && p.k_per_split * (int64_t)p.split == k && p.predicted_us > 0);
             switch (p.path) {

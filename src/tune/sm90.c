@@ -25,12 +25,13 @@ static qmm_device_desc sm90(void)
     QMM_SM90_TILED(QMM_ROW)
 #undef QMM_ROW
     d.tiled_tflops = 250.0;     /* mma.sync + dequant kernel's effective rate */
-    /* where each path wins on the H200 (bench/results/2026-11-30-sm90/ops.md, and for the
-     * rebuilt matvec bench/results/2026-11-30-decode/): the matvec at M = 1 (within ±5 % of the
-     * wgmma kernel's stream-K there; at M = 4 it is 14-43 % slower), the wgmma kernel from 2 to
-     * 384 tokens, dequantize + cuBLAS beyond (and for N <= 1024, the k/v projections, from M =
-     * 128). The engine's fused decode step calls the matvec itself (its epilogues). */
-    d.wgmma_min_m = 2;
+    /* where each path wins on the H200 (bench/results/2026-11-30-sm90/ops.md; for the matvec
+     * bench/results/2026-12-01-session4/r2-attention/ops248.md): the matvec up to 8 tokens (at
+     * M = 2, 4 it beats the wgmma kernel's stream-K on every Qwen3-4B projection by 3-30 %, at
+     * M = 8 on all but q: 7.01 vs 5.82 µs), the wgmma kernel from 9 to 384 tokens, dequantize +
+     * cuBLAS beyond (and for N <= 1024, the k/v projections, from M = 128). The engine's fused
+     * decode step calls the matvec itself (its epilogues). */
+    d.wgmma_min_m = 9;
     d.wgmma_max_m = 384;
     d.dense_force_m = 385;
     d.dense_narrow_n = 1024;

@@ -28,7 +28,7 @@
 
 namespace qmm_llm {
 
-constexpr int AD_T = 64, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = 2 * AD_T, AD_MAX_SPLITS = 64;
+constexpr int AD_T = 64, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = AD_T, AD_MAX_SPLITS = 64;
 
 __device__ __forceinline__ void ad_cp16(void *smem, const void *gmem, bool valid)
 {
@@ -72,11 +72,12 @@ struct ad_layout {
     static constexpr int BYTES = FLAG + 16;
     static constexpr int NPG = AD_THREADS / (HD / 2); /* P·V row groups */
     static_assert(NPG * G * HD * 4 <= KV, "the merge buffer reuses the K/V ring");
+    static_assert((2 * G * AD_MAX_SPLITS + 16) * 4 + AD_THREADS * 16 <= KV, "so does the splits' merge");
 };
 
 // q [heads*HD], k, v [kv_heads*HD] (this row's projections); qw, kw [HD]; cos_t, sin_t
-// [max_seq, HD/2]; kc, vc the layer's cache [kv_heads, max_seq, HD]; partials
-// [heads, nsplit, HD + 2]; counters [kv_heads] (zero between launches); out [heads*HD].
+// [max_seq, HD/2]; kc, vc the layer's cache [kv_heads, max_seq, HD]; partials heads·nsplit·(HD + 2)
+// floats (outputs, then (m, l) pairs); counters [kv_heads] (zero between launches); out [heads*HD].
 template <int HD, int G>
 __global__ void __launch_bounds__(AD_THREADS)
     attn_decode_fused_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
@@ -100,6 +101,8 @@ __global__ void __launch_bounds__(AD_THREADS)
     float *inv_s = l_s + G;
     bf16 *newk = reinterpret_cast<bf16 *>(smem + L::NEW), *newv = newk + HD;
     int *flag = reinterpret_cast<int *>(smem + L::FLAG);
+    /* partials: [heads][nsplit][HD] outputs (16-byte rows for the merge), then [heads][nsplit][2] (m, l) */
+    float *ml_all = partials + (int64_t)gridDim.x * G * nsplit * HD;
 
     stamp_start(stamp);
     const int kvh = blockIdx.x, split = blockIdx.y, tid = threadIdx.x;
@@ -304,12 +307,12 @@ __global__ void __launch_bounds__(AD_THREADS)
         if (active == 1) {
             out[(int64_t)h * HD + d] = __float2bfloat16_rn(o / l_s[g]);
         } else {
-            float *pp = partials + ((int64_t)h * nsplit + split) * (HD + 2);
+            partials[((int64_t)h * nsplit + split) * HD + d] = o;
             if (d == 0) {
-                pp[0] = m_s[g];
-                pp[1] = l_s[g];
+                float *ml = ml_all + ((int64_t)h * nsplit + split) * 2;
+                ml[0] = m_s[g];
+                ml[1] = l_s[g];
             }
-            pp[2 + d] = o;
         }
     }
     if (active > 1) { /* the last block of this KV head merges the splits */
@@ -323,19 +326,71 @@ __global__ void __launch_bounds__(AD_THREADS)
         __syncthreads();
         if (*flag) {
             __threadfence();
-            for (int i = tid; i < G * HD; i += AD_THREADS) {
-                const int g = i / HD, d = i % HD, h = kvh * G + g;
-                const float *base = partials + (int64_t)h * nsplit * (HD + 2);
+            /* the splits' (m, l) into shared memory at once (the ring is free), each head's max
+             * and weights exp(m - M) once (a warp a head); then each thread sums four outputs over
+             * a contiguous range of splits (eight 16-byte loads in flight), and the ranges are
+             * added in order: the same order every time */
+            constexpr int E4 = G * HD / 4, PARTS = AD_THREADS / E4;
+            float *wsp = reinterpret_cast<float *>(smem), *lsp = wsp + G * AD_MAX_SPLITS;
+            float *Lh = lsp + G * AD_MAX_SPLITS;
+            float4 *red4 = reinterpret_cast<float4 *>(Lh + 16); /* [PARTS][E4] */
+            for (int i = tid; i < G * active; i += AD_THREADS) {
+                const int g = i / active, sp = i % active;
+                const float *ml = ml_all + ((int64_t)(kvh * G + g) * nsplit + sp) * 2;
+                wsp[g * AD_MAX_SPLITS + sp] = __ldcg(ml);
+                lsp[g * AD_MAX_SPLITS + sp] = __ldcg(ml + 1);
+            }
+            __syncthreads();
+            for (int g = warp; g < G; g += AD_THREADS / 32) {
                 float M = -INFINITY;
-                for (int sp = 0; sp < active; sp++) M = fmaxf(M, __ldcg(base + (int64_t)sp * (HD + 2)));
-                float Ls = 0.0f, O = 0.0f;
-                for (int sp = 0; sp < active; sp++) {
-                    const float *pp = base + (int64_t)sp * (HD + 2);
-                    const float f = expf(__ldcg(pp) - M);
-                    Ls += __ldcg(pp + 1) * f;
-                    O += __ldcg(pp + 2 + d) * f;
+                for (int sp = lane; sp < active; sp += 32) M = fmaxf(M, wsp[g * AD_MAX_SPLITS + sp]);
+                for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+                float Ls = 0.0f;
+                for (int sp = lane; sp < active; sp += 32) {
+                    const float f = expf(wsp[g * AD_MAX_SPLITS + sp] - M);
+                    wsp[g * AD_MAX_SPLITS + sp] = f;
+                    Ls += lsp[g * AD_MAX_SPLITS + sp] * f;
                 }
-                out[(int64_t)h * HD + d] = __float2bfloat16_rn(O / Ls);
+                for (int o = 16; o > 0; o >>= 1) Ls += __shfl_xor_sync(0xffffffffu, Ls, o);
+                if (lane == 0) Lh[g] = Ls;
+            }
+            __syncthreads();
+            if (tid < E4 * PARTS) {
+                const int q4 = tid % E4, part = tid / E4, g = q4 / (HD / 4);
+                const int sp0 = part * active / PARTS, sp1 = (part + 1) * active / PARTS;
+                const float4 *base = reinterpret_cast<const float4 *>(
+                                         partials + (int64_t)(kvh * G + g) * nsplit * HD) + q4 % (HD / 4);
+                const float *w = wsp + g * AD_MAX_SPLITS;
+                float4 O = make_float4(0.f, 0.f, 0.f, 0.f);
+                for (int sp = sp0; sp < sp1; sp += 8) {
+                    float4 v[8];
+#pragma unroll
+                    for (int u = 0; u < 8; u++)
+                        if (sp + u < sp1) v[u] = __ldcg(base + (int64_t)(sp + u) * (HD / 4));
+#pragma unroll
+                    for (int u = 0; u < 8; u++)
+                        if (sp + u < sp1) {
+                            const float f = w[sp + u];
+                            O.x = fmaf(v[u].x, f, O.x), O.y = fmaf(v[u].y, f, O.y);
+                            O.z = fmaf(v[u].z, f, O.z), O.w = fmaf(v[u].w, f, O.w);
+                        }
+                }
+                red4[part * E4 + q4] = O;
+            }
+            __syncthreads();
+            for (int q4 = tid; q4 < E4; q4 += AD_THREADS) {
+                const int g = q4 / (HD / 4), h = kvh * G + g, d = (q4 % (HD / 4)) * 4;
+                float4 O = red4[q4];
+                for (int part = 1; part < PARTS; part++) {
+                    const float4 r = red4[part * E4 + q4];
+                    O.x += r.x, O.y += r.y, O.z += r.z, O.w += r.w;
+                }
+                const float L = Lh[g];
+                bf16 *o = out + (int64_t)h * HD + d;
+                o[0] = __float2bfloat16_rn(O.x / L);
+                o[1] = __float2bfloat16_rn(O.y / L);
+                o[2] = __float2bfloat16_rn(O.z / L);
+                o[3] = __float2bfloat16_rn(O.w / L);
             }
         }
     }
