@@ -10,7 +10,8 @@
  *   two-stage argmax vs qmm_llm_argmax: the same index (ties, NaN, -inf, all NaN -> error 2);
  *   swiglu vs llm_swiglu and add + rmsnorm vs llm_add_row + llm_rmsnorm_row: the residual bit for
  *     bit, bf16 outputs within 1 ulp (expf and the sum of squares differ in the last bits);
- *     nothing written past the output.
+ *     nothing written past the output;
+ *   the tensor-parallel fused step's add with the norm folded (add_norm_fold_matches_cpu).
  * Skips (exit 77) without a GPU or without CUDA in this build.
  */
 #include <math.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "internal.h"
 
 #ifndef QMM_HAVE_CUDA
 int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not found)"); }
@@ -409,6 +411,69 @@ static void add_rmsnorm_matches_cpu(void)
     }
 }
 
+/* The tensor-parallel fused step's add (fp32 all-reduced projection, norm left to the next
+ * matvec) vs llm_add_row of the bf16-rounded sum: the residual bit for bit, xg = bf16(x·w) bit
+ * for bit, Σx² per 16 elements within 1e-5 relative of the fp64 sum; nothing written past xg
+ * or the sums; PDL on and off the same bits; rows not a multiple of 16 refused. */
+static void add_norm_fold_matches_cpu(void)
+{
+    static const int cases[][2] = {{4096, 1}, {5120, 1}, {2560, 3}, {256, 2}, {32768, 1}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int n = cases[ci][0], m = cases[ci][1], tiles = n / 16;
+        const size_t xn = (size_t)m * n, sn = (size_t)m * tiles, guard = 64;
+        printf("    n %d, %d rows\n", n, m);
+        float *x = malloc(xn * 4), *add = malloc(xn * 4), *xr = malloc(xn * 4), *xo = malloc(xn * 4);
+        float *ss = malloc((sn + guard) * 4), *ss2 = malloc(sn * 4);
+        qmm_bf16 *w = malloc((size_t)n * 2), *xg = malloc((xn + guard) * 2), *xg2 = malloc(xn * 2);
+        for (size_t i = 0; i < xn; i++) {
+            x[i] = (float)(2.0 * test_rand_normal());
+            add[i] = (float)test_rand_normal();
+        }
+        for (int i = 0; i < n; i++) w[i] = qmm_f32_to_bf16((float)(1.0 + 0.2 * test_rand_normal()));
+        memcpy(xr, x, xn * 4);
+        for (size_t i = 0; i < xn; i++) xr[i] += qmm_bf16_to_f32(qmm_f32_to_bf16(add[i]));
+        for (int pdl = 1; pdl >= 0; pdl--) {
+            poison_bf16(xg, xn + guard);
+            poison_f32(ss, sn + guard);
+            void *dx = up(x, xn * 4), *da = up(add, xn * 4), *dw = up(w, (size_t)n * 2);
+            void *dg = up(xg, (xn + guard) * 2), *ds = up(ss, (sn + guard) * 4);
+            if (dx && da && dw && dg && ds) {
+                CHECK_OK(llm_cuda_op_add_norm_fold_f32(dx, da, dw, n, m, dg, ds, g_stream, pdl));
+                CHECK(cudaDeviceSynchronize() == cudaSuccess);
+                down(xo, dx, xn * 4);
+                down(xg, dg, (xn + guard) * 2);
+                down(ss, ds, (sn + guard) * 4);
+                CHECKF(!memcmp(xo, xr, xn * 4), "the residual differs from x + bf16(add)");
+                size_t bad_g = 0, bad_s = 0;
+                for (size_t i = 0; i < xn; i++)
+                    bad_g += xg[i] != qmm_f32_to_bf16(xr[i] * qmm_bf16_to_f32(w[i % n]));
+                for (size_t t = 0; t < sn; t++) {
+                    double ref = 0;
+                    for (int j = 0; j < 16; j++) ref += (double)xr[t * 16 + j] * xr[t * 16 + j];
+                    bad_s += !(fabs(ss[t] - ref) <= 1e-5 * ref + 1e-30);
+                }
+                CHECKF(bad_g == 0, "%zu of %zu xg values are not bf16(x·w)", bad_g, xn);
+                CHECKF(bad_s == 0, "%zu of %zu tile sums off the fp64 Σx²", bad_s, sn);
+                for (size_t i = 0; i < guard; i++) {
+                    CHECKF(xg[xn + i] == TEST_POISON_BF16, "written past xg at %zu", i);
+                    uint32_t u;
+                    memcpy(&u, &ss[sn + i], 4);
+                    CHECKF(u == POISON_F32, "written past the sums at %zu", i);
+                }
+                if (pdl) memcpy(xg2, xg, xn * 2), memcpy(ss2, ss, sn * 4);
+                else CHECKF(!memcmp(xg, xg2, xn * 2) && !memcmp(ss, ss2, sn * 4),
+                            "PDL on and off differ");
+                if (pdl) /* a row that is not whole tiles of 16 */
+                    EXPECT_FAIL(llm_cuda_op_add_norm_fold_f32(dx, da, dw, 24, 1, dg, ds, g_stream,
+                                                              0),
+                                QMM_ERR_CUDA);
+            }
+            cudaFree(dx), cudaFree(da), cudaFree(dw), cudaFree(dg), cudaFree(ds);
+        }
+        free(x), free(add), free(xr), free(xo), free(ss), free(ss2), free(w), free(xg), free(xg2);
+    }
+}
+
 int main(int argc, char **argv)
 {
     test_require_gpu("the decode kernels are not tested here");
@@ -417,7 +482,7 @@ int main(int argc, char **argv)
         return 1;
     }
     TEST_TABLE(cases, attention_decode_matches_cpu, argmax_matches_cpu, swiglu_matches_cpu,
-               add_rmsnorm_matches_cpu);
+               add_rmsnorm_matches_cpu, add_norm_fold_matches_cpu);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }
 #endif

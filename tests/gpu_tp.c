@@ -10,7 +10,9 @@
  *     t = 1 unfused, and the t = 2 argmax must be t = 1's token (or a near tie under t = 1's
  *     logits, reported as such); steps past 1e-2 (the issue's bound), the error against the
  *     fused step, and the single-GPU engine's own spread (t = 1 fused against unfused) are
- *     printed. The prompt (16 rows) and every decode step sum fp32 partials of o and down
+ *     printed. The t = 2 session has the default options, so its decode steps are the fused
+ *     TP step (decode_fused_tp.cu; gpu_tp_fused.c compares it with the unfused one).
+ *     The prompt (16 rows) and every decode step sum fp32 partials of o and down
  *     (tp_session.h TP_F32_ROWS), so t = 2 differs from t = 1 only in the order of fp32 sums
  *     (and the kernels' choices for halved shapes). Why not fail at 1e-2: on these synthetic
  *     weights any such order change cascades (a value crossing a bf16 rounding boundary moves

@@ -310,6 +310,7 @@ static void cli_refuses_bad_tp_requests(void)
         {"bench e2e --tp 0 --model qwen3-0.6b", "--tp"},
         {"bench e2e --tp 2 --input-len 0", "--input-len"},
         {"bench e2e --tp 2 --bogus 1", "unknown option"},
+        {"bench e2e --tp 2 --fuse maybe", "--fuse"},
         {"bench allreduce --tp 0", "--tp"},
         {"bench allreduce --bogus 1", "unknown option"},
     };

@@ -1,12 +1,14 @@
 /* Tensor-parallel weight shards (issue 16, CPU): the Qwen3-14B/32B presets, each rank's ranges,
  * shards that reassemble bit for bit, row-parallel partial sums and column-parallel concatenation
- * equal to the unsliced matmul, and bad requests that fail cleanly. */
+ * equal to the unsliced matmul, the fused gate|up interleave sliced per rank, and bad requests
+ * that fail cleanly. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "internal.h"
+#include "llm/stack_w4.h"
 #include "llm/tp_slice.h"
 
 static const int groups[] = {32, 64, 128};
@@ -328,6 +330,80 @@ static void column_parallel_concatenates(void)
         }
 }
 
+/* The fused decode step's SwiGLU under tensor parallelism (decode_fused_tp.cu): each rank
+ * interleaves its own gate and up rows in chunks of 64 (llm_gate_up_chunk of the shard's config),
+ * and that must be the rank's contiguous row range of the whole model's interleaved gate|up, so
+ * that output column j of rank r is intermediate index r·I/t + j (the columns of its down slice).
+ * Every preset's valid split keeps whole chunks (the fused step applies); a split of 96 rows a
+ * rank (groups of 32) does not: chunk 0, and interleaving by 64 is refused. */
+static void gate_up_interleave_slices_per_rank(void)
+{
+    for (int i = 0; qmm_llm_preset_name(i); i++) {
+        qmm_llm_config c;
+        CHECK_OK(qmm_llm_config_preset(qmm_llm_preset_name(i), &c));
+        for (size_t ti = 0; ti < sizeof ranks_list / sizeof ranks_list[0]; ti++) {
+            tp_rank_plan p;
+            if (tp_plan_rank(&c, ranks_list[ti], 0, &p)) continue; /* not a valid split */
+            qmm_llm_config sc = c;
+            sc.intermediate_size = p.intermediate;
+            CHECKF(llm_gate_up_chunk(&sc) == 64, "%s t=%d: %lld rows a rank, chunk %lld",
+                   qmm_llm_preset_name(i), ranks_list[ti], (long long)p.intermediate,
+                   (long long)llm_gate_up_chunk(&sc));
+        }
+    }
+    for (size_t gi = 0; gi < 3; gi++)
+        for (size_t ti = 0; ti < 4; ti++) {
+            qmm_llm_config c = tiny_config(groups[gi]);
+            const int t = ranks_list[ti];
+            tp_rank_plan p[8];
+            if (!plans(&c, t, p)) continue;
+            qmm_w4 gate, up, full;
+            if (!random_weight(&c, QMM_LLM_GATE, &gate)) continue;
+            if (!random_weight(&c, QMM_LLM_UP, &up)) {
+                qmm_w4_free(&gate);
+                continue;
+            }
+            const qmm_w4 *whole[2] = {&gate, &up};
+            CHECK_OK(llm_stack_w4_chunked(whole, 2, llm_gate_up_chunk(&c), &full));
+            for (int r = 0; r < t && !test_failed_now(); r++) {
+                qmm_llm_config sc = c;
+                sc.intermediate_size = p[r].intermediate;
+                qmm_w4 sg, su, mine, cut;
+                CHECK(p[r].range[QMM_LLM_GATE].lo == p[r].range[QMM_LLM_UP].lo &&
+                      p[r].range[QMM_LLM_GATE].count == p[r].intermediate);
+                CHECK_OK(tp_slice_w4(&gate, TP_CUT_ROWS, p[r].range[QMM_LLM_GATE], &sg));
+                CHECK_OK(tp_slice_w4(&up, TP_CUT_ROWS, p[r].range[QMM_LLM_UP], &su));
+                const qmm_w4 *parts[2] = {&sg, &su};
+                CHECK_OK(llm_stack_w4_chunked(parts, 2, llm_gate_up_chunk(&sc), &mine));
+                const tp_range rr = {2 * p[r].range[QMM_LLM_GATE].lo, 2 * p[r].intermediate};
+                CHECK_OK(tp_slice_w4(&full, TP_CUT_ROWS, rr, &cut));
+                CHECKF(same_w4(&mine, &cut), "g%d t=%d rank %d: the rank's gate|up is not rows "
+                       "[%lld, +%lld) of the whole interleaved weight", groups[gi], t, r,
+                       (long long)rr.lo, (long long)rr.count);
+                qmm_w4_free(&sg), qmm_w4_free(&su), qmm_w4_free(&mine), qmm_w4_free(&cut);
+            }
+            qmm_w4_free(&gate), qmm_w4_free(&up), qmm_w4_free(&full);
+        }
+    /* 192 intermediate rows at t = 2 in groups of 32: 96 a rank, not whole chunks of 64 */
+    qmm_llm_config c = tiny_config(32);
+    c.intermediate_size = 192;
+    tp_rank_plan p;
+    CHECK_OK(tp_plan_rank(&c, 2, 1, &p));
+    qmm_llm_config sc = c;
+    sc.intermediate_size = p.intermediate;
+    CHECK(p.intermediate == 96 && llm_gate_up_chunk(&sc) == 0);
+    qmm_w4 a, b, out;
+    if (!qmm_w4_alloc_group(96, 256, 32, &a)) {
+        if (!qmm_w4_alloc_group(96, 256, 32, &b)) {
+            const qmm_w4 *parts[2] = {&a, &b};
+            EXPECT_FAIL(llm_stack_w4_chunked(parts, 2, 64, &out), QMM_ERR_ARG);
+            EXPECT_FAIL(llm_stack_w4_chunked(NULL, 2, 64, &out), QMM_ERR_NULL);
+            qmm_w4_free(&b);
+        }
+        qmm_w4_free(&a);
+    }
+}
+
 /* Requests that cannot be honoured fail with a message and leave *out as it was. */
 static void bad_requests(void)
 {
@@ -433,6 +509,7 @@ static void bad_requests(void)
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, presets_14b_32b_shapes, plan_ranges_tile_presets, shards_reassemble_bitwise,
-               row_parallel_sums_to_full, column_parallel_concatenates, bad_requests);
+               row_parallel_sums_to_full, column_parallel_concatenates,
+               gate_up_interleave_slices_per_rank, bad_requests);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

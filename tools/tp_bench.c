@@ -2,13 +2,14 @@
  * `qmm bench e2e --tp 1,2` and `qmm bench allreduce`: tensor-parallel measurements (issue 16).
  *
  * e2e: for each t, t ranks (one process per GPU, the launcher) make the same model, each keeps
- * its shard (t = 1: today's single-GPU session, fused decode step included), and for each
+ * its shard (t = 1: today's single-GPU session), and for each
  * prompt length run `warmup` untimed and `repeats` timed greedy generations (medians; prefill =
  * the forward that yields the first token, decode = the remaining single-token steps, CUDA
  * events, the step in its CUDA graph with the collectives inside). Then one eagerly profiled
  * prefill and decode step give the collectives' time a step (the "all-reduce" and "all-gather"
  * marks of the forward) and their share of that step. Beside it: `qmm perf tp`'s prediction
  * (a model, not a measurement) at the same t and context.
+ * Each row says which decode step ran (fused where it applies, at any t; --fuse off: unfused).
  * allreduce: bf16 sum over t ranks, 8 KB to 64 MB, each size a CUDA graph of many all-reduces,
  * median of 7; algorithm and bus bandwidth (NCCL's definitions) and a two-point link fit.
  */
@@ -29,6 +30,7 @@ typedef struct tpb_args {
     int64_t in_len[TPB_LENS];
     int nin;
     long long out_len, warmup, repeats, seed;
+    int fuse; /* fused projections and, where it applies, the fused decode step */
     double link_gbs, link_us;
 } tpb_args;
 
@@ -37,10 +39,12 @@ static void e2e_usage(FILE *f)
     fprintf(f,
             "usage: qmm bench e2e --tp 1,2 [--model PRESET|DIR] [--input-len 32,128,2048]\n"
             "                     [--output-len 65] [--warmup 1] [--repeats 3] [--seed S]\n"
-            "                     [--csv FILE] [--link-gbs B] [--link-us U]\n"
+            "                     [--csv FILE] [--link-gbs B] [--link-us U] [--fuse on|off]\n"
             "  for each t: t ranks (one process per GPU, rank r on device r); medians of the\n"
             "  timed generations, the collectives' time and share of one profiled step, and\n"
-            "  the `qmm perf tp` prediction beside (--link-*: the all-reduce sweep's fit)\n");
+            "  the `qmm perf tp` prediction beside (--link-*: the all-reduce sweep's fit);\n"
+            "  --fuse off: separate projections and the unfused decode step at every t (the\n"
+            "  'decode step' column says which ran)\n");
 }
 
 static int parse_lens(const char *v, tpb_args *a)
@@ -62,7 +66,7 @@ static int parse_e2e(int argc, char **argv, tpb_args *a)
     memset(a, 0, sizeof *a);
     a->model = "qwen3-8b";
     a->in_len[0] = 32, a->in_len[1] = 128, a->in_len[2] = 2048, a->nin = 3;
-    a->out_len = 65, a->warmup = 1, a->repeats = 3, a->seed = 1;
+    a->out_len = 65, a->warmup = 1, a->repeats = 3, a->seed = 1, a->fuse = 1;
     a->link_gbs = TP_LINK_GBS_MEASURED, a->link_us = TP_LINK_US_MEASURED;
     const char *cmd = "bench e2e";
     for (int i = 1; i < argc; i++) {
@@ -83,6 +87,7 @@ static int parse_e2e(int argc, char **argv, tpb_args *a)
         else if (!strcmp(o, "--seed")) ok = cli_int(cmd, o, v, 0, INT32_MAX, &a->seed);
         else if (!strcmp(o, "--link-gbs")) ok = cli_double(cmd, o, v, 1e-3, 1e6, &a->link_gbs);
         else if (!strcmp(o, "--link-us")) ok = cli_double(cmd, o, v, 0, 1e6, &a->link_us);
+        else if (!strcmp(o, "--fuse")) ok = cli_on_off(cmd, o, v, &a->fuse);
         else return cli_unknown(cmd, o);
         if (!ok) {
             if (!strcmp(o, "--input-len"))
@@ -125,9 +130,9 @@ static void prompt(int32_t *ids, int64_t n, long long seed, int64_t vocab)
 }
 
 static const char *ROW_HEAD =
-    "| t | prompt | new | prefill ms | prefill tok/s | decode ms/token | decode tok/s | "
-    "collectives ms/step (eager) | share | model tok/s | model comm share |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|\n";
+    "| t | decode step | prompt | new | prefill ms | prefill tok/s | decode ms/token | "
+    "decode tok/s | collectives ms/step (eager) | share | model tok/s | model comm share |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
 
 /* One length on a rank: medians of the timed runs, then the profiled step. */
 static qmm_status measure(const tpb_args *a, tp_rank_ctx *r, int64_t n, FILE *csv)
@@ -154,17 +159,23 @@ static qmm_status measure(const tpb_args *a, tp_rank_ctx *r, int64_t n, FILE *cs
         tp_decode_params p = tp_decode_defaults();
         p.link.bandwidth_gbs = a->link_gbs, p.link.latency_us = a->link_us;
         p.context = n + out / 2;
-        p.kernels_per_layer = t == 1 ? 5 : 8; /* the fused step; the TP path's unfused one */
+        /* the step that ran: fused (5 kernels a layer; at t > 1 also the two residual adds
+         * after the all-reduces), or the unfused forward (8 a layer); collectives are in comm */
+        const int fused = tp_session_decode_fused(r->s);
+        p.kernels_per_layer = fused ? (t > 1 ? 7 : 5) : 8;
         tp_decode_estimate e;
         memset(&e, 0, sizeof e);
         int have_model = tp_decode_predict(&r->full, t, &p, &e) == QMM_OK;
-        printf("| %d | %lld | %lld | %.3f | %.1f | %.4f | %.1f | %.4f | %.1f%% | %s%.1f | %.1f%% |\n",
-               t, (long long)n, (long long)out, pm, 1000.0 * (double)n / pm, dm, 1000.0 / dm, cm,
+        printf("| %d | %s | %lld | %lld | %.3f | %.1f | %.4f | %.1f | %.4f | %.1f%% | %s%.1f | "
+               "%.1f%% |\n",
+               t, fused ? "fused" : "unfused", (long long)n, (long long)out, pm,
+               1000.0 * (double)n / pm, dm, 1000.0 / dm, cm,
                100.0 * share, have_model ? "" : "n/a ", e.tokens_per_s, 100.0 * e.comm_share);
         if (csv)
-            fprintf(csv, "%s,%d,%lld,%lld,%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%zu\n", a->model, t,
+            fprintf(csv, "%s,%d,%lld,%lld,%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%zu,%s\n", a->model, t,
                     (long long)n, (long long)out, pm, dm, cm, cm + (comm_ms(&pp)), pd.total_ms,
-                    e.tokens_per_s, qmm_llm_model_weight_bytes(r->model));
+                    e.tokens_per_s, qmm_llm_model_weight_bytes(r->model),
+                    fused ? "fused" : "unfused");
         fflush(stdout);
     }
     free(ids), free(toks);
@@ -177,6 +188,7 @@ static int e2e_rank(const tpb_args *a)
     for (int i = 0; i < a->nin; i++)
         if (a->in_len[i] > max_in) max_in = a->in_len[i];
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
+    o.fuse_projections = a->fuse;
     tp_rank_ctx r;
     int rc = tp_rank_open("bench e2e", a->model, a->seed, max_in + a->out_len, &o, &r);
     if (rc >= 0) {
@@ -189,7 +201,7 @@ static int e2e_rank(const tpb_args *a)
         if (csv && !fseek(csv, 0, SEEK_END) && ftell(csv) == 0)
             fprintf(csv, "model,t,prompt,new,prefill_ms,decode_ms_per_token,comm_ms_decode_step,"
                          "comm_ms_prefill_plus_decode,eager_decode_step_ms,model_tok_s,"
-                         "weight_bytes_per_rank\n");
+                         "weight_bytes_per_rank,decode_step\n");
     }
     if (r.env.rank == 0)
         fprintf(stderr, "t = %d: weights %.0f ms (%.2f GB a rank), session %.0f ms\n", r.env.ranks,

@@ -79,14 +79,20 @@ void tp_comm_destroy(tp_comm *c);
 int tp_comm_rank(const tp_comm *c);
 int tp_comm_ranks(const tp_comm *c);
 
-/* A TP session of shard (tp_shard_model of the same rank) on this rank's device: the unfused
- * forward of the engine with an NCCL all-reduce after o and down and the embedding, and the
- * logits all-gathered before the argmax (every rank gets the same token). Use it with the
+/* A TP session of shard (tp_shard_model of the same rank) on this rank's device: the engine's
+ * forward with an NCCL all-reduce after o and down and the embedding, and the logits
+ * all-gathered before the argmax (every rank gets the same token); decode takes the fused step
+ * where it applies (decode_fused_tp.cu; fuse_projections = 0 keeps the unfused one). Use it with the
  * qmm_llm_cuda_* calls (prefill, decode, generate, reset, profile, destroy); comm and shard must
  * outlive it. opt->device is ignored (the comm's device). */
 qmm_status tp_session_create(const qmm_llm_model *shard, int64_t max_seq,
                              const qmm_llm_cuda_options *opt, tp_comm *comm,
                              qmm_llm_cuda_session **out);
+
+/* 1 when session s (TP or not) decodes with the fused step (decode_fused.cu,
+ * decode_fused_tp.cu), 0 when with the unfused forward (fuse_projections = 0, groups other than
+ * 128, the reference attention, ...): what the benchmarks report beside their numbers. */
+int tp_session_decode_fused(const qmm_llm_cuda_session *s);
 
 /* The all-reduce sweep: bf16 sum over the communicator's ranks for each size in bytes[n],
  * median microseconds of `repeats` timings of a CUDA graph of `iters` all-reduces, into us[n].

@@ -22,23 +22,34 @@ using namespace qmm_llm;
 bool llm_decode_fusable(const qmm_llm_cuda_session *s)
 {
     const qmm_llm_config *c = &s->cfg;
-    return !s->tp && s->fuse && s->all_g128 && !s->attention_ref && s->gu_chunk == 64 &&
+    /* tensor-parallel (decode_fused_tp.cu): the fp32 partials' buffer, and a residual row and
+     * norm weights (8-byte aligned in norm_buf) the folding add kernel takes
+     * (launch_add_norm_fold_f32) */
+    const bool tp_ok = !s->tp || (s->tp->y32 && !s->off && c->hidden_size <= 32768 &&
+                                  c->head_dim % 4 == 0);
+    return tp_ok && s->fuse && s->all_g128 && !s->attention_ref && s->gu_chunk == 64 &&
            c->hidden_size % 128 == 0 && (c->num_heads * c->head_dim) % 8 == 0;
 }
 
-/* One matvec of the step: the weight's arrays into p, the context's scratch, PDL. */
-static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
-                     const char *name)
+/* One matvec of the step: the weight's arrays into p, the context's scratch, PDL or not. */
+qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
+                            const char *name, bool pdl)
 {
     const qmm::MatvecArgs wa = qmm::matvec_args(qmm::weight_dev(w));
     p.packed = wa.packed, p.sb = wa.sb, p.n = wa.n, p.k = wa.k, p.n_pad = wa.n_pad;
     p.group = wa.group;
     p.m = 1;
     llm_note_matmul(s, 1, w, name);
-    cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx).sm_count, true, s->stream);
+    cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx).sm_count, pdl, s->stream);
     if (e != cudaSuccess)
         return qmm_fail(QMM_ERR_CUDA, "%s (fused decode matvec): %s", name, cudaGetErrorString(e));
     return QMM_OK;
+}
+
+static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
+                     const char *name)
+{
+    return llm_fused_matvec(s, p, w, name, true);
 }
 
 qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)

@@ -69,3 +69,13 @@ extern "C" qmm_status llm_cuda_op_add_rmsnorm(float *x, const qmm_bf16 *add, con
                                    &ln),
                 "add + rmsnorm");
 }
+
+extern "C" qmm_status llm_cuda_op_add_norm_fold_f32(float *x, const float *add, const qmm_bf16 *w,
+                                                    int64_t n, int m, qmm_bf16 *xg, float *ss_out,
+                                                    void *stream, int pdl)
+{
+    llm_launch ln = {pdl, nullptr};
+    return done(launch_add_norm_fold_f32(x, add, B(w), n, m, BW(xg), ss_out, (cudaStream_t)stream,
+                                         &ln),
+                "add + folded norm");
+}

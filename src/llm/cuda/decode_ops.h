@@ -35,6 +35,10 @@ qmm_status llm_cuda_op_swiglu(const qmm_bf16 *gate, const qmm_bf16 *up, int64_t 
                               int pdl);
 qmm_status llm_cuda_op_add_rmsnorm(float *x, const qmm_bf16 *add, const qmm_bf16 *w, int64_t n,
                                    float eps, int row0, int m, qmm_bf16 *h, void *stream, int pdl);
+/* The tensor-parallel fused step's add (launch_add_norm_fold_f32): x += bf16(add), xg = bf16(x·w),
+ * ss_out [m, n/16] = Σx² per 16 elements. */
+qmm_status llm_cuda_op_add_norm_fold_f32(float *x, const float *add, const qmm_bf16 *w, int64_t n,
+                                         int m, qmm_bf16 *xg, float *ss_out, void *stream, int pdl);
 
 #ifdef __cplusplus
 }

@@ -80,10 +80,14 @@ __device__ __forceinline__ float4 add_value4(const float *a, int64_t i)
 
 // The same for n % 4 == 0 and aligned rows: each thread keeps V float4 of the row in registers
 // (one read and one write of x), the norm weight is read before the PDL wait.
+// ss_out (n % 16 == 0, row0 == 0): the norm is left to the consumer instead (the fused decode
+// step's folded RMSNorm, matvec.cu's ss_in): h = bf16(x · w) unscaled and
+// ss_out[r · n/16 + i] = Σ x² of elements 16i..16i+15, what the matvec's residual epilogue writes.
 template <int V, typename A>
 __global__ void add_rmsnorm_vec_kernel(float *__restrict__ x, const A *__restrict__ add,
                                        const bf16 *__restrict__ w, int64_t n, float eps, int row0,
-                                       bf16 *__restrict__ h, unsigned long long *stamp)
+                                       bf16 *__restrict__ h, float *__restrict__ ss_out,
+                                       unsigned long long *stamp)
 {
     __shared__ float red[32];
     stamp_start(stamp);
@@ -115,8 +119,25 @@ __global__ void add_rmsnorm_vec_kernel(float *__restrict__ x, const A *__restric
         ss += v.z * v.z;
         ss += v.w * v.w;
     }
-    ss = block_sum(ss, red);
-    const float inv = 1.0f / sqrtf(ss / (float)n + eps);
+    float inv = 1.0f;
+    if (ss_out) {
+        /* a 16-element tile is the float4s of 4 neighbouring lanes (blockDim % 32 == 0) */
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const int64_t i = threadIdx.x + (int64_t)j * blockDim.x;
+            float t = 0.0f;
+            if (i < n4) {
+                const float4 v = xv[j];
+                t = v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+            }
+            t += __shfl_xor_sync(0xffffffffu, t, 1);
+            t += __shfl_xor_sync(0xffffffffu, t, 2);
+            if (i < n4 && i % 4 == 0) ss_out[(int64_t)r * (n / 16) + i / 4] = t;
+        }
+    } else {
+        ss = block_sum(ss, red);
+        inv = 1.0f / sqrtf(ss / (float)n + eps);
+    }
     uint2 *hr = reinterpret_cast<uint2 *>(h + (int64_t)r * n);
 #pragma unroll
     for (int j = 0; j < V; j++) {
@@ -136,7 +157,8 @@ __global__ void add_rmsnorm_vec_kernel(float *__restrict__ x, const A *__restric
 
 template <typename A>
 static cudaError_t add_rmsnorm(float *x, const A *add, const bf16 *w, int64_t n, float eps,
-                               int row0, int m, bf16 *h, cudaStream_t stream, const llm_launch *ln)
+                               int row0, int m, bf16 *h, cudaStream_t stream, const llm_launch *ln,
+                               float *ss_out = nullptr)
 {
     /* float4 rows of x, 4-element pieces of add (8 or 16 bytes), w and h */
     const bool aligned = (uintptr_t)x % 16 == 0 && (uintptr_t)add % (4 * sizeof(A)) == 0 &&
@@ -146,13 +168,15 @@ static cudaError_t add_rmsnorm(float *x, const A *add, const bf16 *w, int64_t n,
     if (n % 4 == 0 && aligned && n4 <= 8 * 1024) {
         const int v = n4 <= 1024 ? 1 : n4 <= 2048 ? 2 : n4 <= 4096 ? 4 : 8;
         const int threads = (int)(((n4 + v - 1) / v + 31) / 32 * 32);
-        void (*k)(float *, const A *, const bf16 *, int64_t, float, int, bf16 *,
+        void (*k)(float *, const A *, const bf16 *, int64_t, float, int, bf16 *, float *,
                   unsigned long long *) = v == 1   ? add_rmsnorm_vec_kernel<1, A>
                                           : v == 2 ? add_rmsnorm_vec_kernel<2, A>
                                           : v == 4 ? add_rmsnorm_vec_kernel<4, A>
                                                    : add_rmsnorm_vec_kernel<8, A>;
         e = llm_launch_kernel(k, dim3(m), dim3(threads), 0, stream, ln, x, add, w, n, eps, row0, h,
-                              stamp_of(ln));
+                              ss_out, stamp_of(ln));
+    } else if (ss_out) {
+        return cudaErrorInvalidValue; /* the folded form: aligned rows only (launcher below) */
     } else {
         int threads = n >= 4096 ? 1024 : n >= 1024 ? 512 : 256;
         e = llm_launch_kernel(add_rmsnorm_kernel<A>, dim3(m), dim3(threads), 0, stream, ln, x, add,
@@ -172,6 +196,16 @@ cudaError_t launch_add_rmsnorm_f32(float *x, const float *add, const bf16 *w, in
                                    const llm_launch *ln)
 {
     return add_rmsnorm(x, add, w, n, eps, row0, m, h, stream, ln);
+}
+
+cudaError_t launch_add_norm_fold_f32(float *x, const float *add, const bf16 *w, int64_t n, int m,
+                                     bf16 *xg, float *ss_out, cudaStream_t stream,
+                                     const llm_launch *ln)
+{
+    if (!ss_out || !add || m < 1 || n <= 0 || n % 16 || n / 4 > 8 * 1024 || (uintptr_t)x % 16 ||
+        (uintptr_t)add % 16 || ((uintptr_t)w | (uintptr_t)xg) % 8)
+        return cudaErrorInvalidValue;
+    return add_rmsnorm(x, add, w, n, 0.0f, 0, m, xg, stream, ln, ss_out);
 }
 
 } // namespace qmm_llm

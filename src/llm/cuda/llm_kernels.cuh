@@ -38,6 +38,13 @@ cudaError_t launch_add_rmsnorm(float *x, const bf16 *add, const bf16 *w, int64_t
 cudaError_t launch_add_rmsnorm_f32(float *x, const float *add, const bf16 *w, int64_t n, float eps,
                                    int row0, int m, bf16 *h, cudaStream_t stream,
                                    const llm_launch *ln = nullptr);
+/* The residual add of the tensor-parallel fused decode step, the norm left to the next matvec
+ * (its ss_in): for r < m, x[r] += bf16(add[r]); xg[r] = bf16(x[r] · w) (not normalised);
+ * ss_out[r · n/16 + i] = Σ x[r]² over elements 16i..16i+15. x, add are [m, n]; n % 16 == 0,
+ * n <= 32768, 16-byte aligned x and add, 8-byte aligned w and xg (else cudaErrorInvalidValue). */
+cudaError_t launch_add_norm_fold_f32(float *x, const float *add, const bf16 *w, int64_t n, int m,
+                                     bf16 *xg, float *ss_out, cudaStream_t stream,
+                                     const llm_launch *ln = nullptr);
 
 /* ---- rope.cu ---- */
 

@@ -10,6 +10,7 @@
 #include "llm/cuda/llm_kernels.cuh"
 #include "llm/cuda/tp_session.h"
 #include "llm/model.h"
+#include "llm/stack_w4.h"
 
 
 /* Event marks of an eagerly profiled forward: the time between mark i-1 and mark i is charged to
@@ -69,14 +70,6 @@ struct llm_offload {
     double h2d_gbs;
 };
 
-/* parts[n] (same K) stacked along N into a new host weight (qmm_w4_free it). chunk > 0: the
- * parts (all with the same N, a multiple of chunk) interleaved in chunks of `chunk` rows
- * (part 0 rows 0..chunk-1, part 1 rows 0..chunk-1, part 0 rows chunk.., ...). */
-qmm_status llm_stack_w4(const qmm_w4 *const *parts, int n, qmm_w4 *out);
-qmm_status llm_stack_w4_chunked(const qmm_w4 *const *parts, int n, int64_t chunk, qmm_w4 *out);
-/* Rows of gate and up interleaved in the fused gate|up weight (0: stacked [gate; up]): one
- * 128-row block of the matvec then holds both halves of 64 SwiGLU outputs. */
-int64_t llm_gate_up_chunk(const qmm_llm_config *c);
 
 /* Build the host images, the slots and their handles, and measure the upload bandwidth. */
 qmm_status llm_offload_create(qmm_llm_cuda_session *s);
@@ -173,6 +166,15 @@ static inline llm_dims llm_dims_of(const qmm_llm_cuda_session *s)
  * residual adds into the o and down matvecs, SwiGLU into gate|up: five kernels a layer. */
 bool llm_decode_fusable(const qmm_llm_cuda_session *s);
 qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof);
+/* One matvec of a fused step (decode_fused.cu): w's arrays into p (m = 1), launched with the
+ * context's SM count, PDL when asked. */
+namespace qmm { struct MatvecArgs; }
+qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
+                            const char *name, bool pdl);
+/* The same step in a tensor-parallel session (decode_fused_tp.cu): column-parallel q|k|v and
+ * gate|up, row-parallel o and down into fp32 partials, their all-reduce, then one residual-add
+ * kernel that leaves the next norm folded into the next matvec. */
+qmm_status llm_tp_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof);
 /* forward.cu's helpers: an eager-profile event; how the next engine kernel launches (PDL,
  * in-graph timestamp slot); a matmul's bytes for the in-graph profile. */
 void llm_mark(llm_prof *p, cudaStream_t stream, const char *name);

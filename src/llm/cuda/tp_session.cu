@@ -18,9 +18,11 @@
  *   - the head: each rank writes its vocabulary slice of the logits into the full logits
  *     buffer, an in-place all-gather completes it, and the unchanged argmax runs on the whole
  *     vocabulary on every rank (same token everywhere; ties resolve as at t = 1).
- * The fused decode step (RMSNorm and the residual add folded into the matvecs) needs the whole
- * residual inside the matvec's epilogue, so a TP session takes the unfused step; PDL is off
- * (a programmatic edge into or out of an NCCL kernel is not something we can rely on).
+ * Decode takes the fused step when it applies (decode_fused_tp.cu: the residual add moves
+ * out of the row-parallel matvecs into one kernel after the all-reduce, the norm stays folded
+ * into the column-parallel ones; its kernels launch with PDL, see there why that is safe next
+ * to NCCL's). The unfused forward (prefill, and decode with fuse_projections = 0) launches
+ * plainly.
  * Every collective is enqueued on the session's stream, so the decode step's CUDA graph
  * captures them with the kernels.
  */
@@ -144,6 +146,11 @@ qmm_status llm_tp_gather_logits(qmm_llm_cuda_session *s)
     return tp_comm_allgather_bf16(s->tp->comm, s->logits, (size_t)s->tp->vocab_count, s->stream);
 }
 
+extern "C" int tp_session_decode_fused(const qmm_llm_cuda_session *s)
+{
+    return s && llm_decode_fusable(s);
+}
+
 extern "C" qmm_status tp_session_create(const qmm_llm_model *shard, int64_t max_seq,
                                         const qmm_llm_cuda_options *opt, tp_comm *comm,
                                         qmm_llm_cuda_session **out)
@@ -168,6 +175,7 @@ extern "C" qmm_status tp_session_create(const qmm_llm_model *shard, int64_t max_
     tp->vocab_count = c->vocab_size / t;
     tp->vocab_lo = (int64_t)r * tp->vocab_count;
     o.device = tp_comm_device(comm);
+    tp->pdl = o.pdl != 0;
     o.pdl = 0;
     return llm_cuda_session_make(shard, max_seq, &o, tp, out);
 }

@@ -14,6 +14,8 @@ struct llm_tp {
     tp_comm *comm;          /* not owned */
     int rank, ranks;
     int64_t vocab_lo, vocab_count; /* the embedding / head rows this rank holds */
+    int pdl;                /* the fused decode step's kernels launch with PDL (the options'
+                             * pdl; the unfused TP forward launches plainly) */
     float *y32;             /* [TP_F32_ROWS, hidden]: fp32 partial sums of o and down (session.cu
                              * allocates it with the scratch) */
 };
