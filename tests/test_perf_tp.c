@@ -42,8 +42,8 @@ static void decode_bytes_and_totals(void)
     CHECKF(near(e1.weight_bytes, w, 1e-12), "%.6g vs %.6g", e1.weight_bytes, w);
     CHECK(near(e1.kv_bytes, 2.0 * 64 * 8 * 128 * 1024 * 2, 1e-12));
     CHECK(e1.collectives == 0 && e1.comm_us == 0 && e1.allreduce_us == 0);
-    CHECK(near(e1.memory_us, (e1.weight_bytes + e1.kv_bytes) / (4.2e6 * 0.40), 1e-12));
-    CHECK(near(e1.total_us, e1.memory_us + e1.launch_us, 1e-12) && e1.launch_us == 64 * 5);
+    CHECK(near(e1.memory_us, (e1.weight_bytes + e1.kv_bytes) / (4.2e6 * 0.66), 1e-12));
+    CHECK(near(e1.total_us, e1.memory_us + e1.launch_us, 1e-12) && near(e1.launch_us, 64 * 5 * 2.6, 1e-12));
     for (int t = 2; t <= 8; t *= 2) {
         CHECK_OK(tp_decode_predict(&c, t, &p, &e));
         CHECK(e.ranks == t && e.collectives == 2 * 64 + 2);
@@ -60,17 +60,29 @@ static void decode_bytes_and_totals(void)
     CHECK(e.comm_us < 1e-3 && near(e.memory_us, e1.memory_us / 2, 0.01));
 }
 
-/* The one measurement the defaults are fit to: Qwen3-4B shapes, t = 1, graph decode at a 32-token
- * context, 1.463 ms a step (bench/results/2026-12-01-matvec, commit 7535a34). Within 10 %. */
-static void fit_to_measured_step(void)
+/* The measurements the defaults are fit to and checked against (two H200s, commit 55c1747,
+ * bench/results/2026-12-01-session4/tp-x2/e2e.csv, 32-token prompt, decode ms a token): t = 1
+ * (fit, within 5 %) and t = 2 with the fused TP step's 7 kernels a layer (the issue's 15 %). */
+static void fit_to_measured_steps(void)
 {
-    tp_decode_params p = tp_decode_defaults();
-    p.context = 32;
-    qmm_llm_config c;
-    tp_decode_estimate e;
-    CHECK_OK(qmm_llm_config_preset("qwen3-4b", &c));
-    CHECK_OK(tp_decode_predict(&c, 1, &p, &e));
-    CHECKF(near(e.total_us, 1463, 0.10), "predicted %.0f µs, measured 1463", e.total_us);
+    static const struct {
+        const char *preset;
+        int t, kernels;
+        double us;
+    } cells[] = {{"qwen3-8b", 1, 5, 1930.75}, {"qwen3-32b", 1, 5, 6997.96},
+                 {"qwen3-8b", 2, 7, 1916.76}, {"qwen3-32b", 2, 7, 5332.84}};
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+        tp_decode_params p = tp_decode_defaults();
+        p.context = 32;
+        p.kernels_per_layer = cells[i].kernels;
+        qmm_llm_config c;
+        tp_decode_estimate e;
+        CHECK_OK(qmm_llm_config_preset(cells[i].preset, &c));
+        CHECK_OK(tp_decode_predict(&c, cells[i].t, &p, &e));
+        CHECKF(near(e.total_us, cells[i].us, cells[i].t == 1 ? 0.05 : 0.15),
+               "%s t = %d: predicted %.0f µs, measured %.0f", cells[i].preset, cells[i].t,
+               e.total_us, cells[i].us);
+    }
 }
 
 static void bad_parameters(void)
@@ -115,7 +127,7 @@ static void bad_parameters(void)
 
 int main(int argc, char **argv)
 {
-    TEST_TABLE(cases, allreduce_formula, decode_bytes_and_totals, fit_to_measured_step,
+    TEST_TABLE(cases, allreduce_formula, decode_bytes_and_totals, fit_to_measured_steps,
                bad_parameters);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

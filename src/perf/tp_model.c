@@ -12,8 +12,8 @@ tp_decode_params tp_decode_defaults(void)
     qmm_model_gpu_preset("h200-measured", &p.gpu);
     p.link.bandwidth_gbs = TP_LINK_GBS_MEASURED;
     p.link.latency_us = TP_LINK_US_MEASURED;
-    p.gpu.launch_us = 1.0;
-    p.hbm_fraction = 0.40;
+    p.gpu.launch_us = 2.6;
+    p.hbm_fraction = 0.66;
     p.context = 1024;
     p.kernels_per_layer = 5;
     return p;

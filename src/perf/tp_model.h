@@ -10,12 +10,13 @@
  *   one all-reduce (ring) = latency + 2 (t - 1) / t * bytes / link bandwidth   (t = 1: 0)
  *   token = (weight + KV bytes of a rank) / (HBM bandwidth * hbm_fraction) + launches
  *           + collectives
- * hbm_fraction defaults to 0.40, fit to the measured step at t = 1 (Qwen3-4B shapes, graph
- * decode at a 32-token context: 1.463 ms, 5 kernels a layer; commit 7535a34,
- * bench/results/2026-12-01-matvec/final/e2e.md): the matvecs run at 1.4-1.6x the streaming floor.
- * The same fraction underestimates larger models (measured at t = 1: Qwen3-8B 508 tok/s, 32B 136,
- * where this model gives ~400 and ~100: their matrices stream better) and smaller shards at larger
- * t may fill the GPU worse; the model knows neither.
+ * hbm_fraction 0.66 (of the preset's 4.2 TB/s) and 2.6 µs a kernel are fit to the two measured
+ * t = 1 fused steps of the larger models (two H200s' machine, 32-token prompt, commit 55c1747,
+ * bench/results/2026-12-01-session4/tp-x2/: Qwen3-8B 1.931 ms for 4.03 GB and 36 × 5 kernels,
+ * Qwen3-32B 6.998 ms for 17.0 GB and 64 × 5). With them the t = 2 fused steps (7 kernels and two
+ * all-reduces a layer) come out 2-4 % fast: 8B 1.88 vs 1.92 ms, 32B 5.11 vs 5.33. Qwen3-4B's
+ * step (1.48 ms) is 16 % slower than the fit says (1.24): its small matrices stream worse; so may
+ * smaller shards at larger t, which the model does not know.
  * The link defaults are measured: `qmm bench allreduce --tp 2` on two H200s (NVLink; bench/results/
  * 2026-12-01-matvec/tp/allreduce.log): 6.6 µs for 8 KB, and 279 GB/s a direction fit to 64 MB.
  */
@@ -58,8 +59,8 @@ typedef struct tp_decode_estimate {
     double comm_share;     /* comm_us / total_us */
 } tp_decode_estimate;
 
-/* The defaults: the h200-measured GPU preset (4.2 TB/s) at hbm_fraction 0.40 with 1 µs a kernel
- * in the graph (the sm90 tuning table's figure), 5 kernels a layer, 1024 tokens of context, the
+/* The defaults: the h200-measured GPU preset (4.2 TB/s) at hbm_fraction 0.66 with 2.6 µs a kernel
+ * in the graph (fit above), 5 kernels a layer, 1024 tokens of context, the
  * measured link above. */
 tp_decode_params tp_decode_defaults(void);
 

@@ -84,7 +84,8 @@ __device__ __forceinline__ float4 add_value4(const float *a, int64_t i)
 // step's folded RMSNorm, matvec.cu's ss_in): h = bf16(x · w) unscaled and
 // ss_out[r · n/16 + i] = Σ x² of elements 16i..16i+15, what the matvec's residual epilogue writes.
 template <int V, typename A>
-__global__ void add_rmsnorm_vec_kernel(float *__restrict__ x, const A *__restrict__ add,
+__global__ void __launch_bounds__(1024) /* V = 8 launches 1024 threads: registers capped (spills) */
+    add_rmsnorm_vec_kernel(float *__restrict__ x, const A *__restrict__ add,
                                        const bf16 *__restrict__ w, int64_t n, float eps, int row0,
                                        bf16 *__restrict__ h, float *__restrict__ ss_out,
                                        unsigned long long *stamp)
