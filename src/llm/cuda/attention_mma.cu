@@ -2,9 +2,10 @@
  * Prefill attention on tensor cores (bf16 mma.sync m16n8k16, fp32 accumulate), flash style.
  *
  * A block owns 64 query rows of one head: warp w owns rows 16w..16w+15 and keeps them in
- * registers as A fragments for the whole walk over the keys. Key tiles of 64 are staged in shared
- * memory: K as [key][dim] (the B operand of Q·Kᵀ, "col" layout, is K row-major) and V transposed
- * as [dim][key] (the B operand of P·V). Per tile a warp computes S = Q·Kᵀ (16 x 64, 8 n-tiles),
+ * registers as A fragments for the whole walk over the keys. Key tiles of 64 are copied into
+ * shared memory with cp.async, two stages deep (tile i + 1 lands while tile i is multiplied), K
+ * and V both as [key][dim] rows: K row-major is the B operand of Q·Kᵀ ("col" layout), and the
+ * B operand of P·V comes from V by ldmatrix.trans. Per tile a warp computes S = Q·Kᵀ (16 x 64, 8 n-tiles),
  * masks, updates the running max and sum of its two rows per thread (g and g + 8 of the fragment
  * layout), exponentiates, and feeds P back as A fragments (the accumulator layout of two adjacent
  * n-tiles is exactly an A fragment) into O += P·V, O being 16 x HD accumulators in registers.
@@ -45,30 +46,81 @@ __device__ __forceinline__ uint32_t ld_pair(const bf16 *p, bool ok)
     return ok ? *reinterpret_cast<const uint32_t *>(p) : 0u;
 }
 
+__device__ __forceinline__ void tc_cp16(void *smem, const void *gmem, bool valid)
+{
+    unsigned d = (unsigned)__cvta_generic_to_shared(smem);
+    int bytes = valid ? 16 : 0; /* 0: zero-fill, nothing read */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(bytes)
+                 : "memory");
+}
+
+/* Four 8x8 bf16 matrices (lane l gives the row address of matrix l / 8), as stored or transposed. */
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const bf16 *p)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const bf16 *p)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+template <int HD> struct tc_layout {
+    static constexpr int KS = HD + 8;          /* padded row stride (bf16): conflict-free loads */
+    static constexpr int TILE = TC_BK * KS;    /* one K or V tile */
+    static constexpr int BYTES = 2 * 2 * TILE * 2; /* [stage][K|V][key][KS] */
+};
+
 // q is [m, heads*HD] (rows q_stride apart), out [m, heads*HD]; kc, vc one layer's cache
 // [kv_heads, max_seq, HD]
 template <int HD>
-__global__ void __launch_bounds__(TC_WARPS * 32)
+__global__ void __launch_bounds__(TC_WARPS * 32, 3) /* three blocks a SM, as many as the shared
+                                                        memory allows (a few registers spill) */
     attn_prefill_mma_kernel(const bf16 *__restrict__ q, int64_t q_stride, const bf16 *__restrict__ kc,
                             const bf16 *__restrict__ vc, const int32_t *__restrict__ pos, int m,
                             int heads, int kv_heads, int64_t max_seq, bf16 *__restrict__ out)
 {
-    constexpr int KS = HD + 8;     /* padded row strides (in bf16): conflict-free fragment loads */
-    constexpr int VS = TC_BK + 8;
+    using TL = tc_layout<HD>;
+    constexpr int KS = TL::KS;
     constexpr int KSTEPS = HD / 16; /* k-steps of Q·Kᵀ */
     constexpr int DT = HD / 8;      /* n-tiles of O */
-    __shared__ __align__(16) bf16 Ks[TC_BK * KS];
-    __shared__ __align__(16) bf16 Vt[HD * VS];
+    extern __shared__ __align__(16) bf16 tc_smem[];
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     const int h = blockIdx.y, kvh = h / (heads / kv_heads);
-    const int r0 = blockIdx.x * TC_BQ;
+    const int r0 = (gridDim.x - 1 - blockIdx.x) * TC_BQ; /* the longest rows first: a shorter tail */
     const int64_t p0 = *pos;
     const int64_t qd = (int64_t)heads * HD;
     const int rw = r0 + warp * 16;            /* first row of this warp */
     const int ra = rw + g, rb = rw + g + 8;   /* the thread's two rows */
     const bool va = ra < m, vb = rb < m;
     const int64_t qa = p0 + ra, qb = p0 + rb; /* their positions */
+
+    const int rows_here = min(TC_BQ, m - r0);
+    const int64_t kend = p0 + r0 + rows_here;
+    const int ntiles = (int)((kend + TC_BK - 1) / TC_BK);
+    const bf16 *K = kc + (int64_t)kvh * max_seq * HD, *V = vc + (int64_t)kvh * max_seq * HD;
+    /* tile i into stage i % 2; keys at or past kend are zero-filled (and masked below) */
+    auto load = [&](int i) {
+        bf16 *ks = tc_smem + (i & 1) * 2 * TL::TILE, *vs = ks + TL::TILE;
+        const int64_t k0 = (int64_t)i * TC_BK;
+#pragma unroll
+        for (int c = threadIdx.x; c < TC_BK * HD / 8; c += TC_WARPS * 32) {
+            const int j = c / (HD / 8), d8 = (c % (HD / 8)) * 8;
+            const int64_t kp = k0 + j;
+            const bool ok = kp < kend;
+            const int64_t off = (ok ? kp : 0) * HD + d8;
+            tc_cp16(ks + j * KS + d8, K + off, ok);
+            tc_cp16(vs + j * KS + d8, V + off, ok);
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    load(0);
 
     uint32_t qf[KSTEPS][4];
     const bf16 *qra = q + (int64_t)ra * q_stride + (int64_t)h * HD;
@@ -84,50 +136,46 @@ __global__ void __launch_bounds__(TC_WARPS * 32)
 #pragma unroll
     for (int dn = 0; dn < DT; dn++) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.0f;
     float ma = -INFINITY, mb = -INFINITY, la = 0.0f, lb = 0.0f; /* l: this thread's share */
-
-    const int rows_here = min(TC_BQ, m - r0);
-    const int64_t kend = p0 + r0 + rows_here;
-    const bf16 *K = kc + (int64_t)kvh * max_seq * HD, *V = vc + (int64_t)kvh * max_seq * HD;
     const float scale = 1.0f / sqrtf((float)HD);
+    /* ldmatrix.trans row of this lane: matrix l / 8 is keys +8·(l/8 % 2), dims +8·(l/16) */
+    const int vrow = (lane & 7) + ((lane >> 3) & 1) * 8, vcol = (lane >> 4) * 8;
 
-    for (int64_t k0 = 0; k0 < kend; k0 += TC_BK) {
-        __syncthreads(); /* the previous tile is consumed */
-        for (int c = threadIdx.x; c < TC_BK * HD / 8; c += TC_WARPS * 32) {
-            int j = c / (HD / 8), d8 = (c % (HD / 8)) * 8;
-            int64_t kp = k0 + j;
-            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-            if (kp < kend) {
-                kv = *reinterpret_cast<const uint4 *>(K + kp * HD + d8);
-                vv = *reinterpret_cast<const uint4 *>(V + kp * HD + d8);
-            }
-            *reinterpret_cast<uint4 *>(&Ks[j * KS + d8]) = kv;
-            const bf16 *ve = reinterpret_cast<const bf16 *>(&vv);
-#pragma unroll
-            for (int i = 0; i < 8; i++) Vt[(d8 + i) * VS + j] = ve[i];
+    for (int i = 0; i < ntiles; i++) {
+        if (i + 1 < ntiles) {
+            load(i + 1);
+            asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
         }
-        __syncthreads();
+        __syncthreads(); /* tile i has landed for every thread */
+        const bf16 *Ks = tc_smem + (i & 1) * 2 * TL::TILE, *Vs = Ks + TL::TILE;
+        const int64_t k0 = (int64_t)i * TC_BK;
 
-        /* S = Q·Kᵀ for keys k0 + 8n + (2t, 2t+1) */
+        /* S = Q·Kᵀ for keys k0 + 8n + (2t, 2t+1); K's B fragments of k-steps kk, kk + 1 in
+         * one ldmatrix (matrix j: keys 8n.., dims 16kk + 8j..) */
         float s[TC_BK / 8][4];
 #pragma unroll
         for (int n = 0; n < TC_BK / 8; n++) {
             s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-            const bf16 *kr = &Ks[(8 * n + g) * KS + 2 * t];
+            const bf16 *kr = &Ks[(8 * n + (lane & 7)) * KS + 8 * (lane >> 3)];
 #pragma unroll
-            for (int kk = 0; kk < KSTEPS; kk++)
-                mma_16816(s[n], qf[kk], *reinterpret_cast<const uint32_t *>(kr + kk * 16),
-                          *reinterpret_cast<const uint32_t *>(kr + kk * 16 + 8));
+            for (int kk = 0; kk < KSTEPS; kk += 2) {
+                uint32_t b[4];
+                ldsm_x4(b, kr + kk * 16);
+                mma_16816(s[n], qf[kk], b[0], b[1]);
+                mma_16816(s[n], qf[kk + 1], b[2], b[3]);
+            }
         }
         float ta = -INFINITY, tb = -INFINITY;
 #pragma unroll
         for (int n = 0; n < TC_BK / 8; n++) {
 #pragma unroll
-            for (int i = 0; i < 2; i++) {
-                int64_t kp = k0 + 8 * n + 2 * t + i;
-                s[n][i] = (va && kp <= qa) ? s[n][i] * scale : -INFINITY;
-                s[n][2 + i] = (vb && kp <= qb) ? s[n][2 + i] * scale : -INFINITY;
-                ta = fmaxf(ta, s[n][i]);
-                tb = fmaxf(tb, s[n][2 + i]);
+            for (int e = 0; e < 2; e++) {
+                int64_t kp = k0 + 8 * n + 2 * t + e;
+                s[n][e] = (va && kp <= qa) ? s[n][e] * scale : -INFINITY;
+                s[n][2 + e] = (vb && kp <= qb) ? s[n][2 + e] * scale : -INFINITY;
+                ta = fmaxf(ta, s[n][e]);
+                tb = fmaxf(tb, s[n][2 + e]);
             }
         }
         /* the 4 threads of a row are lanes 4g..4g+3 */
@@ -144,11 +192,11 @@ __global__ void __launch_bounds__(TC_WARPS * 32)
 #pragma unroll
         for (int n = 0; n < TC_BK / 8; n++) {
 #pragma unroll
-            for (int i = 0; i < 2; i++) {
-                s[n][i] = na == -INFINITY ? 0.0f : expf(s[n][i] - na);
-                s[n][2 + i] = nb == -INFINITY ? 0.0f : expf(s[n][2 + i] - nb);
-                sa += s[n][i];
-                sb += s[n][2 + i];
+            for (int e = 0; e < 2; e++) {
+                s[n][e] = na == -INFINITY ? 0.0f : expf(s[n][e] - na);
+                s[n][2 + e] = nb == -INFINITY ? 0.0f : expf(s[n][2 + e] - nb);
+                sa += s[n][e];
+                sb += s[n][2 + e];
             }
         }
         la = la * aa + sa;
@@ -158,7 +206,8 @@ __global__ void __launch_bounds__(TC_WARPS * 32)
             o[dn][0] *= aa, o[dn][1] *= aa;
             o[dn][2] *= ab, o[dn][3] *= ab;
         }
-        /* O += P·V: P's accumulators of n-tiles 2kk and 2kk+1 are the A fragment of k-step kk */
+        /* O += P·V: P's accumulators of n-tiles 2kk and 2kk+1 are the A fragment of k-step kk;
+         * V's B fragments of n-tiles dn, dn + 1 in one ldmatrix.trans */
 #pragma unroll
         for (int kk = 0; kk < TC_BK / 16; kk++) {
             uint32_t pa[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]),
@@ -166,12 +215,14 @@ __global__ void __launch_bounds__(TC_WARPS * 32)
                               pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                               pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
-            for (int dn = 0; dn < DT; dn++) {
-                const bf16 *vr = &Vt[(8 * dn + g) * VS + kk * 16 + 2 * t];
-                mma_16816(o[dn], pa, *reinterpret_cast<const uint32_t *>(vr),
-                          *reinterpret_cast<const uint32_t *>(vr + 8));
+            for (int dn = 0; dn < DT; dn += 2) {
+                uint32_t b[4];
+                ldsm_x4_trans(b, Vs + (kk * 16 + vrow) * KS + dn * 8 + vcol);
+                mma_16816(o[dn], pa, b[0], b[1]);
+                mma_16816(o[dn + 1], pa, b[2], b[3]);
             }
         }
+        __syncthreads(); /* stage i % 2 is free for tile i + 2 */
     }
     /* the row sums: this thread's share + the other 3 threads of the row */
     la += __shfl_xor_sync(0xffffffffu, la, 1);
@@ -191,6 +242,29 @@ __global__ void __launch_bounds__(TC_WARPS * 32)
     }
 }
 
+template <int HD>
+static cudaError_t launch_prefill_mma_hd(dim3 grid, const bf16 *q, int64_t q_stride, const bf16 *kc,
+                                         const bf16 *vc, const int32_t *pos, int m, int heads,
+                                         int kv_heads, int64_t max_seq, bf16 *out,
+                                         cudaStream_t stream)
+{
+    constexpr int bytes = tc_layout<HD>::BYTES;
+    static int opted[64]; /* per device: the opt-in above 48 KB of shared memory is made */
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
+    if (!opted[dev]) {
+        e = cudaFuncSetAttribute(attn_prefill_mma_kernel<HD>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+        if (e != cudaSuccess) return e;
+        opted[dev] = 1;
+    }
+    attn_prefill_mma_kernel<HD><<<grid, TC_WARPS * 32, bytes, stream>>>(q, q_stride, kc, vc, pos, m,
+                                                                      heads, kv_heads, max_seq, out);
+    return cudaGetLastError();
+}
+
 cudaError_t launch_attention_prefill_mma(const bf16 *q, int64_t q_stride, const bf16 *kc,
                                          const bf16 *vc, const int32_t *pos, int m, int heads,
                                          int kv_heads, int hd, int64_t max_seq, bf16 *out,
@@ -198,14 +272,12 @@ cudaError_t launch_attention_prefill_mma(const bf16 *q, int64_t q_stride, const 
 {
     dim3 grid((m + TC_BQ - 1) / TC_BQ, heads);
     if (hd == 128)
-        attn_prefill_mma_kernel<128><<<grid, TC_WARPS * 32, 0, stream>>>(
-            q, q_stride, kc, vc, pos, m, heads, kv_heads, max_seq, out);
-    else if (hd == 64)
-        attn_prefill_mma_kernel<64><<<grid, TC_WARPS * 32, 0, stream>>>(
-            q, q_stride, kc, vc, pos, m, heads, kv_heads, max_seq, out);
-    else
-        return cudaErrorInvalidValue;
-    return cudaGetLastError();
+        return launch_prefill_mma_hd<128>(grid, q, q_stride, kc, vc, pos, m, heads, kv_heads,
+                                          max_seq, out, stream);
+    if (hd == 64)
+        return launch_prefill_mma_hd<64>(grid, q, q_stride, kc, vc, pos, m, heads, kv_heads,
+                                         max_seq, out, stream);
+    return cudaErrorInvalidValue;
 }
 
 } // namespace qmm_llm
