@@ -10,7 +10,8 @@
  * layout), exponentiates, and feeds P back as A fragments (the accumulator layout of two adjacent
  * n-tiles is exactly an A fragment) into O += P·V, O being 16 x HD accumulators in registers.
  * Numerics against the fp32 kernel: P enters the second product rounded to bf16 (the row sums
- * use the fp32 values), everything else is fp32.
+ * use the fp32 values), everything else is fp32; the exponentials are the hardware's (__expf:
+ * a relative error near 1e-6 for these arguments, far below P's bf16 rounding).
  *
  * Fragment layout of m16n8k16 (PTX ISA), g = lane / 4, t = lane % 4:
  *   A 16x16: a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
@@ -167,15 +168,26 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3) /* three blocks a SM, as man
             }
         }
         float ta = -INFINITY, tb = -INFINITY;
+        if (k0 + TC_BK - 1 <= p0 + rw) { /* warp-uniform: every key of the tile is visible to
+                                            every row of the warp (rows past m are never stored) */
 #pragma unroll
-        for (int n = 0; n < TC_BK / 8; n++) {
+            for (int n = 0; n < TC_BK / 8; n++) {
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
-                int64_t kp = k0 + 8 * n + 2 * t + e;
-                s[n][e] = (va && kp <= qa) ? s[n][e] * scale : -INFINITY;
-                s[n][2 + e] = (vb && kp <= qb) ? s[n][2 + e] * scale : -INFINITY;
-                ta = fmaxf(ta, s[n][e]);
-                tb = fmaxf(tb, s[n][2 + e]);
+                for (int e = 0; e < 4; e++) s[n][e] *= scale;
+                ta = fmaxf(ta, fmaxf(s[n][0], s[n][1]));
+                tb = fmaxf(tb, fmaxf(s[n][2], s[n][3]));
+            }
+        } else {
+#pragma unroll
+            for (int n = 0; n < TC_BK / 8; n++) {
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    int64_t kp = k0 + 8 * n + 2 * t + e;
+                    s[n][e] = (va && kp <= qa) ? s[n][e] * scale : -INFINITY;
+                    s[n][2 + e] = (vb && kp <= qb) ? s[n][2 + e] * scale : -INFINITY;
+                    ta = fmaxf(ta, s[n][e]);
+                    tb = fmaxf(tb, s[n][2 + e]);
+                }
             }
         }
         /* the 4 threads of a row are lanes 4g..4g+3 */
@@ -185,16 +197,16 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3) /* three blocks a SM, as man
         tb = fmaxf(tb, __shfl_xor_sync(0xffffffffu, tb, 2));
         float na = fmaxf(ma, ta), nb = fmaxf(mb, tb);
         /* a row with no visible key yet keeps alpha 1 and p 0 (no inf - inf) */
-        float aa = na == -INFINITY ? 1.0f : expf(ma - na);
-        float ab = nb == -INFINITY ? 1.0f : expf(mb - nb);
+        float aa = na == -INFINITY ? 1.0f : __expf(ma - na);
+        float ab = nb == -INFINITY ? 1.0f : __expf(mb - nb);
         ma = na, mb = nb;
         float sa = 0.0f, sb = 0.0f;
 #pragma unroll
         for (int n = 0; n < TC_BK / 8; n++) {
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                s[n][e] = na == -INFINITY ? 0.0f : expf(s[n][e] - na);
-                s[n][2 + e] = nb == -INFINITY ? 0.0f : expf(s[n][2 + e] - nb);
+                s[n][e] = na == -INFINITY ? 0.0f : __expf(s[n][e] - na);
+                s[n][2 + e] = nb == -INFINITY ? 0.0f : __expf(s[n][2 + e] - nb);
                 sa += s[n][e];
                 sb += s[n][2 + e];
             }
