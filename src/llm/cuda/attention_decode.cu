@@ -421,7 +421,10 @@ __global__ void __launch_bounds__(AD_THREADS)
 int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count)
 {
     if (max_seq <= AD_SINGLE || kv_heads < 1) return 1;
-    int64_t fill = (2 * (int64_t)(sm_count > 0 ? sm_count : 132) + kv_heads - 1) / kv_heads;
+    /* four blocks a SM's worth, so that up to 64 · 4 · SMs / kv_heads positions every split is
+     * one 64-row tile (fewer splits round the chunk up to 128 rows once the context passes
+     * splits · 64: half the blocks; bench/NOTES.md row 44) */
+    int64_t fill = (4 * (int64_t)(sm_count > 0 ? sm_count : 132) + kv_heads - 1) / kv_heads;
     int64_t tiles = (max_seq + AD_T - 1) / AD_T;
     int64_t n = fill < tiles ? fill : tiles;
     if (n > AD_MAX_SPLITS) n = AD_MAX_SPLITS;
