@@ -441,16 +441,8 @@ static cudaError_t launch_fused_inst(int kv_heads, int nsplit, const bf16 *q, co
 {
     constexpr int bytes = ad_layout<HD, G>::BYTES;
     static int opted[64]; /* per device: the opt-in above 48 KB of shared memory is made */
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
+    cudaError_t e = llm_opt_in_smem(attn_decode_fused_kernel<HD, G>, bytes, opted);
     if (e != cudaSuccess) return e;
-    if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
-    if (!opted[dev]) {
-        e = cudaFuncSetAttribute(attn_decode_fused_kernel<HD, G>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-        if (e != cudaSuccess) return e;
-        opted[dev] = 1;
-    }
     e = llm_launch_kernel(attn_decode_fused_kernel<HD, G>, dim3(kv_heads, nsplit), dim3(AD_THREADS),
                           bytes, stream, ln, q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq,
                           nsplit, kc, vc, partials, counters, out, stamp_of(ln));

@@ -262,16 +262,8 @@ static cudaError_t launch_prefill_mma_hd(dim3 grid, const bf16 *q, int64_t q_str
 {
     constexpr int bytes = tc_layout<HD>::BYTES;
     static int opted[64]; /* per device: the opt-in above 48 KB of shared memory is made */
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
+    cudaError_t e = llm_opt_in_smem(attn_prefill_mma_kernel<HD>, bytes, opted);
     if (e != cudaSuccess) return e;
-    if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
-    if (!opted[dev]) {
-        e = cudaFuncSetAttribute(attn_prefill_mma_kernel<HD>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-        if (e != cudaSuccess) return e;
-        opted[dev] = 1;
-    }
     attn_prefill_mma_kernel<HD><<<grid, TC_WARPS * 32, bytes, stream>>>(q, q_stride, kc, vc, pos, m,
                                                                       heads, kv_heads, max_seq, out);
     return cudaGetLastError();

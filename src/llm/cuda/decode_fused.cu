@@ -31,6 +31,16 @@ bool llm_decode_fusable(const qmm_llm_cuda_session *s)
            c->hidden_size % 128 == 0 && (c->num_heads * c->head_dim) % 8 == 0;
 }
 
+cudaError_t llm_fused_attention(qmm_llm_cuda_session *s, int64_t l, const qmm_llm::llm_launch *ln)
+{
+    const auto [H, hd, heads, kvh, L, I, eps, layer_cache, attn_bytes] = llm_dims_of(s);
+    const llm_cuda_layer *ly = &s->layers[l];
+    return launch_attention_decode_fused(
+        s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t, s->sin_t,
+        eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_fused, s->kc + (size_t)l * layer_cache,
+        s->vc + (size_t)l * layer_cache, s->partials, s->counters, s->att, s->stream, ln);
+}
+
 /* One matvec of the step: the weight's arrays into p, the context's scratch, PDL or not. */
 qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
                             const char *name, bool pdl)
@@ -108,11 +118,7 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
         if ((q = mv(s, p, wl->qkv, l == 0 ? "q|k|v matmul" : between))) return q;
         llm_mark(prof, st, "q/k/v matmuls");
 
-        bf16 *kc = s->kc + (size_t)l * layer_cache, *vc = s->vc + (size_t)l * layer_cache;
-        QMM_CUDA_TRY(launch_attention_decode_fused(
-            s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
-            s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_fused, kc, vc,
-            s->partials, s->counters, s->att, st, llm_launch_as(s, &ln, "attention", attn_bytes)));
+        QMM_CUDA_TRY(llm_fused_attention(s, l, llm_launch_as(s, &ln, "attention", attn_bytes)));
         llm_mark(prof, st, "attention");
 
         p = residual;

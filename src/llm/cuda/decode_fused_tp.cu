@@ -109,11 +109,7 @@ qmm_status llm_tp_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
         Q_TRY(llm_fused_matvec(s, p, ly->qkv, "q|k|v matmul", pdl));
         llm_mark(prof, st, "q/k/v matmuls");
 
-        bf16 *kc = s->kc + (size_t)l * layer_cache, *vc = s->vc + (size_t)l * layer_cache;
-        QMM_CUDA_TRY(launch_attention_decode_fused(
-            s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
-            s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_fused, kc, vc,
-            s->partials, s->counters, s->att, st, as(s, &ln, "attention", attn_bytes)));
+        QMM_CUDA_TRY(llm_fused_attention(s, l, as(s, &ln, "attention", attn_bytes)));
         llm_mark(prof, st, "attention");
 
         Q_TRY(row_parallel(s, s->att, (int64_t)heads * hd, ly->lin[QMM_LLM_O], "o matmul", prof));

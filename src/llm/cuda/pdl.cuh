@@ -82,6 +82,21 @@ static cudaError_t llm_launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 b
 
 static inline unsigned long long *stamp_of(const llm_launch *ln) { return ln ? ln->stamp : nullptr; }
 
+/* The opt-in to more than 48 KB of dynamic shared memory, made once per device and kernel
+ * (opted: the caller's flags, one a device). */
+template <typename... KArgs>
+static cudaError_t llm_opt_in_smem(void (*kernel)(KArgs...), int bytes, int (&opted)[64])
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
+    if (opted[dev]) return cudaSuccess;
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess) opted[dev] = 1;
+    return e;
+}
+
 } // namespace qmm_llm
 
 #endif

@@ -168,7 +168,7 @@ static qmm_status alloc_scratch(qmm_llm_cuda_session *s)
         (st = dev_alloc(&s->pair_i, (size_t)s->npairs, "argmax pairs")) ||
         (st = dev_alloc(&s->d_stamps, (size_t)LLM_STAMP_SLOTS * 4, "profile timestamps")) ||
         (st = dev_alloc(&s->d_ss, (size_t)(H + 15) / 16, "RMSNorm partial sums")) ||
-        (s->tp && (st = dev_alloc(&s->tp->y32, TP_F32_ROWS * H, "tensor-parallel fp32 partials"))))
+        (s->tp && (st = llm_tp_alloc_y32(s, (size_t)TP_F32_ROWS * H))))
         return st;
     /* zero from here on: every launch of the fused decode attention leaves them at zero */
     QMM_CUDA_TRY(cudaMemset(s->counters, 0, (size_t)c->num_kv_heads * sizeof(int)));

@@ -171,6 +171,9 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof);
 namespace qmm { struct MatvecArgs; }
 qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
                             const char *name, bool pdl);
+/* Layer l's fused decode attention (qk-norm, RoPE, cache append, split-KV) on s->q|k|v into
+ * s->att, launched as ln says. */
+cudaError_t llm_fused_attention(qmm_llm_cuda_session *s, int64_t l, const qmm_llm::llm_launch *ln);
 /* The same step in a tensor-parallel session (decode_fused_tp.cu): column-parallel q|k|v and
  * gate|up, row-parallel o and down into fp32 partials, their all-reduce, then one residual-add
  * kernel that leaves the next norm folded into the next matvec. */

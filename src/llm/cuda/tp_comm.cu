@@ -23,7 +23,11 @@ struct tp_comm {
     ncclComm_t comm;
     int rank, ranks, device;
     double timeout_s;
-    int aborted; /* ncclCommAbort ran: the communicator and its streams are gone */
+    int aborted;      /* ncclCommAbort ran: the communicator and its streams are gone */
+    void *sym;        /* the symmetric buffer (tp_comm_symmetric_buffer), owned here */
+    ncclWindow_t win; /* its registration */
+    size_t sym_bytes;
+    int sym_used;     /* lent to a session */
 };
 
 static double now_s(void)
@@ -183,19 +187,28 @@ extern "C" qmm_status tp_comm_create(const tp_env *e, int device, tp_comm **out)
 struct end_arg {
     ncclComm_t comm;
     int device, abort;
+    void *sym;
+    ncclWindow_t win;
 };
 
+/* The symmetric buffer's window is deregistered (collective) before a destroy; an abort frees
+ * it with the communicator. Its memory goes last. */
 static void end_comm(void *p)
 {
     const end_arg *a = (const end_arg *)p;
     cudaSetDevice(a->device);
-    if (a->abort) ncclCommAbort(a->comm);
-    else ncclCommDestroy(a->comm);
+    if (a->abort) {
+        ncclCommAbort(a->comm);
+    } else {
+        if (a->win) ncclCommWindowDeregister(a->comm, a->win);
+        ncclCommDestroy(a->comm);
+    }
+    if (a->sym) ncclMemFree(a->sym);
 }
 
-static int end_bounded(ncclComm_t comm, int device, int abort, double secs)
+static int end_bounded(const tp_comm *c, int abort, double secs)
 {
-    end_arg a = {comm, device, abort};
+    end_arg a = {c->comm, c->device, abort, c->sym, c->win};
     /* no thread (-1): the communicator is left as it is, the process is about to exit */
     return tp_call_bounded(end_comm, &a, sizeof a, secs) == 1;
 }
@@ -206,7 +219,7 @@ static double end_seconds(const tp_comm *c) { return c->timeout_s < 10.0 ? 10.0 
 extern "C" void tp_comm_destroy(tp_comm *c)
 {
     if (!c) return;
-    if (!c->aborted) end_bounded(c->comm, c->device, 0, end_seconds(c));
+    if (!c->aborted) end_bounded(c, 0, end_seconds(c));
     free(c);
 }
 
@@ -214,7 +227,7 @@ int tp_comm_abort(tp_comm *c)
 {
     if (!c || c->aborted) return 1;
     c->aborted = 1; /* from here on nothing touches c->comm */
-    return end_bounded(c->comm, c->device, 1, end_seconds(c));
+    return end_bounded(c, 1, end_seconds(c));
 }
 
 static qmm_status nccl_fail(tp_comm *c, ncclResult_t r, const char *what)
@@ -242,6 +255,48 @@ qmm_status tp_comm_allgather_bf16(tp_comm *c, void *full, size_t per_rank, cudaS
 }
 
 int tp_comm_aborted(const tp_comm *c) { return c && c->aborted; }
+
+/* NCCL's symmetric memory (2.27+): a buffer every rank allocates with ncclMemAlloc and registers
+ * as a window with NCCL_WIN_COLL_SYMMETRIC lets collectives on it use NCCL's low-latency
+ * symmetric kernels (peers' copies at known addresses: no per-call handshake), which is what a
+ * decode step's 16-20 KB all-reduces need. Collective: every rank calls it in the same order,
+ * and every decision below is the same on every rank (sessions are made alike). The first call
+ * allocates and registers; later sessions borrow the buffer when it is free and large enough,
+ * else get plain memory (*out = NULL), as with QMM_TP_SYMMETRIC=0. A failure is an error (a rank
+ * that fell back alone would leave its peers waiting in the registration). */
+qmm_status tp_comm_symmetric_buffer(tp_comm *c, size_t bytes, void **out)
+{
+    *out = NULL;
+    const char *env = getenv("QMM_TP_SYMMETRIC");
+    if (env && !strcmp(env, "0")) return QMM_OK;
+    if (c->aborted) return qmm_fail(QMM_ERR_COMM, "rank %d: the communicator was aborted", c->rank);
+    if (c->sym) {
+        if (!c->sym_used && bytes <= c->sym_bytes) {
+            c->sym_used = 1;
+            *out = c->sym;
+        }
+        return QMM_OK;
+    }
+    void *p = NULL;
+    ncclResult_t r = ncclMemAlloc(&p, bytes);
+    if (r != ncclSuccess) return nccl_fail(c, r, "ncclMemAlloc (QMM_TP_SYMMETRIC=0 avoids it)");
+    r = ncclCommWindowRegister(c->comm, p, bytes, &c->win, NCCL_WIN_COLL_SYMMETRIC);
+    if (r != ncclSuccess) {
+        ncclMemFree(p);
+        c->win = NULL;
+        return nccl_fail(c, r, "ncclCommWindowRegister (QMM_TP_SYMMETRIC=0 avoids it)");
+    }
+    if (cudaMemset(p, 0, bytes) != cudaSuccess)
+        return qmm_fail(QMM_ERR_CUDA, "rank %d: clearing the symmetric buffer", c->rank);
+    c->sym = p, c->sym_bytes = bytes, c->sym_used = 1;
+    *out = p;
+    return QMM_OK;
+}
+
+void tp_comm_symmetric_return(tp_comm *c, void *p)
+{
+    if (c && p && p == c->sym) c->sym_used = 0;
+}
 
 /* Wait for the stream without blocking in CUDA: a collective whose peer died never ends, so
  * poll the stream and NCCL's error state up to the timeout. Aborting is the caller's next step
@@ -369,6 +424,12 @@ extern "C" void tp_comm_destroy(tp_comm *c) { free(c); }
 qmm_status tp_comm_allreduce(tp_comm *, void *, size_t, int, cudaStream_t) { return NO_NCCL; }
 qmm_status tp_comm_allgather_bf16(tp_comm *, void *, size_t, cudaStream_t) { return NO_NCCL; }
 int tp_comm_aborted(const tp_comm *) { return 0; }
+qmm_status tp_comm_symmetric_buffer(tp_comm *, size_t, void **out)
+{
+    *out = NULL;
+    return NO_NCCL;
+}
+void tp_comm_symmetric_return(tp_comm *, void *) {}
 qmm_status tp_comm_sync(tp_comm *, cudaStream_t) { return NO_NCCL; }
 int tp_comm_abort(tp_comm *) { return 1; }
 extern "C" qmm_status tp_allreduce_sweep(tp_comm *, const double *, int, int, int, double *)

@@ -128,10 +128,28 @@ qmm_status llm_tp_sync(qmm_llm_cuda_session *s)
     return st;
 }
 
+qmm_status llm_tp_alloc_y32(qmm_llm_cuda_session *s, size_t count)
+{
+    void *p = NULL;
+    qmm_status st = tp_comm_symmetric_buffer(s->tp->comm, count * sizeof(float), &p);
+    if (st) return st;
+    if (p) {
+        s->tp->y32 = (float *)p;
+        s->tp->y32_symmetric = 1;
+        return QMM_OK;
+    }
+    if (cudaMalloc(&p, count * sizeof(float)) != cudaSuccess)
+        return qmm_fail(QMM_ERR_NOMEM, "tensor-parallel fp32 partials: %zu bytes of device memory",
+                        count * sizeof(float));
+    s->tp->y32 = (float *)p;
+    return QMM_OK;
+}
+
 void llm_tp_release(qmm_llm_cuda_session *s)
 {
     if (!s->tp) return;
-    if (s->tp->y32 && !tp_comm_aborted(s->tp->comm)) cudaFree(s->tp->y32);
+    if (s->tp->y32_symmetric) tp_comm_symmetric_return(s->tp->comm, s->tp->y32);
+    else if (s->tp->y32 && !tp_comm_aborted(s->tp->comm)) cudaFree(s->tp->y32);
     free(s->tp);
     s->tp = NULL;
 }

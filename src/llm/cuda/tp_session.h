@@ -16,8 +16,9 @@ struct llm_tp {
     int64_t vocab_lo, vocab_count; /* the embedding / head rows this rank holds */
     int pdl;                /* the fused decode step's kernels launch with PDL (the options'
                              * pdl; the unfused TP forward launches plainly) */
-    float *y32;             /* [TP_F32_ROWS, hidden]: fp32 partial sums of o and down (session.cu
-                             * allocates it with the scratch) */
+    float *y32;             /* [TP_F32_ROWS, hidden]: fp32 partial sums of o and down
+                             * (llm_tp_alloc_y32, with the session's scratch) */
+    int y32_symmetric;      /* y32 is the communicator's symmetric buffer (it frees it) */
 };
 
 /* Row-parallel outputs of at most this many rows (decode, short prefill chunks) are summed in
@@ -35,6 +36,11 @@ struct llm_tp {
 qmm_status tp_comm_allreduce(tp_comm *c, void *buf, size_t count, int fp32, cudaStream_t st);
 qmm_status tp_comm_allgather_bf16(tp_comm *c, void *full, size_t per_rank, cudaStream_t st);
 qmm_status tp_comm_sync(tp_comm *c, cudaStream_t stream);
+/* tp_comm.cu: NCCL symmetric memory of `bytes` owned by the communicator (freed with it), for
+ * the low-latency all-reduce kernels, lent to one session at a time (returned on release);
+ * *out = NULL: take plain memory (QMM_TP_SYMMETRIC=0, or the buffer is lent or too small). */
+qmm_status tp_comm_symmetric_buffer(tp_comm *c, size_t bytes, void **out);
+void tp_comm_symmetric_return(tp_comm *c, void *p);
 int tp_comm_abort(tp_comm *c);
 int tp_comm_aborted(const tp_comm *c);
 int tp_comm_device(const tp_comm *c);
@@ -62,6 +68,8 @@ qmm_status llm_tp_allreduce_f32(qmm_llm_cuda_session *s, float *y32, size_t coun
  * graphs (NCCL's abort waits for the graphs holding its collectives) and aborts; the TP
  * resources' release (session destroy). */
 qmm_status llm_tp_usable(const qmm_llm_cuda_session *s);
+/* The fp32 partials y32 of `count` floats: symmetric memory of the communicator, or plain. */
+qmm_status llm_tp_alloc_y32(qmm_llm_cuda_session *s, size_t count);
 qmm_status llm_tp_sync(qmm_llm_cuda_session *s);
 void llm_tp_release(qmm_llm_cuda_session *s);
 void *llm_tp_head_out(qmm_llm_cuda_session *s);
