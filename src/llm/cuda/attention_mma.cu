@@ -10,8 +10,9 @@
  * layout), exponentiates, and feeds P back as A fragments (the accumulator layout of two adjacent
  * n-tiles is exactly an A fragment) into O += P·V, O being 16 x HD accumulators in registers.
  * Numerics against the fp32 kernel: P enters the second product rounded to bf16 (the row sums
- * use the fp32 values), everything else is fp32; the exponentials are the hardware's (__expf:
- * a relative error near 1e-6 for these arguments, far below P's bf16 rounding).
+ * use the fp32 values), everything else is fp32; scores are kept in log2 units (the softmax
+ * scale times log2 e) so each exponential is one hardware ex2 (a relative error near 1e-6 for
+ * these arguments, far below P's bf16 rounding).
  *
  * Fragment layout of m16n8k16 (PTX ISA), g = lane / 4, t = lane % 4:
  *   A 16x16: a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
@@ -33,6 +34,14 @@ __device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], uint3
                  "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* 2^x, the hardware's approximation (flush to zero below the normal range: P underflows to 0). */
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
 }
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
@@ -137,7 +146,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3) /* three blocks a SM, as man
 #pragma unroll
     for (int dn = 0; dn < DT; dn++) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.0f;
     float ma = -INFINITY, mb = -INFINITY, la = 0.0f, lb = 0.0f; /* l: this thread's share */
-    const float scale = 1.0f / sqrtf((float)HD);
+    const float scale = 1.4426950408889634f / sqrtf((float)HD); /* log2 e / sqrt(HD) */
     /* ldmatrix.trans row of this lane: matrix l / 8 is keys +8·(l/8 % 2), dims +8·(l/16) */
     const int vrow = (lane & 7) + ((lane >> 3) & 1) * 8, vcol = (lane >> 4) * 8;
 
@@ -197,26 +206,28 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3) /* three blocks a SM, as man
         tb = fmaxf(tb, __shfl_xor_sync(0xffffffffu, tb, 2));
         float na = fmaxf(ma, ta), nb = fmaxf(mb, tb);
         /* a row with no visible key yet keeps alpha 1 and p 0 (no inf - inf) */
-        float aa = na == -INFINITY ? 1.0f : __expf(ma - na);
-        float ab = nb == -INFINITY ? 1.0f : __expf(mb - nb);
+        float aa = na == -INFINITY ? 1.0f : ex2(ma - na);
+        float ab = nb == -INFINITY ? 1.0f : ex2(mb - nb);
         ma = na, mb = nb;
         float sa = 0.0f, sb = 0.0f;
 #pragma unroll
         for (int n = 0; n < TC_BK / 8; n++) {
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                s[n][e] = na == -INFINITY ? 0.0f : __expf(s[n][e] - na);
-                s[n][2 + e] = nb == -INFINITY ? 0.0f : __expf(s[n][2 + e] - nb);
+                s[n][e] = na == -INFINITY ? 0.0f : ex2(s[n][e] - na);
+                s[n][2 + e] = nb == -INFINITY ? 0.0f : ex2(s[n][2 + e] - nb);
                 sa += s[n][e];
                 sb += s[n][2 + e];
             }
         }
         la = la * aa + sa;
         lb = lb * ab + sb;
+        if (__any_sync(0xffffffffu, aa != 1.0f || ab != 1.0f)) { /* a row's max moved */
 #pragma unroll
-        for (int dn = 0; dn < DT; dn++) {
-            o[dn][0] *= aa, o[dn][1] *= aa;
-            o[dn][2] *= ab, o[dn][3] *= ab;
+            for (int dn = 0; dn < DT; dn++) {
+                o[dn][0] *= aa, o[dn][1] *= aa;
+                o[dn][2] *= ab, o[dn][3] *= ab;
+            }
         }
         /* O += P·V: P's accumulators of n-tiles 2kk and 2kk+1 are the A fragment of k-step kk;
          * V's B fragments of n-tiles dn, dn + 1 in one ldmatrix.trans */
