@@ -8,8 +8,7 @@
  * (attention_decode.cu); of several rows (prefill) a qk-norm + rope + cache kernel, then the
  * attention. Layer 0's input rmsnorm follows the embedding; the head is followed by the
  * two-stage argmax. Every engine kernel after the embedding is launched with PDL when s->pdl
- * (pdl.cuh), except the reference attention kernels (attention_ref, the unfused decode) and the
- * prefill's rope and attention on chunks longer than LLM_PREFILL_PDL_MAX_ROWS.
+ * (pdl.cuh), except the prefill's rope and attention kernels and the reference decode kernels.
  * With weight streaming the layer's projections read the slot its weights are uploaded into
  * (offload.cu), after waiting for that upload; the copy stream is forked from the compute
  * stream at the start and joined back before the head, so a capture takes both streams.
@@ -20,9 +19,6 @@
 #include "llm/cuda/session.h"
 
 using namespace qmm_llm;
-
-/* Prompt chunks up to this many rows launch the rope and attention kernels with PDL. */
-#define LLM_PREFILL_PDL_MAX_ROWS 64
 
 void llm_mark(llm_prof *p, cudaStream_t stream, const char *name)
 {
@@ -173,14 +169,10 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
                 s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_fused, kc, vc,
                 s->partials, s->counters, s->att, st, llm_launch_as(s, &ln, "attention", attn_bytes)));
         } else {
-            /* PDL for the prefill's rope and attention only on short chunks: +2 % at 32 tokens,
-             * but −6 % at 2048 (probably blocks launched early waiting on SMs that the long GEMM
-             * before them still needs; not profiled: bench/NOTES.md row 47); no stamps here */
-            const llm_launch plain_or_pdl = {s->pdl && m <= LLM_PREFILL_PDL_MAX_ROWS, nullptr};
             K_TRY(launch_qk_norm_rope(s->q, s->k, s->v, s->q_stride, s->kv_stride,
                                       ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
                                       s->sin_t, s->d_pos, m, heads, kvh, hd, eps, s->max_seq, kc,
-                                      vc, st, &plain_or_pdl));
+                                      vc, st));
             llm_mark(prof, st, "qk-norm+rope+cache");
             if (m == 1)
                 K_TRY(launch_attention_decode(s->q, kc, vc, s->d_pos, heads, kvh, hd, s->max_seq,
@@ -190,7 +182,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
                                                hd, s->max_seq, s->att, st));
             else
                 K_TRY(launch_attention_prefill_mma(s->q, s->q_stride, kc, vc, s->d_pos, m, heads,
-                                                   kvh, hd, s->max_seq, s->att, st, &plain_or_pdl));
+                                                   kvh, hd, s->max_seq, s->att, st));
         }
         llm_mark(prof, st, "attention");
         const float *y32; /* tensor-parallel: the ranks' partial products summed */

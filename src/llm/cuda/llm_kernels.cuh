@@ -57,8 +57,7 @@ cudaError_t launch_qk_norm_rope(bf16 *q, const bf16 *k, const bf16 *v, int64_t q
                                 int64_t kv_stride, const bf16 *qw, const bf16 *kw,
                                 const float *cos_t, const float *sin_t, const int32_t *pos, int m,
                                 int heads, int kv_heads, int hd, float eps, int64_t max_seq,
-                                bf16 *kc, bf16 *vc, cudaStream_t stream,
-                                const llm_launch *ln = nullptr);
+                                bf16 *kc, bf16 *vc, cudaStream_t stream);
 
 /* ---- attention.cu ---- */
 
@@ -75,8 +74,7 @@ cudaError_t launch_attention_prefill(const bf16 *q, int64_t q_stride, const bf16
 cudaError_t launch_attention_prefill_mma(const bf16 *q, int64_t q_stride, const bf16 *kc,
                                          const bf16 *vc,
                                          const int32_t *pos, int m, int heads, int kv_heads,
-                                         int hd, int64_t max_seq, bf16 *out, cudaStream_t stream,
-                                         const llm_launch *ln = nullptr);
+                                         int hd, int64_t max_seq, bf16 *out, cudaStream_t stream);
 
 /* One row at position *pos over *pos + 1 cached positions, split into nsplit ranges; each block
  * serves the heads/kv_heads query heads of one KV head (K and V are read once per group).

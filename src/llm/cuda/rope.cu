@@ -27,8 +27,7 @@ __global__ void qk_norm_rope_kernel(bf16 *q, const bf16 *k, const bf16 *v, int64
 {
     __shared__ float red[32];
     const int r = blockIdx.x, slot = blockIdx.y, half = hd / 2, i = threadIdx.x;
-    const int64_t p = (int64_t)*pos + r; /* final before this forward (pdl.cuh) */
-    pdl_wait_trigger(nullptr);           /* q, k, v come from the projection before */
+    const int64_t p = (int64_t)*pos + r;
     const bool is_q = slot < heads;
     const int hh = is_q ? slot : slot - heads;
     const bf16 *in = is_q ? q + (int64_t)r * q_stride + (int64_t)hh * hd
@@ -67,14 +66,14 @@ cudaError_t launch_qk_norm_rope(bf16 *q, const bf16 *k, const bf16 *v, int64_t q
                                 int64_t kv_stride, const bf16 *qw, const bf16 *kw,
                                 const float *cos_t, const float *sin_t, const int32_t *pos, int m,
                                 int heads, int kv_heads, int hd, float eps, int64_t max_seq,
-                                bf16 *kc, bf16 *vc, cudaStream_t stream, const llm_launch *ln)
+                                bf16 *kc, bf16 *vc, cudaStream_t stream)
 {
     int threads = ((hd / 2 + 31) / 32) * 32;
     dim3 grid(m, heads + kv_heads);
-    cudaError_t e = llm_launch_kernel(qk_norm_rope_kernel, grid, dim3(threads), 0, stream, ln, q,
-                                      k, v, q_stride, kv_stride, qw, kw, cos_t, sin_t, pos, heads,
-                                      kv_heads, hd, eps, max_seq, kc, vc);
-    return e != cudaSuccess ? e : cudaGetLastError();
+    qk_norm_rope_kernel<<<grid, threads, 0, stream>>>(q, k, v, q_stride, kv_stride, qw, kw, cos_t,
+                                                      sin_t, pos, heads, kv_heads, hd, eps, max_seq,
+                                                      kc, vc);
+    return cudaGetLastError();
 }
 
 } // namespace qmm_llm
