@@ -31,6 +31,21 @@ bool llm_decode_fusable(const qmm_llm_cuda_session *s)
            c->hidden_size % 128 == 0 && (c->num_heads * c->head_dim) % 8 == 0;
 }
 
+qmm::MatvecArgs llm_fused_normed_input(const qmm_llm_cuda_session *s, bool fold)
+{
+    const int H = (int)s->cfg.hidden_size;
+    qmm::MatvecArgs p = {};
+    p.a = s->h;
+    p.lda = H;
+    if (fold) {
+        p.ss_in = s->d_ss;
+        p.ss_blocks = H / 16;
+        p.norm_dim = H;
+        p.eps = (float)s->cfg.rms_norm_eps;
+    }
+    return p;
+}
+
 cudaError_t llm_fused_attention(qmm_llm_cuda_session *s, int64_t l, const qmm_llm::llm_launch *ln)
 {
     const auto [H, hd, heads, kvh, L, I, eps, layer_cache, attn_bytes] = llm_dims_of(s);
@@ -85,11 +100,6 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
                                     1, s->h, st, llm_launch_as(s, &ln, "rmsnorm", 8.0 * H)));
     llm_mark(prof, st, "rmsnorm");
 
-    qmm::MatvecArgs normed = {}; /* reads xg and the Σx² of the residual's row blocks */
-    normed.ss_in = s->d_ss;
-    normed.ss_blocks = ssb;
-    normed.norm_dim = H;
-    normed.eps = eps;
     qmm::MatvecArgs residual = {}; /* x += y; xg and Σx² for the next norm */
     residual.epi = qmm::MV_EPI_RESIDUAL;
     residual.x = s->x;
@@ -109,9 +119,7 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
             llm_mark(prof, st, "weight upload wait");
         }
         if (l + 1 == L) between = "o, gate|up, down, lm head matmuls";
-        qmm::MatvecArgs p = l == 0 ? qmm::MatvecArgs{} : normed;
-        p.a = s->h;
-        p.lda = H;
+        qmm::MatvecArgs p = llm_fused_normed_input(s, l > 0);
         p.epi = qmm::MV_EPI_STORE;
         p.c = s->q;
         p.ldc = s->q_stride;
@@ -128,9 +136,7 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
         if ((q = mv(s, p, wl->lin[QMM_LLM_O], between))) return q;
         llm_mark(prof, st, "o matmul");
 
-        p = normed;
-        p.a = s->h;
-        p.lda = H;
+        p = llm_fused_normed_input(s, true);
         p.epi = qmm::MV_EPI_SWIGLU;
         p.c = s->act;
         p.ldc = I;
@@ -146,9 +152,7 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
         if (s->off) Q_TRY(llm_offload_after_layer(s, l)); /* the slot is free: next upload */
     }
     if (s->off) Q_TRY(llm_offload_end(s));
-    qmm::MatvecArgs p = normed; /* the head reads the final norm's xg */
-    p.a = s->h;
-    p.lda = H;
+    qmm::MatvecArgs p = llm_fused_normed_input(s, true); /* the final norm's xg */
     p.epi = qmm::MV_EPI_STORE;
     p.c = s->logits;
     p.ldc = c->vocab_size;

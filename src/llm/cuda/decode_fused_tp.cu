@@ -93,16 +93,9 @@ qmm_status llm_tp_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
                                     1, s->h, st, as(s, &ln, "rmsnorm", 8.0 * H)));
     llm_mark(prof, st, "rmsnorm");
 
-    qmm::MatvecArgs normed = {}; /* reads xg and the residual's Σx² per tile */
-    normed.ss_in = s->d_ss;
-    normed.ss_blocks = H / 16;
-    normed.norm_dim = H;
-    normed.eps = eps;
     for (int l = 0; l < L; l++) {
         const llm_cuda_layer *ly = &s->layers[l];
-        qmm::MatvecArgs p = l == 0 ? qmm::MatvecArgs{} : normed;
-        p.a = s->h;
-        p.lda = H;
+        qmm::MatvecArgs p = llm_fused_normed_input(s, l > 0);
         p.epi = qmm::MV_EPI_STORE;
         p.c = s->q;
         p.ldc = s->q_stride;
@@ -115,9 +108,7 @@ qmm_status llm_tp_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
         Q_TRY(row_parallel(s, s->att, (int64_t)heads * hd, ly->lin[QMM_LLM_O], "o matmul", prof));
         Q_TRY(add_fold(s, ly->norm[QMM_LLM_POST_ATTN_NORM], prof));
 
-        p = normed;
-        p.a = s->h;
-        p.lda = H;
+        p = llm_fused_normed_input(s, true);
         p.epi = qmm::MV_EPI_SWIGLU;
         p.c = s->act;
         p.ldc = I;
@@ -129,9 +120,7 @@ qmm_status llm_tp_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
                        prof));
     }
     /* the head: this rank's vocabulary slice from the final norm's xg, then the gather */
-    qmm::MatvecArgs p = normed;
-    p.a = s->h;
-    p.lda = H;
+    qmm::MatvecArgs p = llm_fused_normed_input(s, true);
     p.epi = qmm::MV_EPI_STORE;
     p.c = (bf16 *)llm_tp_head_out(s);
     p.ldc = s->tp->vocab_count;

@@ -171,6 +171,10 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof);
 namespace qmm { struct MatvecArgs; }
 qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
                             const char *name, bool pdl);
+/* A fused-step matvec that reads the normed row s->h (decode_fused.cu): with fold, the RMSNorm
+ * scale comes from the residual's Σx² per 16-row tile (s->d_ss); without (layer 0, whose input
+ * norm is a kernel of its own) h is already normed. The caller sets the epilogue and output. */
+qmm::MatvecArgs llm_fused_normed_input(const qmm_llm_cuda_session *s, bool fold);
 /* Layer l's fused decode attention (qk-norm, RoPE, cache append, split-KV) on s->q|k|v into
  * s->att, launched as ln says. */
 cudaError_t llm_fused_attention(qmm_llm_cuda_session *s, int64_t l, const qmm_llm::llm_launch *ln);
