@@ -26,6 +26,30 @@ extern "C" {
 
 /* CK: tools/common/common.h (bench_die on a CUDA error) */
 
+#ifdef QMM_MV_TRACE /* an experiment build (matvec.cu): per-CTA phase clocks of one cold launch */
+namespace qmm {
+cudaError_t matvec_trace_read(unsigned long long *out, int max_ctas, int *ctas);
+}
+static void print_trace(const char *name, int m)
+{
+    std::vector<unsigned long long> t((size_t)8192 * 8);
+    int ctas = 0;
+    CK(qmm::matvec_trace_read(t.data(), 8192, &ctas));
+    unsigned long long g0 = ~0ull;
+    for (int b = 0; b < ctas; b++) g0 = std::min(g0, t[b * 8]);
+    const char *label[8] = {"entry", "", "loads issued", "staged", "group 0", "loop done", "reduced", "end"};
+    fprintf(stderr, "trace %s m=%d ctas=%d (us from the first CTA's entry; clocks at 1.98 GHz)\n", name, m, ctas);
+    for (int i : {0, 2, 3, 4, 5, 6, 7}) {
+        std::vector<double> v;
+        for (int b = 0; b < ctas; b++)
+            v.push_back((t[b * 8] - g0) * 1e-3 + (i ? t[b * 8 + i] / 1980.0 : 0.0));
+        std::sort(v.begin(), v.end());
+        fprintf(stderr, "  %-13s min %6.2f  p10 %6.2f  med %6.2f  p90 %6.2f  max %6.2f\n", label[i], v[0],
+                v[v.size() / 10], v[v.size() / 2], v[v.size() * 9 / 10], v.back());
+    }
+}
+#endif
+
 struct Proj {
     const char *name;
     int n, k, epi;
@@ -129,6 +153,14 @@ int main(int argc, char **argv)
                     if (!isfinite(x)) diff = INFINITY;
                 }
                 const double us = time_graph(st, copies, launch);
+#ifdef QMM_MV_TRACE
+                if (shape < 0) { /* one more launch on a copy the timing left cold */
+                    CK(cudaStreamSynchronize(st));
+                    CK(launch(copies / 2));
+                    CK(cudaStreamSynchronize(st));
+                    print_trace(pj.name, m);
+                }
+#endif
                 const int tiles = pj.n / 16 + (pj.n % 128 ? 8 - pj.n / 16 % 8 : 0);
                 printf("%s,%d,%d,%d,%d,%.2f,%.2f,%.2e\n", pj.name, m, R, C,
                        R ? tiles / R * C : 0, us, read_us, diff / (mag > 0 ? mag : 1));

@@ -74,6 +74,7 @@ struct MatvecArgs {
     float eps;
     int tiles_per_cta, cluster;  /* the CTA shape (16-row tiles a CTA, CTAs a cluster along K):
                                     0 = the launcher's choice */
+    int log_r, log_c;            /* set by the launcher: log2 R, log2 C (shifts in the kernel) */
 };
 /* What the matvec needs of the context: the SM count its shape choice aims at. */
 struct MatvecScratch {

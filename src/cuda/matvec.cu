@@ -6,7 +6,10 @@
  * row block rb, group g at word (rb·groups + g)·2048, its 16-row tile t at + 256·t). A warp keeps
  * mv_depth groups of loads in flight (issued before griddepcontrol.wait: weights never depend on
  * the previous kernel) and refills a slot as soon as it is multiplied, so no producer, barrier or
- * shared-memory copy sits between a load and its use. A CTA (8 warps) takes R tiles (1, 2, 4 or
+ * shared-memory copy sits between a load and its use; the prologue before those loads is shifts
+ * only (R and C are powers of two). The activation rows arrive by bulk copies on an mbarrier,
+ * the residual epilogue's inputs right after the dependency wait (NOTES rows 49-53: the phases of
+ * one launch are timed by an experiment build, -DQMM_MV_TRACE). A CTA (8 warps) takes R tiles (1, 2, 4 or
  * 8) × its share of K, the warps of a tile splitting that share; a cluster of C CTAs splits K
  * further. Partial sums meet in shared memory (the CTA's warps), then in rank 0's shared memory
  * (the cluster, over DSMEM), always added in the same order: deterministic, one launch, nothing
@@ -14,9 +17,9 @@
  * Arithmetic (exact codes): the codes enter the mma as the exact bf16 values 128 + q, and an mma
  * of all-ones weights gives Σa, so per group
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
- * Where the time goes (bench/NOTES.md rows 27-32): at M = 1 the loads alone run at the speed of
- * a kernel that only reads the weight; the code conversion (~1 instruction a weight pair) and
- * the mma add what the SM cannot overlap with the last bytes' arrival.
+ * Where the time goes (bench/NOTES.md rows 27-32, 49-53): at M = 1 the loads alone run at the
+ * speed of a kernel that only reads the weight; the code conversion (~1 instruction a weight
+ * pair) and the mma add what the SM cannot overlap with the last bytes' arrival.
  * Epilogues (the engine's fused decode step): store; residual (x += bf16(y) in fp32, and the next
  * RMSNorm's inputs: bf16(x·γ) and Σx² per 16-row tile); SwiGLU over a gate|up weight whose row
  * blocks hold 64 gate rows then the same 64 up rows (a CTA takes gate tiles with their up tiles).
@@ -39,7 +42,7 @@ __host__ __device__ constexpr int mv_depth(int tokt) { return tokt == 1 ? 3 : 4;
 /* Shared memory of a CTA that stages kr groups of m activation rows. */
 struct MvSmem {
     int a_stride; /* bf16 a staged row: kr·128 + 8 (ldmatrix rows on distinct banks) */
-    size_t a_off, red_off, ys_off, inv_off, bytes;
+    size_t a_off, red_off, ys_off, inv_off, bar_off, bytes;
     __host__ __device__ MvSmem(int m, int kr, int toks, int rows)
     {
         a_stride = kr * 128 + 8;
@@ -47,17 +50,19 @@ struct MvSmem {
         red_off = (a_off + (size_t)m * a_stride * 2 + 15) / 16 * 16;
         ys_off = red_off + (size_t)MV_WARPS * toks * 16 * 4;
         inv_off = ys_off + (size_t)MV_MAX_CLUSTER * m * rows * 4;
-        bytes = inv_off + 16 * 4;
+        bar_off = inv_off + 16 * 4; /* the staging's mbarrier */
+        bytes = bar_off + 8;
     }
 };
 
-/* The 16-row tile i (< R) of row set s: with R >= 2, R/2 gate tiles of a 128-row block and the
- * matching up tiles 4 further (the SwiGLU layout); other epilogues do not care. */
-__device__ __forceinline__ int mv_tile(int s, int i, int R)
+/* The 16-row tile i (< R = 2^lr) of row set s: with R >= 2, R/2 gate tiles of a 128-row block
+ * and the matching up tiles 4 further (the SwiGLU layout); other epilogues do not care. */
+__device__ __forceinline__ int mv_tile_lg(int s, int i, int lr)
 {
-    if (R == 1) return s;
-    const int half = R / 2, per_block = 8 / R, j0 = (s % per_block) * half;
-    return (s / per_block) * 8 + (i < half ? j0 + i : 4 + j0 + i - half);
+    if (lr == 0) return s;
+    const int half = 1 << (lr - 1), pb_lg = 3 - lr; /* row sets a 128-row block: 8 / R */
+    const int j0 = (s & ((1 << pb_lg) - 1)) << (lr - 1);
+    return ((s >> pb_lg) << 3) + (i < half ? j0 + i : 4 + j0 + i - half);
 }
 
 /* 16 (4) bytes of streamed weights, not kept in L1 (an L2 policy would cost two registers). */
@@ -76,15 +81,40 @@ __device__ __forceinline__ uint32_t ld_stream32(const uint32_t *p)
     return v;
 }
 
-/* The epilogue of a row set from its fp32 sums ys[t][i·16 + r] (tile i, row r), all threads. */
-__device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *inv, int set, int R)
+/* The residual epilogue's values for a warp's first (token, tile) pair, read early: lanes < 16
+ * hold their row's x and γ (ok: the row exists and this CTA writes the result). */
+struct MvResidualPre {
+    float x, g;
+    bool ok;
+};
+__device__ __forceinline__ void mv_residual_pre_weights(const MatvecArgs &p, MvResidualPre &pre, int set,
+                                                        int lr, int rank)
 {
-    const int m = p.m, tid = threadIdx.x, rows = R * 16;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pr = warp;
+    const int row = mv_tile_lg(set, pr & ((1 << lr) - 1), lr) * 16 + lane % 16;
+    pre.ok = p.epi == MV_EPI_RESIDUAL && rank == 0 && pr < (p.m << lr) && lane < 16 && row < p.n;
+    pre.x = 0.f;
+    pre.g = pre.ok && p.xg ? __bfloat162float(p.gamma[row]) : 0.f;
+}
+__device__ __forceinline__ void mv_residual_pre_x(const MatvecArgs &p, MvResidualPre &pre)
+{
+    if (!pre.ok) return;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, lr = p.log_r, pr = warp;
+    const int set = blockIdx.x >> p.log_c, t = pr >> lr;
+    const int row = mv_tile_lg(set, pr & ((1 << lr) - 1), lr) * 16 + lane % 16;
+    pre.x = p.x[(int64_t)t * p.ldc + row];
+}
+
+/* The epilogue of a row set from its fp32 sums ys[t][i·16 + r] (tile i, row r), all threads. */
+__device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *inv, int set, int lr,
+                            const MvResidualPre &pre)
+{
+    const int m = p.m, tid = threadIdx.x, R = 1 << lr, rows = R * 16; /* shifts, not divisions */
     if (p.epi == MV_EPI_SWIGLU) { /* R even: tile i < R/2 gate rows, tile i + R/2 their up rows */
         const int half = R / 2;
         for (int e = tid; e < m * half * 16; e += MV_THREADS) {
-            const int t = e / (half * 16), i = (e / 16) % half, r = e % 16;
-            const int tile = mv_tile(set, i, R), j = (tile / 8) * 64 + (tile % 8) * 16 + r;
+            const int t = e >> (lr + 3), i = (e >> 4) & (half - 1), r = e & 15;
+            const int tile = mv_tile_lg(set, i, lr), j = (tile / 8) * 64 + (tile % 8) * 16 + r;
             if (j >= p.n / 2) continue;
             const float g = __bfloat162float(__float2bfloat16_rn(ys[t * rows + i * 16 + r] * inv[t]));
             const float u = __bfloat162float(__float2bfloat16_rn(ys[t * rows + (i + half) * 16 + r] * inv[t]));
@@ -94,16 +124,16 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *i
     }
     if (p.epi == MV_EPI_STORE) {
         for (int e = tid; e < m * rows; e += MV_THREADS) {
-            const int t = e / rows, i = (e / 16) % R, r = e % 16;
-            const int row = mv_tile(set, i, R) * 16 + r;
+            const int t = e >> (lr + 4), i = (e >> 4) & (R - 1), r = e & 15;
+            const int row = mv_tile_lg(set, i, lr) * 16 + r;
             if (row < p.n) p.c[(int64_t)t * p.ldc + row] = __float2bfloat16_rn(ys[e] * inv[t]);
         }
         return;
     }
     if (p.epi == MV_EPI_STORE_F32) { /* y unrounded: a tensor-parallel rank's partial sum */
         for (int e = tid; e < m * rows; e += MV_THREADS) {
-            const int t = e / rows, i = (e / 16) % R, r = e % 16;
-            const int row = mv_tile(set, i, R) * 16 + r;
+            const int t = e >> (lr + 4), i = (e >> 4) & (R - 1), r = e & 15;
+            const int row = mv_tile_lg(set, i, lr) * 16 + r;
             if (row < p.n) p.x[(int64_t)t * p.ldc + row] = ys[e] * inv[t];
         }
         return;
@@ -113,15 +143,18 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *i
      * over the 16 lanes in a fixed order. */
     const int warp = tid / 32, lane = tid % 32;
     for (int pr = warp; pr < m * R; pr += MV_WARPS) {
-        const int t = pr / R, i = pr % R, tile = mv_tile(set, i, R), row = tile * 16 + (lane % 16);
+        const int t = pr >> lr, i = pr & (R - 1), tile = mv_tile_lg(set, i, lr), row = tile * 16 + (lane % 16);
         float ss = 0.f;
         if (lane < 16 && row < p.n) {
             const float y = __bfloat162float(__float2bfloat16_rn(ys[t * rows + i * 16 + lane] * inv[t]));
+            const bool early = pr == warp; /* pre holds this row's x and γ */
             float *xp = p.x + (int64_t)t * p.ldc + row;
-            const float x = *xp + y;
+            const float x = (early ? pre.x : *xp) + y;
             *xp = x;
             ss = x * x;
-            if (p.xg) p.xg[(int64_t)t * p.ldc + row] = __float2bfloat16_rn(x * __bfloat162float(p.gamma[row]));
+            if (p.xg)
+                p.xg[(int64_t)t * p.ldc + row] =
+                    __float2bfloat16_rn(x * (early ? pre.g : __bfloat162float(p.gamma[row])));
         }
 #pragma unroll
         for (int o = 8; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
@@ -190,32 +223,57 @@ __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, 
     }
 }
 
+#ifdef QMM_MV_TRACE /* an experiment build: thread 0's clock at each phase, per CTA */
+__device__ unsigned long long mv_trace_buf[8192 * 8];
+__device__ int mv_trace_grid;
+#define MV_STAMP(i)                                                                              \
+    do {                                                                                         \
+        if (threadIdx.x == 0 && blockIdx.x < 8192) mv_trace_buf[blockIdx.x * 8 + (i)] = clock64() - t_entry; \
+    } while (0)
+cudaError_t matvec_trace_read(unsigned long long *out, int max_ctas, int *ctas)
+{
+    cudaError_t e = cudaMemcpyFromSymbol(ctas, mv_trace_grid, sizeof(int));
+    if (*ctas > max_ctas) *ctas = max_ctas;
+    return e == cudaSuccess ? cudaMemcpyFromSymbol(out, mv_trace_buf, sizeof(unsigned long long) * 8 * *ctas) : e;
+}
+#else
+#define MV_STAMP(i) ((void)0)
+#endif
+
 template <int TOKT>
 __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(const MatvecArgs p)
 {
     constexpr int TOKS = 8 * TOKT;
     constexpr int D = mv_depth(TOKT);
     extern __shared__ __align__(128) unsigned char smem[];
-    const int R = p.tiles_per_cta, C = p.cluster, KW = MV_WARPS / R;
-    const int groups = p.k / 128, kr = (groups + C - 1) / C;
-    const MvSmem L(p.m, kr, TOKS, R * 16);
-    __nv_bfloat16 *as = reinterpret_cast<__nv_bfloat16 *>(smem + L.a_off);
-    float *red = reinterpret_cast<float *>(smem + L.red_off); /* [warp][TOKS][16] */
-    float *ys = reinterpret_cast<float *>(smem + L.ys_off);   /* [C][m][R·16] */
-    float *inv = reinterpret_cast<float *>(smem + L.inv_off); /* [16] */
-
+#ifdef QMM_MV_TRACE
+    const long long t_entry = clock64();
+    if (threadIdx.x == 0 && blockIdx.x < 8192) {
+        unsigned long long gt;
+        unsigned smid;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        mv_trace_buf[blockIdx.x * 8] = gt, mv_trace_buf[blockIdx.x * 8 + 1] = smid;
+        if (blockIdx.x == 0) mv_trace_grid = gridDim.x;
+    }
+#endif
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, tid = threadIdx.x;
     const int g8 = lane / 4, t4 = lane % 4;
-    const int rank = C > 1 ? (int)cluster_rank() : 0, set = blockIdx.x / C;
+    /* The first loads come first: every index below is a shift (R = 2^lr, C = 2^lc, 8 warps),
+     * so a warp requests its first groups a few dozen instructions after it starts. */
+    const int lr = p.log_r, lc = p.log_c, groups = p.k >> 7;
+    const int rank = lc ? (int)cluster_rank() : 0, set = blockIdx.x >> lc;
     /* this CTA's groups [c0, c1), this warp's [w0, w1) of them, its tile */
-    const int c0 = rank * groups / C, c1 = (rank + 1) * groups / C;
-    const int part = warp / R, ti = warp % R, tile = mv_tile(set, ti, R);
-    const int w0 = c0 + part * (c1 - c0) / KW, w1 = c0 + (part + 1) * (c1 - c0) / KW, ng = w1 - w0;
+    const int c0 = (rank * groups) >> lc, c1 = ((rank + 1) * groups) >> lc;
+    const int part = warp >> lr, ti = warp & ((1 << lr) - 1), tile = mv_tile_lg(set, ti, lr);
+    const int kw_lg = 3 - lr; /* warps a tile: 8 / R */
+    const int w0 = c0 + ((part * (c1 - c0)) >> kw_lg), w1 = c0 + (((part + 1) * (c1 - c0)) >> kw_lg);
+    const int ng = w1 - w0;
 
     /* D slots of registers a lane: its 16 bytes of rows g8 and g8 + 8 of a (tile, group) and
      * their scale|bias words; the first D groups requested before the dependency wait (weights
      * never depend on the previous kernel), a slot refilled once its group is multiplied */
-    const uint32_t *src_w = p.packed + ((int64_t)(tile / 8) * groups + w0) * 2048 + (tile % 8) * 256 +
+    const uint32_t *src_w = p.packed + ((int64_t)(tile >> 3) * groups + w0) * 2048 + (tile & 7) * 256 +
                             lane * 4; /* = row g8, words 4·t4 */
     const uint32_t *src_s = p.sb + (int64_t)w0 * p.n_pad + tile * 16 + g8;
     const int step_s = (int)p.n_pad; /* fits an int (launcher) */
@@ -224,25 +282,36 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
 #pragma unroll
     for (int j = 0; j < D; j++)
         if (j < ng) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
-    if (C > 1) cluster_arrive_relaxed(); /* every CTA of the cluster has started: see the reduction */
+    MV_STAMP(2);
+    if (lc) cluster_arrive_relaxed(); /* every CTA of the cluster has started: see the reduction */
+
+    const int R = 1 << lr, C = 1 << lc, KW = 1 << kw_lg;
+    const MvSmem L(p.m, (groups + C - 1) >> lc, TOKS, R * 16);
+    __nv_bfloat16 *as = reinterpret_cast<__nv_bfloat16 *>(smem + L.a_off);
+    float *red = reinterpret_cast<float *>(smem + L.red_off); /* [warp][TOKS][16] */
+    float *ys = reinterpret_cast<float *>(smem + L.ys_off);   /* [C][m][R·16] */
+    float *inv = reinterpret_cast<float *>(smem + L.inv_off); /* [16] */
+    uint64_t *staged = reinterpret_cast<uint64_t *>(smem + L.bar_off);
+    if (tid == 0) {
+        mbar_init(staged, 1);
+        mbar_fence_init();
+    }
+    /* The residual epilogue's first (token, tile) pair of this warp: its norm weight now (a
+     * weight), its residual row after the wait; read at the end they were a round trip there. */
+    MvResidualPre pre;
+    mv_residual_pre_weights(p, pre, set, lr, rank);
+    __syncthreads(); /* the barrier's init before anyone waits on it */
 
     pdl_wait(); /* activations, norm sums and outputs belong to the previous kernel until here */
-    /* stage the m activation rows of groups [c0, c1) */
-    const int chunks = (c1 - c0) * 16; /* 16-byte chunks a row */
-    for (int e0 = tid; e0 < p.m * chunks; e0 += 4 * MV_THREADS) {
-        uint4 v[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int e = e0 + u * MV_THREADS, t = e / chunks, c = e % chunks;
-            if (e < p.m * chunks)
-                v[u] = *reinterpret_cast<const uint4 *>(p.a + (int64_t)t * p.lda + c0 * 128 + c * 8);
-        }
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int e = e0 + u * MV_THREADS, t = e / chunks, c = e % chunks;
-            if (e < p.m * chunks) *reinterpret_cast<uint4 *>(as + (int64_t)t * L.a_stride + c * 8) = v[u];
-        }
+    /* The m activation rows of groups [c0, c1) by the copy engine (one bulk copy a row): loads
+     * of this SM's threads would queue behind the weight loads already in flight. */
+    if (tid == 0) {
+        const uint32_t row_bytes = (uint32_t)(c1 - c0) * 256;
+        mbar_arrive_expect_tx(staged, row_bytes * (uint32_t)p.m);
+        for (int t = 0; t < p.m; t++)
+            bulk_copy_plain(as + (int64_t)t * L.a_stride, p.a + (int64_t)t * p.lda + c0 * 128, row_bytes, staged);
     }
+    mv_residual_pre_x(p, pre);
     for (int t = warp; t < p.m; t += MV_WARPS) { /* RMSNorm of the input rows from their Σx² */
         float ss = 0.f;
         if (p.ss_in)
@@ -251,7 +320,8 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
         for (int o = 16; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         if (lane == 0) inv[t] = p.ss_in ? 1.0f / sqrtf(ss / (float)p.norm_dim + p.eps) : 1.0f;
     }
-    __syncthreads();
+    mbar_wait(staged, 0); /* inv is read after later barriers */
+    MV_STAMP(3);
 
     /* the warp's groups, D in flight; lanes read token rows clamped to m - 1 (those columns of
      * the mma are discarded) */
@@ -270,10 +340,12 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
             const int i = base + j;
             if (i >= ng) break;
             mv_group<TOKT>(acc, lo[j], hi[j], sl[j], sh[j], arow, w0 + i - c0, magic);
+            if (i == 0) MV_STAMP(4);
             if (i + D < ng) /* refill the slot (after its use: no register copies) */
                 mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
         }
     }
+    MV_STAMP(5);
     pdl_launch_dependents(); /* the next kernel may start streaming its weights */
 
     /* the warps' partial sums → this CTA's sums of its rows, parts added in order */
@@ -286,10 +358,11 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
         rw[16 + g8 + 8] = acc[tt][3];
     }
     __syncthreads();
+    MV_STAMP(6);
     const int rows = R * 16;
-    if (C > 1) cluster_wait(); /* the start arrival: every CTA of the cluster is running */
+    if (lc) cluster_wait(); /* the start arrival: every CTA of the cluster is running */
     for (int e = tid; e < p.m * rows; e += MV_THREADS) {
-        const int t = e / rows, i = (e / 16) % R, r = e % 16;
+        const int t = e >> (lr + 4), i = (e >> 4) & (R - 1), r = e & 15;
         float s = 0.f;
         for (int q = 0; q < KW; q++) s += red[((q * R + i) * TOKS + t) * 16 + r];
         if (C > 1) st_cluster(ys + (int64_t)rank * p.m * rows + e, 0, s);
@@ -306,7 +379,8 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
         }
     }
     __syncthreads();
-    mv_epilogue(p, ys, inv, set, R);
+    mv_epilogue(p, ys, inv, set, lr, pre);
+    MV_STAMP(7);
 }
 
 constexpr int MV_SMEM_MAX = 227 * 1024, MV_SMEM_SM = 228 * 1024;
@@ -394,6 +468,9 @@ cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t 
         return cudaErrorInvalidValue;
     const size_t bytes = mv_smem(p, R, C);
     if (bytes > (size_t)MV_SMEM_MAX) return cudaErrorInvalidValue;
+    p.log_r = R == 1 ? 0 : R == 2 ? 1 : R == 4 ? 2 : 3;
+    p.log_c = C == 1 ? 0 : C == 2 ? 1 : C == 4 ? 2 : 3;
+    const int64_t ctas = p.n_pad / 16 / R * C;
     cudaLaunchAttribute attr[2];
     int na = 0;
     if (C > 1) {
@@ -407,7 +484,7 @@ cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t 
         attr[na++].val.programmaticStreamSerializationAllowed = 1;
     }
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(p.n_pad / 16 / R * C));
+    cfg.gridDim = dim3((unsigned)ctas);
     cfg.blockDim = dim3(MV_THREADS);
     cfg.dynamicSmemBytes = bytes;
     cfg.stream = stream;
