@@ -203,6 +203,30 @@ static const char *gpu_matvec_fused(op_data *d, int variant)
 
 /* ---- engine kernels ---- */
 
+/* The cache rows outside [pos, pos + m) bitwise as they were (the tolerance of kc would hide a
+ * stray row). */
+static const char *cache_untouched(op_data *d)
+{
+    const op_case *c = d->c;
+    const char *names[2] = {"kc", "vc"};
+    for (int n = 0; n < 2; n++) {
+        const tensor *t = op_tensor(d, names[n]);
+        const qmm_bf16 *got = t->host, *was = t->init;
+        for (int h = 0; h < c->kv_heads; h++)
+            for (int64_t p = 0; p < d->max_seq; p++) {
+                if (p >= c->pos && p < c->pos + c->m) continue;
+                size_t at = ((size_t)h * (size_t)d->max_seq + (size_t)p) * (size_t)c->hd;
+                if (memcmp(got + at, was + at, (size_t)c->hd * 2)) {
+                    snprintf(msg, sizeof msg, "%s row %lld of KV head %d changed (written: "
+                             "%lld..%lld)", names[n], (long long)p, h, (long long)c->pos,
+                             (long long)(c->pos + c->m - 1));
+                    return msg;
+                }
+            }
+    }
+    return NULL;
+}
+
 static const char *gpu_engine(op_data *d, int variant)
 {
     const op_case *c = d->c;
@@ -220,7 +244,7 @@ static const char *gpu_engine(op_data *d, int variant)
                                               D(d, &dv, "w"), c->n, OP_EPS, (int)c->m, D(d, &dv, "h"));
         break;
     case OP_QK_NORM_ROPE:
-        e = llm_op_qk_norm_rope(D(d, &dv, "q"), D(d, &dv, "k"), D(d, &dv, "v"), qw, kvw,
+        e = llm_op_qk_norm_rope(variant, D(d, &dv, "q"), D(d, &dv, "k"), D(d, &dv, "v"), qw, kvw,
                                 D(d, &dv, "qw"), D(d, &dv, "kw"), D(d, &dv, "cos"), D(d, &dv, "sin"),
                                 D(d, &dv, "pos"), (int)c->m, c->heads, c->kv_heads, c->hd, OP_EPS,
                                 d->max_seq, D(d, &dv, "kc"), D(d, &dv, "vc"));
@@ -268,6 +292,7 @@ static const char *gpu_engine(op_data *d, int variant)
     }
     err = dev_finish(d, &dv, (cudaError_t)e);
     cudaFree(partials);
+    if (!err && c->op == OP_QK_NORM_ROPE) err = cache_untouched(d);
     return err;
 }
 
@@ -282,8 +307,9 @@ static const op_backend gpu_backends[] = {
     MATMUL("cuda_wgmma_splitk", MM_WGMMA_SPLIT), MATMUL("cuda_streamk", MM_STREAMK),
     {"cuda_rows", OP_ROWS, gpu_rows, 0, 1}, {"engine_embed", OP_ROWS, gpu_rows, 1, 1},
     ENGINE("engine", OP_ADD_RMSNORM, 0), ENGINE("engine", OP_QK_NORM_ROPE, 0),
-    ENGINE("engine", OP_SWIGLU, 0),
+    ENGINE("engine_pdl", OP_QK_NORM_ROPE, 1), ENGINE("engine", OP_SWIGLU, 0),
     ENGINE("engine_fp32", OP_ATTN_PREFILL, 0), ENGINE("engine_mma", OP_ATTN_PREFILL, 1),
+    ENGINE("engine_mma_pdl", OP_ATTN_PREFILL, 2),
     ENGINE("engine_split1", OP_ATTN_DECODE, 1), ENGINE("engine_split4", OP_ATTN_DECODE, 4),
     ENGINE("engine_fused_s1", OP_DECODE_FUSED, 1), ENGINE("engine_fused_s8", OP_DECODE_FUSED, 8),
     ENGINE("engine", OP_ARGMAX, 0), ENGINE("engine_2stage", OP_ARGMAX, 1),

@@ -74,8 +74,13 @@ void ops_make(op_data *d)
         near_one(op_add(d, "w", T_BF16, T_IN, n, 0));
         op_add(d, "h", T_BF16, T_OUT, m * n, 0);
         break;
-    case OP_QK_NORM_ROPE: /* q rotated in place */
+    case OP_QK_NORM_ROPE: /* q rotated in place; the cache rows to be written poisoned */
         make_rope(d, c, T_INOUT);
+        for (int h = 0; h < c->kv_heads; h++)
+            for (size_t i = 0; i < m * (size_t)c->hd; i++) {
+                size_t at = ((size_t)h * (size_t)d->max_seq + (size_t)c->pos) * (size_t)c->hd + i;
+                BF("kc")[at] = BF("vc")[at] = TEST_POISON_BF16;
+            }
         break;
     case OP_DECODE_FUSED: /* the new row's q, k, v; the cache holds pos earlier positions */
         make_rope(d, c, T_IN);

@@ -49,7 +49,13 @@ static const op_case cases[] = {
     NORM("add+norm h1024 m3", 3, 1024, 1),
     NORM("fp32 add+norm h4096 m1", 1, 4096, 2), NORM("fp32 add+norm h1000 m3", 3, 1000, 2),
     NORM("fp32 add+norm h998 m2 (scalar)", 2, 998, 2),
+    /* rope: one warp a head, striding (m 300 and 2048 take several heads a warp); paired loads at
+     * hd 128, 256, the general path at other even hd */
     ROPE("rope 32/8 m1 pos7", 1, 32, 8, 128, 7), ROPE("rope 16/8 hd64 m6", 6, 16, 8, 64, 0),
+    ROPE("rope 32/8 m37 pos5", 37, 32, 8, 128, 5), ROPE("rope 32/8 m300", 300, 32, 8, 128, 0),
+    ROPE("rope 32/8 m2048 pos3", 2048, 32, 8, 128, 3), ROPE("rope 4/2 hd64 m37", 37, 4, 2, 64, 9),
+    ROPE("rope 3/1 hd96 m5", 5, 3, 1, 96, 2), ROPE("rope 2/2 hd256 m3", 3, 2, 2, 256, 1),
+    ROPE("rope 1/1 hd2 m4", 4, 1, 1, 2, 0), ROPE("rope 5/3 hd1024 m2", 2, 5, 3, 1024, 11),
     SWIGLU("swiglu 9728 m1", 1, 9728), SWIGLU("swiglu 100 m3", 3, 100),
     PREFILL("prefill 32/8 m16", 16, 32, 8, 128, 0), PREFILL("prefill 32/8 m70 pos5", 70, 32, 8, 128, 5),
     PREFILL("prefill 8/8 hd64 m9", 9, 8, 8, 64, 3),

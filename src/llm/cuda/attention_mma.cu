@@ -93,7 +93,8 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3) /* three blocks a SM, as man
                                                         memory allows (a few registers spill) */
     attn_prefill_mma_kernel(const bf16 *__restrict__ q, int64_t q_stride, const bf16 *__restrict__ kc,
                             const bf16 *__restrict__ vc, const int32_t *__restrict__ pos, int m,
-                            int heads, int kv_heads, int64_t max_seq, bf16 *__restrict__ out)
+                            int heads, int kv_heads, int64_t max_seq, bf16 *__restrict__ out,
+                            unsigned long long *stamp)
 {
     using TL = tc_layout<HD>;
     constexpr int KS = TL::KS;
@@ -113,6 +114,8 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3) /* three blocks a SM, as man
 
     const int rows_here = min(TC_BQ, m - r0);
     const int64_t kend = p0 + r0 + rows_here;
+    stamp_start(stamp);
+    pdl_wait_trigger(stamp); /* this prompt's cache rows and q come from the kernel before */
     const int ntiles = (int)((kend + TC_BK - 1) / TC_BK);
     const bf16 *K = kc + (int64_t)kvh * max_seq * HD, *V = vc + (int64_t)kvh * max_seq * HD;
     /* tile i into stage i % 2; keys at or past kend are zero-filled (and masked below) */
@@ -263,35 +266,40 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3) /* three blocks a SM, as man
             *reinterpret_cast<__nv_bfloat162 *>(ob + d) =
                 __floats2bfloat162_rn(o[dn][2] / lb, o[dn][3] / lb);
     }
+    if (stamp) { /* uniform over the block */
+        __syncthreads();
+        stamp_end(stamp);
+    }
 }
 
 template <int HD>
 static cudaError_t launch_prefill_mma_hd(dim3 grid, const bf16 *q, int64_t q_stride, const bf16 *kc,
                                          const bf16 *vc, const int32_t *pos, int m, int heads,
                                          int kv_heads, int64_t max_seq, bf16 *out,
-                                         cudaStream_t stream)
+                                         cudaStream_t stream, const llm_launch *ln)
 {
     constexpr int bytes = tc_layout<HD>::BYTES;
     static int opted[64]; /* per device: the opt-in above 48 KB of shared memory is made */
     cudaError_t e = llm_opt_in_smem(attn_prefill_mma_kernel<HD>, bytes, opted);
     if (e != cudaSuccess) return e;
-    attn_prefill_mma_kernel<HD><<<grid, TC_WARPS * 32, bytes, stream>>>(q, q_stride, kc, vc, pos, m,
-                                                                      heads, kv_heads, max_seq, out);
-    return cudaGetLastError();
+    e = llm_launch_kernel(attn_prefill_mma_kernel<HD>, grid, dim3(TC_WARPS * 32), bytes, stream, ln,
+                          q, q_stride, kc, vc, pos, m, heads, kv_heads, max_seq, out,
+                          stamp_of(ln));
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 cudaError_t launch_attention_prefill_mma(const bf16 *q, int64_t q_stride, const bf16 *kc,
                                          const bf16 *vc, const int32_t *pos, int m, int heads,
                                          int kv_heads, int hd, int64_t max_seq, bf16 *out,
-                                         cudaStream_t stream)
+                                         cudaStream_t stream, const llm_launch *ln)
 {
     dim3 grid((m + TC_BQ - 1) / TC_BQ, heads);
     if (hd == 128)
         return launch_prefill_mma_hd<128>(grid, q, q_stride, kc, vc, pos, m, heads, kv_heads,
-                                          max_seq, out, stream);
+                                          max_seq, out, stream, ln);
     if (hd == 64)
         return launch_prefill_mma_hd<64>(grid, q, q_stride, kc, vc, pos, m, heads, kv_heads,
-                                         max_seq, out, stream);
+                                         max_seq, out, stream, ln);
     return cudaErrorInvalidValue;
 }
 

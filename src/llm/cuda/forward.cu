@@ -8,7 +8,7 @@
  * (attention_decode.cu); of several rows (prefill) a qk-norm + rope + cache kernel, then the
  * attention. Layer 0's input rmsnorm follows the embedding; the head is followed by the
  * two-stage argmax. Every engine kernel after the embedding is launched with PDL when s->pdl
- * (pdl.cuh), except the prefill's rope and attention kernels and the reference decode kernels.
+ * (pdl.cuh), except the reference attention kernels (attention.cu, the unfused decode).
  * With weight streaming the layer's projections read the slot its weights are uploaded into
  * (offload.cu), after waiting for that upload; the copy stream is forked from the compute
  * stream at the start and joined back before the head, so a capture takes both streams.
@@ -132,6 +132,8 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
     const bool fused_attention = m == 1 && !s->attention_ref;
     /* bytes for the in-graph profile (decode: one row) */
     const double norm_bytes = 14.0 * H * m, swiglu_bytes = 6.0 * (double)I * m;
+    /* q in and out, k and v in, their cache rows out */
+    const double rope_bytes = 4.0 * (heads + 2.0 * kvh) * hd * m;
     cudaStream_t st = s->stream;
     llm_launch ln;
     Q_TRY(llm_tp_usable(s));
@@ -169,10 +171,10 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
                 s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_fused, kc, vc,
                 s->partials, s->counters, s->att, st, llm_launch_as(s, &ln, "attention", attn_bytes)));
         } else {
-            K_TRY(launch_qk_norm_rope(s->q, s->k, s->v, s->q_stride, s->kv_stride,
-                                      ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
-                                      s->sin_t, s->d_pos, m, heads, kvh, hd, eps, s->max_seq, kc,
-                                      vc, st));
+            K_TRY(launch_qk_norm_rope(
+                s->q, s->k, s->v, s->q_stride, s->kv_stride, ly->norm[QMM_LLM_Q_NORM],
+                ly->norm[QMM_LLM_K_NORM], s->cos_t, s->sin_t, s->d_pos, m, heads, kvh, hd, eps,
+                s->max_seq, kc, vc, st, llm_launch_as(s, &ln, "qk-norm+rope+cache", rope_bytes)));
             llm_mark(prof, st, "qk-norm+rope+cache");
             if (m == 1)
                 K_TRY(launch_attention_decode(s->q, kc, vc, s->d_pos, heads, kvh, hd, s->max_seq,
@@ -182,7 +184,8 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
                                                hd, s->max_seq, s->att, st));
             else
                 K_TRY(launch_attention_prefill_mma(s->q, s->q_stride, kc, vc, s->d_pos, m, heads,
-                                                   kvh, hd, s->max_seq, s->att, st));
+                                                   kvh, hd, s->max_seq, s->att, st,
+                                                   llm_launch_as(s, &ln, "attention", attn_bytes)));
         }
         llm_mark(prof, st, "attention");
         const float *y32; /* tensor-parallel: the ranks' partial products summed */

@@ -52,12 +52,14 @@ cudaError_t launch_add_norm_fold_f32(float *x, const float *add, const bf16 *w, 
  * with qw and rotated in place; k (row stride kv_stride, kv*hd wide) is normalised with kw,
  * rotated and stored at kc[kvh][p]; v (row stride kv_stride) is copied to vc[kvh][p]. kc, vc are
  * one layer's cache, [kv_heads, max_seq, hd]. cos_t/sin_t [max_seq, hd/2]. The strides let q, k,
- * v be column ranges of one fused [m, q+k+v] projection output. */
+ * v be column ranges of one fused [m, q+k+v] projection output. Any even hd (paired loads for
+ * hd 128 and 256 when aligned); m >= 1, else cudaErrorInvalidValue. PDL-safe (pdl.cuh). */
 cudaError_t launch_qk_norm_rope(bf16 *q, const bf16 *k, const bf16 *v, int64_t q_stride,
                                 int64_t kv_stride, const bf16 *qw, const bf16 *kw,
                                 const float *cos_t, const float *sin_t, const int32_t *pos, int m,
                                 int heads, int kv_heads, int hd, float eps, int64_t max_seq,
-                                bf16 *kc, bf16 *vc, cudaStream_t stream);
+                                bf16 *kc, bf16 *vc, cudaStream_t stream,
+                                const llm_launch *ln = nullptr);
 
 /* ---- attention.cu ---- */
 
@@ -70,11 +72,12 @@ cudaError_t launch_attention_prefill(const bf16 *q, int64_t q_stride, const bf16
                                      int64_t max_seq, bf16 *out, cudaStream_t stream);
 
 /* The same on tensor cores (bf16 mma.sync, fp32 accumulate; P rounded to bf16 for P·V):
- * attention_mma.cu. hd must be 64 or 128. */
+ * attention_mma.cu. hd must be 64 or 128. PDL-safe (pdl.cuh). */
 cudaError_t launch_attention_prefill_mma(const bf16 *q, int64_t q_stride, const bf16 *kc,
                                          const bf16 *vc,
                                          const int32_t *pos, int m, int heads, int kv_heads,
-                                         int hd, int64_t max_seq, bf16 *out, cudaStream_t stream);
+                                         int hd, int64_t max_seq, bf16 *out, cudaStream_t stream,
+                                         const llm_launch *ln = nullptr);
 
 /* One row at position *pos over *pos + 1 cached positions, split into nsplit ranges; each block
  * serves the heads/kv_heads query heads of one KV head (K and V are read once per group).

@@ -23,25 +23,27 @@ extern "C" int llm_op_add_rmsnorm_f32(float *x, const float *add, const void *w,
     return (int)launch_add_rmsnorm_f32(x, add, (const bf16 *)w, n, eps, 0, m, (bf16 *)h, 0);
 }
 
-extern "C" int llm_op_qk_norm_rope(void *q, const void *k, const void *v, int64_t q_stride,
-                                   int64_t kv_stride, const void *qw, const void *kw,
-                                   const float *cos_t, const float *sin_t, const int32_t *pos,
-                                   int m, int heads, int kv_heads, int hd, float eps,
-                                   int64_t max_seq, void *kc, void *vc)
+extern "C" int llm_op_qk_norm_rope(int pdl, void *q, const void *k, const void *v,
+                                   int64_t q_stride, int64_t kv_stride, const void *qw,
+                                   const void *kw, const float *cos_t, const float *sin_t,
+                                   const int32_t *pos, int m, int heads, int kv_heads, int hd,
+                                   float eps, int64_t max_seq, void *kc, void *vc)
 {
+    const llm_launch ln = {pdl, nullptr};
     return (int)launch_qk_norm_rope((bf16 *)q, (const bf16 *)k, (const bf16 *)v, q_stride, kv_stride,
                                     (const bf16 *)qw, (const bf16 *)kw, cos_t, sin_t, pos, m, heads,
-                                    kv_heads, hd, eps, max_seq, (bf16 *)kc, (bf16 *)vc, 0);
+                                    kv_heads, hd, eps, max_seq, (bf16 *)kc, (bf16 *)vc, 0, &ln);
 }
 
 extern "C" int llm_op_attention_prefill(int mma, const void *q, int64_t q_stride, const void *kc,
                                         const void *vc, const int32_t *pos, int m, int heads,
                                         int kv_heads, int hd, int64_t max_seq, void *out)
 {
+    const llm_launch ln = {mma == 2, nullptr};
     if (mma)
         return (int)launch_attention_prefill_mma((const bf16 *)q, q_stride, (const bf16 *)kc,
                                                  (const bf16 *)vc, pos, m, heads, kv_heads, hd,
-                                                 max_seq, (bf16 *)out, 0);
+                                                 max_seq, (bf16 *)out, 0, &ln);
     return (int)launch_attention_prefill((const bf16 *)q, q_stride, (const bf16 *)kc,
                                          (const bf16 *)vc, pos, m, heads, kv_heads, hd, max_seq,
                                          (bf16 *)out, 0);

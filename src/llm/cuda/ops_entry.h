@@ -22,11 +22,12 @@ int llm_op_add_rmsnorm(float *x, const void *add, const void *w, int64_t n, floa
 /* the same with an fp32 add, rounded to bf16 before it is added (tensor parallelism) */
 int llm_op_add_rmsnorm_f32(float *x, const float *add, const void *w, int64_t n, float eps, int m,
                            void *h);
-int llm_op_qk_norm_rope(void *q, const void *k, const void *v, int64_t q_stride,
+/* pdl: launched with programmatic dependent launch (as the engine does when PDL is on) */
+int llm_op_qk_norm_rope(int pdl, void *q, const void *k, const void *v, int64_t q_stride,
                         int64_t kv_stride, const void *qw, const void *kw, const float *cos_t,
                         const float *sin_t, const int32_t *pos, int m, int heads, int kv_heads,
                         int hd, float eps, int64_t max_seq, void *kc, void *vc);
-/* mma: 0 = the fp32 CUDA-core kernel, 1 = the tensor-core kernel */
+/* mma: 0 = the fp32 CUDA-core kernel, 1 = the tensor-core kernel, 2 = that launched with PDL */
 int llm_op_attention_prefill(int mma, const void *q, int64_t q_stride, const void *kc,
                              const void *vc, const int32_t *pos, int m, int heads, int kv_heads,
                              int hd, int64_t max_seq, void *out);
