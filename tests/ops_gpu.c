@@ -164,19 +164,21 @@ static const char *gpu_rows(op_data *d, int engine)
 
 /* ---- the fused decode matvecs (decode_fused.cu's epilogues) ---- */
 
-/* variant = 16·R + C: a forced CTA shape (0: the launcher's), skipped where the kernel does not
- * take it: SwiGLU needs gate and up tiles (R >= 2), a rank needs a group (C <= K/128), and the
- * shared memory (matvec.cu MvSmem: staged rows, warp sums, 8 ranks' sums) must fit 227 KB. */
+/* variant = 16·R + C: a forced CTA shape (0: the launcher's), + 512 for CTAs of 4 warps instead
+ * of 8, skipped where the kernel does not take it: SwiGLU needs gate and up tiles (R >= 2), a
+ * rank needs a group (C <= K/128), 4 warps take at most 8 tokens, and the shared memory (matvec.cu
+ * MvSmem: staged rows, warp sums, 8 ranks' sums) must fit 227 KB. */
 static const char *gpu_matvec_fused(op_data *d, int variant)
 {
     const op_case *c = d->c;
-    const int R = variant / 16, C = variant % 16, groups = (int)(c->k / 128);
+    const int R = variant % 512 / 16, C = variant % 16, groups = (int)(c->k / 128);
     if (variant && c->flag == 2 && R == 1) return OP_SKIP_PREFIX "SwiGLU takes R >= 2";
+    if (variant >= 512 && c->m > 8) return OP_SKIP_PREFIX "4-warp CTAs take at most 8 tokens";
     if (variant && C > groups) return OP_SKIP_PREFIX "more ranks than groups";
     if (variant) {
         const int64_t kr = (groups + C - 1) / C, toks = c->m <= 8 ? 8 : 16;
         const int64_t smem = (c->m * (kr * 128 + 8) * 2 + 15) / 16 * 16 + 8 * toks * 16 * 4 +
-                             8 * c->m * R * 16 * 4 + 64;
+                             8 * c->m * R * 16 * 4 + 72;
         if (smem > 227 * 1024) return OP_SKIP_PREFIX "the staged rows exceed shared memory";
     }
     qmm_cuda_weight *w;
@@ -322,6 +324,10 @@ static const op_backend gpu_backends[] = {
     {"cuda_mv_r4c4", OP_MATVEC_FUSED, gpu_matvec_fused, 64 + 4, 1},
     {"cuda_mv_r8c1", OP_MATVEC_FUSED, gpu_matvec_fused, 128 + 1, 1},
     {"cuda_mv_r8c8", OP_MATVEC_FUSED, gpu_matvec_fused, 128 + 8, 1},
+    /* 4-warp CTAs (m <= 8): a warp a tile, two, four */
+    {"cuda_mv4_r4c1", OP_MATVEC_FUSED, gpu_matvec_fused, 512 + 64 + 1, 1},
+    {"cuda_mv4_r2c2", OP_MATVEC_FUSED, gpu_matvec_fused, 512 + 32 + 2, 1},
+    {"cuda_mv4_r1c4", OP_MATVEC_FUSED, gpu_matvec_fused, 512 + 16 + 4, 1},
 };
 
 const op_backend *ops_gpu_backends(int *n)

@@ -73,7 +73,9 @@ struct MatvecArgs {
     int ss_blocks, norm_dim;
     float eps;
     int tiles_per_cta, cluster;  /* the CTA shape (16-row tiles a CTA, CTAs a cluster along K):
-                                    0 = the launcher's choice */
+                                    0 = the launcher's choice, of warps too */
+    int warps;                   /* warps a CTA: 8, or 4 (m <= 8); 0 with a caller's shape: 8 */
+    int pre_wait;                /* groups a warp requests before the dependency wait (0: 2) */
     int log_r, log_c;            /* set by the launcher: log2 R, log2 C (shifts in the kernel) */
 };
 /* What the matvec needs of the context: the SM count its shape choice aims at. */

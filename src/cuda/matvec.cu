@@ -32,12 +32,16 @@
 
 namespace qmm {
 
-constexpr int MV_WARPS = 8, MV_THREADS = MV_WARPS * 32;
+constexpr int MV_WARPS = 8; /* the most warps a CTA (4 or 8: matvec_shape) */
 constexpr int MV_MAX_CLUSTER = 8;
 
 /* Groups of loads in flight a lane (40 bytes each): 3 with one token tile (80 registers, three
- * CTAs a SM), 4 with two (two CTAs a SM). */
+ * CTAs a SM), 4 with two (two CTAs a SM). MV_PRE_WAIT of them are requested before the
+ * dependency wait, the rest after the activations' copy: requested after all of them, the
+ * activations queued behind every SM's weight loads (NOTES row 56: at 1 or 2, gate 7.16 → 6.7 µs
+ * alone, decode +2–4 %). */
 __host__ __device__ constexpr int mv_depth(int tokt) { return tokt == 1 ? 3 : 4; }
+constexpr int MV_PRE_WAIT = 2;
 
 /* Shared memory of a CTA that stages kr groups of m activation rows. */
 struct MvSmem {
@@ -48,7 +52,7 @@ struct MvSmem {
         a_stride = kr * 128 + 8;
         a_off = 0;
         red_off = (a_off + (size_t)m * a_stride * 2 + 15) / 16 * 16;
-        ys_off = red_off + (size_t)MV_WARPS * toks * 16 * 4;
+        ys_off = red_off + (size_t)MV_WARPS * toks * 16 * 4; /* the most warps a CTA */
         inv_off = ys_off + (size_t)MV_MAX_CLUSTER * m * rows * 4;
         bar_off = inv_off + 16 * 4; /* the staging's mbarrier */
         bytes = bar_off + 8;
@@ -112,7 +116,7 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *i
     const int m = p.m, tid = threadIdx.x, R = 1 << lr, rows = R * 16; /* shifts, not divisions */
     if (p.epi == MV_EPI_SWIGLU) { /* R even: tile i < R/2 gate rows, tile i + R/2 their up rows */
         const int half = R / 2;
-        for (int e = tid; e < m * half * 16; e += MV_THREADS) {
+        for (int e = tid; e < m * half * 16; e += blockDim.x) {
             const int t = e >> (lr + 3), i = (e >> 4) & (half - 1), r = e & 15;
             const int tile = mv_tile_lg(set, i, lr), j = (tile / 8) * 64 + (tile % 8) * 16 + r;
             if (j >= p.n / 2) continue;
@@ -123,7 +127,7 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *i
         return;
     }
     if (p.epi == MV_EPI_STORE) {
-        for (int e = tid; e < m * rows; e += MV_THREADS) {
+        for (int e = tid; e < m * rows; e += blockDim.x) {
             const int t = e >> (lr + 4), i = (e >> 4) & (R - 1), r = e & 15;
             const int row = mv_tile_lg(set, i, lr) * 16 + r;
             if (row < p.n) p.c[(int64_t)t * p.ldc + row] = __float2bfloat16_rn(ys[e] * inv[t]);
@@ -131,7 +135,7 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *i
         return;
     }
     if (p.epi == MV_EPI_STORE_F32) { /* y unrounded: a tensor-parallel rank's partial sum */
-        for (int e = tid; e < m * rows; e += MV_THREADS) {
+        for (int e = tid; e < m * rows; e += blockDim.x) {
             const int t = e >> (lr + 4), i = (e >> 4) & (R - 1), r = e & 15;
             const int row = mv_tile_lg(set, i, lr) * 16 + r;
             if (row < p.n) p.x[(int64_t)t * p.ldc + row] = ys[e] * inv[t];
@@ -142,7 +146,7 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *i
      * Warp w takes the (token, tile) pairs w, w + 8, ...: one row a lane (16 lanes), then a sum
      * over the 16 lanes in a fixed order. */
     const int warp = tid / 32, lane = tid % 32;
-    for (int pr = warp; pr < m * R; pr += MV_WARPS) {
+    for (int pr = warp; pr < m * R; pr += blockDim.x / 32) {
         const int t = pr >> lr, i = pr & (R - 1), tile = mv_tile_lg(set, i, lr), row = tile * 16 + (lane % 16);
         float ss = 0.f;
         if (lane < 16 && row < p.n) {
@@ -240,8 +244,8 @@ cudaError_t matvec_trace_read(unsigned long long *out, int max_ctas, int *ctas)
 #define MV_STAMP(i) ((void)0)
 #endif
 
-template <int TOKT>
-__global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(const MatvecArgs p)
+template <int TOKT, int W>
+__global__ __launch_bounds__(32 * W, W == 8 ? (TOKT == 1 ? 3 : 2) : 6) void matvec_kernel(const MatvecArgs p)
 {
     constexpr int TOKS = 8 * TOKT;
     constexpr int D = mv_depth(TOKT);
@@ -266,7 +270,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
     /* this CTA's groups [c0, c1), this warp's [w0, w1) of them, its tile */
     const int c0 = (rank * groups) >> lc, c1 = ((rank + 1) * groups) >> lc;
     const int part = warp >> lr, ti = warp & ((1 << lr) - 1), tile = mv_tile_lg(set, ti, lr);
-    const int kw_lg = 3 - lr; /* warps a tile: 8 / R */
+    const int kw_lg = (W == 8 ? 3 : 2) - lr; /* warps a tile: W / R */
     const int w0 = c0 + ((part * (c1 - c0)) >> kw_lg), w1 = c0 + (((part + 1) * (c1 - c0)) >> kw_lg);
     const int ng = w1 - w0;
 
@@ -279,9 +283,10 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
     const int step_s = (int)p.n_pad; /* fits an int (launcher) */
     uint4 lo[D], hi[D];
     uint32_t sl[D], sh[D];
+    const int pre_n = p.pre_wait; /* groups requested before the wait; the rest after the activations */
 #pragma unroll
     for (int j = 0; j < D; j++)
-        if (j < ng) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
+        if (j < ng && j < pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
     MV_STAMP(2);
     if (lc) cluster_arrive_relaxed(); /* every CTA of the cluster has started: see the reduction */
 
@@ -311,8 +316,11 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
         for (int t = 0; t < p.m; t++)
             bulk_copy_plain(as + (int64_t)t * L.a_stride, p.a + (int64_t)t * p.lda + c0 * 128, row_bytes, staged);
     }
+#pragma unroll
+    for (int j = 0; j < D; j++)
+        if (j < ng && j >= pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
     mv_residual_pre_x(p, pre);
-    for (int t = warp; t < p.m; t += MV_WARPS) { /* RMSNorm of the input rows from their Σx² */
+    for (int t = warp; t < p.m; t += W) { /* RMSNorm of the input rows from their Σx² */
         float ss = 0.f;
         if (p.ss_in)
             for (int j = lane; j < p.ss_blocks; j += 32) ss += p.ss_in[(int64_t)t * p.ss_blocks + j];
@@ -361,7 +369,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
     MV_STAMP(6);
     const int rows = R * 16;
     if (lc) cluster_wait(); /* the start arrival: every CTA of the cluster is running */
-    for (int e = tid; e < p.m * rows; e += MV_THREADS) {
+    for (int e = tid; e < p.m * rows; e += 32 * W) {
         const int t = e >> (lr + 4), i = (e >> 4) & (R - 1), r = e & 15;
         float s = 0.f;
         for (int q = 0; q < KW; q++) s += red[((q * R + i) * TOKS + t) * 16 + r];
@@ -372,7 +380,7 @@ __global__ __launch_bounds__(MV_THREADS, TOKT == 1 ? 3 : 2) void matvec_kernel(c
         cluster_arrive_release();
         cluster_wait();
         if (rank != 0) return;
-        for (int e = tid; e < p.m * rows; e += MV_THREADS) {
+        for (int e = tid; e < p.m * rows; e += 32 * W) {
             float s = ys[e];
             for (int q = 1; q < C; q++) s += ys[(int64_t)q * p.m * rows + e];
             ys[e] = s;
@@ -387,11 +395,11 @@ constexpr int MV_SMEM_MAX = 227 * 1024, MV_SMEM_SM = 228 * 1024;
 
 cudaError_t matvec_init(void)
 {
-    cudaError_t e = cudaFuncSetAttribute(matvec_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         MV_SMEM_MAX);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(matvec_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 MV_SMEM_MAX);
+    cudaError_t e = cudaSuccess;
+    void (*kernels[])(const MatvecArgs) = {matvec_kernel<1, 8>, matvec_kernel<2, 8>, matvec_kernel<1, 4>};
+    for (auto k : kernels)
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
     return e;
 }
 
@@ -402,34 +410,40 @@ static size_t mv_smem(const MatvecArgs &p, int R, int C)
     const int tokt = p.m <= 8 ? 1 : 2, groups = p.k / 128;
     return MvSmem(p.m, (groups + C - 1) / C, 8 * tokt, R * 16).bytes;
 }
-static int mv_per_sm(const MatvecArgs &p, size_t bytes)
+static int mv_per_sm(const MatvecArgs &p, int W, size_t bytes)
 {
-    const int bounds = p.m <= 8 ? 3 : 2, by_smem = (int)(MV_SMEM_SM / (bytes + 1024));
+    const int bounds = W == 4 ? 6 : p.m <= 8 ? 3 : 2, by_smem = (int)(MV_SMEM_SM / (bytes + 1024));
     return by_smem < bounds ? by_smem : bounds;
 }
 
-/* The CTA shape: R tiles a CTA, C CTAs a cluster (bench/probe/mv_shapes.cu measures them all):
- * every CTA resident at once, as many CTAs as that allows (a warp's first loads are the latency
- * to hide, so more warps with shorter runs of groups), then the fewest tiles a CTA. R >= 2 from
- * two tokens on (the activations a CTA stages are shared by more tiles: at M = 8 one tile a CTA
- * was up to 1.5x slower) and for SwiGLU (gate and up tiles together); C <= 4 (clusters of 8 were
- * slower everywhere they were not the only choice). With no single-wave shape (very large N) the
- * fewest CTAs. */
-static void matvec_shape(const MatvecArgs &p, int sm_count, int *R, int *C)
+/* The CTA shape: W warps (8, or 4 up to 8 tokens), R tiles a CTA, C CTAs a cluster
+ * (bench/probe/mv_shapes.cu measures them): every CTA resident at once; then the least work on
+ * the busiest SM, ceil(CTAs / SMs) · R · ceil(groups / C) (tile, group) pieces (with 3 CTAs a SM
+ * room for 396, gate|up's 304 CTAs put 3 on 40 SMs and 2 on the rest: that tail was 2 µs of 11,
+ * NOTES row 55); then the most warps (a warp's first loads are the latency to hide, so more warps
+ * with shorter runs of groups), then the fewest tiles a CTA. R >= 2 from two tokens on (the
+ * activations a CTA stages are shared by more tiles: at M = 8 one tile a CTA was up to 1.5x
+ * slower) and for SwiGLU (gate and up tiles together); C <= 4 (clusters of 8 were slower
+ * everywhere they were not the only choice). With no single-wave shape (very large N) the fewest
+ * CTAs of 8 warps. */
+static void matvec_shape(const MatvecArgs &p, int sm_count, int *W, int *R, int *C)
 {
-    const int64_t tiles = p.n_pad / 16;
+    const int64_t tiles = p.n_pad / 16, sms = sm_count > 0 ? sm_count : 1;
     const int groups = p.k / 128, r_min = p.m > 1 || p.epi == MV_EPI_SWIGLU ? 2 : 1;
-    int64_t best = -1, fewest = INT64_MAX;
-    *R = r_min, *C = 1;
-    for (int r = r_min; r <= 8; r *= 2)
-        for (int c = 1; c <= 4; c *= 2) {
-            const size_t bytes = mv_smem(p, r, c);
-            if ((c > 1 && groups < 2 * c) || bytes > (size_t)MV_SMEM_MAX) continue;
-            const int64_t ctas = tiles / r * c, cap = (int64_t)sm_count * mv_per_sm(p, bytes);
-            if (ctas <= cap && ctas > best) best = ctas, *R = r, *C = c;
-            if (best < 0 && ctas < fewest) fewest = ctas, *R = r, *C = c;
-        }
-    if (best < 0 && fewest == INT64_MAX) /* a row too long to stage in 4 parts: 8 */
+    int64_t best_work = INT64_MAX, best_warps = -1, fewest = INT64_MAX;
+    *W = 8, *R = r_min, *C = 1;
+    for (int w = 8; w >= (p.m <= 8 ? 4 : 8); w /= 2)
+        for (int r = r_min; r <= w; r *= 2)
+            for (int c = 1; c <= 4; c *= 2) {
+                const size_t bytes = mv_smem(p, r, c);
+                if ((c > 1 && groups < 2 * c) || bytes > (size_t)MV_SMEM_MAX) continue;
+                const int64_t ctas = tiles / r * c, cap = sms * mv_per_sm(p, w, bytes);
+                const int64_t work = (ctas + sms - 1) / sms * r * ((groups + c - 1) / c);
+                if (ctas <= cap && (work < best_work || (work == best_work && ctas * w > best_warps)))
+                    best_work = work, best_warps = ctas * w, *W = w, *R = r, *C = c;
+                if (best_warps < 0 && w == 8 && ctas < fewest) fewest = ctas, *R = r, *C = c;
+            }
+    if (best_warps < 0 && fewest == INT64_MAX) /* a row too long to stage in 4 parts: 8 */
         *C = groups >= 2 * MV_MAX_CLUSTER ? MV_MAX_CLUSTER : 1;
 }
 
@@ -461,8 +475,12 @@ cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t 
         p.n_pad % 128 || p.n_pad > INT32_MAX || p.lda % 8 || (uintptr_t)p.a % 16)
         return cudaErrorInvalidValue;
     if (!matvec_args_ok(p)) return cudaErrorInvalidValue;
-    if (p.tiles_per_cta == 0 || p.cluster == 0) matvec_shape(p, sm_count, &p.tiles_per_cta, &p.cluster);
-    const int R = p.tiles_per_cta, C = p.cluster, groups = p.k / 128;
+    if (p.pre_wait <= 0) p.pre_wait = MV_PRE_WAIT;
+    if (p.tiles_per_cta == 0 || p.cluster == 0)
+        matvec_shape(p, sm_count, &p.warps, &p.tiles_per_cta, &p.cluster);
+    if (p.warps == 0) p.warps = 8;
+    const int R = p.tiles_per_cta, C = p.cluster, W = p.warps, groups = p.k / 128;
+    if ((W != 8 && W != 4) || (W == 4 && tokt != 1) || R > W) return cudaErrorInvalidValue;
     if ((R != 1 && R != 2 && R != 4 && R != 8) || (C != 1 && C != 2 && C != 4 && C != 8) ||
         (p.epi == MV_EPI_SWIGLU && R == 1) || C > groups)
         return cudaErrorInvalidValue;
@@ -485,13 +503,14 @@ cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t 
     }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)ctas);
-    cfg.blockDim = dim3(MV_THREADS);
+    cfg.blockDim = dim3(32 * W);
     cfg.dynamicSmemBytes = bytes;
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = (unsigned)na;
-    return tokt == 1 ? cudaLaunchKernelEx(&cfg, matvec_kernel<1>, p)
-                     : cudaLaunchKernelEx(&cfg, matvec_kernel<2>, p);
+    if (W == 4) return cudaLaunchKernelEx(&cfg, matvec_kernel<1, 4>, p);
+    return tokt == 1 ? cudaLaunchKernelEx(&cfg, matvec_kernel<1, 8>, p)
+                     : cudaLaunchKernelEx(&cfg, matvec_kernel<2, 8>, p);
 }
 
 MatvecArgs matvec_args(const DevWeight &w)

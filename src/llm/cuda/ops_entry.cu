@@ -117,7 +117,8 @@ extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weigh
     p.ss_blocks = ss_blocks;
     p.norm_dim = norm_dim;
     p.eps = eps;
-    p.tiles_per_cta = shape / 16;
+    p.tiles_per_cta = shape % 512 / 16;
     p.cluster = shape % 16;
+    p.warps = shape >= 512 ? 4 : 0; /* + 512: CTAs of 4 warps */
     return (int)qmm::launch_matvec_ex(p, qmm::matvec_scratch(ctx).sm_count, false, 0);
 }
