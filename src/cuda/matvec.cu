@@ -310,10 +310,12 @@ __global__ __launch_bounds__(32 * W, W == 8 ? (TOKT == 1 ? 3 : 2) : 6) void matv
     pdl_wait(); /* activations, norm sums and outputs belong to the previous kernel until here */
     /* The m activation rows of groups [c0, c1) by the copy engine (one bulk copy a row): loads
      * of this SM's threads would queue behind the weight loads already in flight. */
-    if (tid == 0) {
+    if (lane == 0) { /* row t by warp t % W: a bulk copy is issued one lane at a time */
         const uint32_t row_bytes = (uint32_t)(c1 - c0) * 256;
-        mbar_arrive_expect_tx(staged, row_bytes * (uint32_t)p.m);
-        for (int t = 0; t < p.m; t++)
+        /* the barrier's one arrival carries every row's bytes; a row landing before it only
+         * sends the transaction count below zero for a while (its phase cannot complete) */
+        if (warp == 0) mbar_arrive_expect_tx(staged, row_bytes * (uint32_t)p.m);
+        for (int t = warp; t < p.m; t += W)
             bulk_copy_plain(as + (int64_t)t * L.a_stride, p.a + (int64_t)t * p.lda + c0 * 128, row_bytes, staged);
     }
 #pragma unroll
