@@ -4,20 +4,21 @@
  * Every warp streams its own weights straight into registers: a warp owns one 16-row tile and a
  * run of groups, and each (tile, group) is one contiguous KB of the device layout (w4_layout.h:
  * row block rb, group g at word (rb·groups + g)·2048, its 16-row tile t at + 256·t). A warp keeps
- * mv_depth groups of loads in flight (issued before griddepcontrol.wait: weights never depend on
- * the previous kernel) and refills a slot as soon as it is multiplied, so no producer, barrier or
- * shared-memory copy sits between a load and its use; the prologue before those loads is shifts
- * only (R and C are powers of two). The activation rows arrive by bulk copies on an mbarrier,
- * the residual epilogue's inputs right after the dependency wait (NOTES rows 49-53: the phases of
- * one launch are timed by an experiment build, -DQMM_MV_TRACE). A CTA (8 warps) takes R tiles (1, 2, 4 or
- * 8) × its share of K, the warps of a tile splitting that share; a cluster of C CTAs splits K
- * further. Partial sums meet in shared memory (the CTA's warps), then in rank 0's shared memory
- * (the cluster, over DSMEM), always added in the same order: deterministic, one launch, nothing
- * in global memory but the result.
+ * mv_depth groups of loads in flight (the first ones issued before griddepcontrol.wait: weights
+ * never depend on the previous kernel) and refills a slot as soon as it is multiplied, so no
+ * producer, barrier or shared-memory copy sits between a load and its use; the prologue before
+ * those loads is shifts only (R and C are powers of two). The activation rows arrive by bulk
+ * copies on an mbarrier, the residual epilogue's inputs right after the dependency wait (NOTES
+ * rows 49-57; the phases of one launch are timed by an experiment build, -DQMM_MV_TRACE).
+ * A CTA (W = 8 warps, or 4 up to 8 tokens) takes R tiles (1, 2, 4 or 8, at most W) × its share
+ * of K, the warps of a tile splitting that share; a cluster of C CTAs splits K further. Partial
+ * sums meet in shared memory (the CTA's warps), then in rank 0's shared memory (the cluster, over
+ * DSMEM), always added in the same order: deterministic, one launch, nothing in global memory but
+ * the result.
  * Arithmetic (exact codes): the codes enter the mma as the exact bf16 values 128 + q, and an mma
  * of all-ones weights gives Σa, so per group
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
- * Where the time goes (bench/NOTES.md rows 27-32, 49-53): at M = 1 the loads alone run at the
+ * Where the time goes (bench/NOTES.md rows 27-32, 49-57): at M = 1 the loads alone run at the
  * speed of a kernel that only reads the weight; the code conversion (~1 instruction a weight
  * pair) and the mma add what the SM cannot overlap with the last bytes' arrival.
  * Epilogues (the engine's fused decode step): store; residual (x += bf16(y) in fp32, and the next
@@ -263,7 +264,7 @@ __global__ __launch_bounds__(32 * W, W == 8 ? (TOKT == 1 ? 3 : 2) : 6) void matv
 #endif
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, tid = threadIdx.x;
     const int g8 = lane / 4, t4 = lane % 4;
-    /* The first loads come first: every index below is a shift (R = 2^lr, C = 2^lc, 8 warps),
+    /* The first loads come first: every index below is a shift (R = 2^lr, C = 2^lc, W warps),
      * so a warp requests its first groups a few dozen instructions after it starts. */
     const int lr = p.log_r, lc = p.log_c, groups = p.k >> 7;
     const int rank = lc ? (int)cluster_rank() : 0, set = blockIdx.x >> lc;
@@ -275,8 +276,9 @@ __global__ __launch_bounds__(32 * W, W == 8 ? (TOKT == 1 ? 3 : 2) : 6) void matv
     const int ng = w1 - w0;
 
     /* D slots of registers a lane: its 16 bytes of rows g8 and g8 + 8 of a (tile, group) and
-     * their scale|bias words; the first D groups requested before the dependency wait (weights
-     * never depend on the previous kernel), a slot refilled once its group is multiplied */
+     * their scale|bias words; the first pre_wait groups requested before the dependency wait
+     * (weights never depend on the previous kernel), the rest of the first D after the
+     * activations' copy, a slot refilled once its group is multiplied */
     const uint32_t *src_w = p.packed + ((int64_t)(tile >> 3) * groups + w0) * 2048 + (tile & 7) * 256 +
                             lane * 4; /* = row g8, words 4·t4 */
     const uint32_t *src_s = p.sb + (int64_t)w0 * p.n_pad + tile * 16 + g8;
