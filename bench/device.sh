@@ -1,115 +1,310 @@
 #!/usr/bin/env bash
-# Build, test and benchmark qmm on a GPU machine in one go; logs go to OUTDIR.
+# Build, test and benchmark qmm on a GPU machine in one command, within a time budget. Every
+# command's log goes to OUTDIR as it runs, and one summary line per command to stdout (and to
+# OUTDIR/summary.txt, printed again at the end), so the tail of stdout alone says what happened.
 #
-#   bench/device.sh OUTDIR [STEPS...]      steps: build tests sanitize reliability ops e2e overlap
-#                                          (default: all of them)
+#   bench/device.sh OUTDIR [STEPS...]
 #
-# Environment: QMM_BIN (a prebuilt build folder to use instead of building; it must hold the
-# binaries qmm, gpu_kernels, ...), QMM_OPS_ARGS / QMM_E2E_ARGS / QMM_OVERLAP_ARGS (extra
-# arguments for the benchmarks), QMM_COMMIT (the commit to record; default: git rev-parse).
-# Every step runs even when an earlier one fails; the exit code says whether all passed.
+# Steps, run in the order given (default: build tests sanitize reliability ops overlap e2e):
+#   build        cmake + ninja into build-device (not when QMM_BIN or QMM_BIN_ARCHIVE is set)
+#   tests        gpu_kernels, test_ops, `qmm plan`, every other gpu_* binary: a line each
+#   sanitize     compute-sanitizer memcheck + racecheck on gpu_kernels small/, memcheck on
+#                dense/small and gpu_pipeline
+#   reliability  gpu_reliability, gpu_llm_soak, and the engine under all four sanitizer tools
+#   ops overlap e2e   the benchmarks at their defaults (+ QMM_OPS_ARGS, QMM_OVERLAP_ARGS,
+#                QMM_E2E_ARGS)
+#   quick        test_ops, gpu_llm, gpu_llm_decode_ops
+#   san          memcheck, racecheck, synccheck on `test_ops --filter matvec_fused`; memcheck,
+#                racecheck on rope; memcheck on attn_prefill; memcheck, racecheck on the engine
+#                (`gpu_llm_soak --filter small_model`)
+#   e2e3         qmm bench e2e, qwen3-4b, 32/128/2048 -> 65/129/129 tokens, 3 repeats, --profile
+#   opsM         qmm bench ops on q,k,o,gate,down at M = OPS_MS (default 1,8,16)
+#
+# Time: BUDGET_S (default 540) seconds for the whole script. Each command runs under `timeout`
+# with the smaller of its own limit and the time left; one that would start with less than
+# QMM_MIN_LEFT_S (default 20, or its own limit if smaller) left is skipped, saying so. A command
+# that times out is reported (rc=124) and the script goes on.
+# Binaries: QMM_BIN (a build folder), or QMM_BIN_ARCHIVE (a tar archive of one, e.g. the lead's
+# devbin/a.tar.xz holding a/: unpacked once under /tmp, then used as QMM_BIN). The folder and its
+# lib/ (the tokenizer's libraries, bench/carry-libs.sh) go on LD_LIBRARY_PATH; its mlx/, if any,
+# becomes QMM_MLX_DIR.
+# Logs back from the device tool (8 files at most): QMM_PACK=$OUT/device.tar.gz, outside OUTDIR.
+# OUTDIR is packed into it after every command and at exit (a signal too), with
+# $OUT/device.summary.txt beside it, so a run cut short still brings back what it did.
+# QMM_COMMIT: the commit the benchmarks record (default: git rev-parse).
+# Exit code: 0 when every command passed (a test's exit 77, "skipped", counts as passed), else 1.
 set -uo pipefail
 out=${1:?usage: bench/device.sh OUTDIR [STEPS...]}
 shift
-steps=${*:-build tests sanitize reliability ops e2e overlap}
+steps=${*:-build tests sanitize reliability ops overlap e2e}
+BUDGET_S=${BUDGET_S:-540}
+MIN_LEFT_S=${QMM_MIN_LEFT_S:-20}
+TEST_S=${QMM_TEST_S:-180} # one test binary (gpu_llm_soak took 122 s on 2026-12-01)
+SAN_S=240                 # one compute-sanitizer run
+T0=$(date +%s)
 export QMM_COMMIT=${QMM_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
-mkdir -p "$out"
-bin=${QMM_BIN:-build-device}
-# The device image lacks the tokenizer's libraries (libpcre2-8, libutf8proc, libcjson): a build
-# carried from the development machine brings them in $bin/lib (bench/carry-libs.sh puts them there).
-[ -d "$bin/lib" ] && export LD_LIBRARY_PATH="$PWD/$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-status=0
-has() { [[ " $steps " == *" $1 "* ]]; }
-step() { echo "=== $1 ($(date -u +%H:%M:%S))"; }
+mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 2
+summary=$out/summary.txt
+: >"$summary"
+ran=0 failed=0 timedout=0 skipped=0 child="" last_log=""
 
-{
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "commit: $QMM_COMMIT"
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
-    nvcc --version | tail -2
-} > "$out/machine.txt" 2>&1
-cat "$out/machine.txt"
+say() { printf '%s\n' "$*" | tee -a "$summary"; } # stdout and the summary
+left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
 
-if has build && [ -z "${QMM_BIN:-}" ]; then
-    step build
-    (cmake -S . -B "$bin" -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C "$bin") > "$out/build.log" 2>&1 \
-        || { status=1; tail -30 "$out/build.log"; }
-fi
-if has tests; then
-    step tests
-    "$bin/gpu_kernels" > "$out/gpu_kernels.log" 2>&1 || status=1
-    tail -25 "$out/gpu_kernels.log"
-    # the op table: every CUDA matmul path and engine kernel against the CPU definitions
-    "$bin/test_ops" > "$out/test_ops.log" 2>&1 || status=1
-    tail -12 "$out/test_ops.log"
-    "$bin/qmm" plan --model qwen3-4b --policy device > "$out/plan-device.txt" 2>&1 || status=1
-    for t in "$bin"/gpu_*; do
-        [ "$(basename "$t")" = gpu_kernels ] && continue
-        [ -x "$t" ] || continue
-        "$t" > "$out/$(basename "$t").log" 2>&1 || status=1
-        tail -8 "$out/$(basename "$t").log"
-    done
-fi
-if has sanitize; then
-    step sanitize
-    # the small/ cases run our kernels, and cuBLAS where the plan picks the dense path (M >= 128).
-    # racecheck reports hazards inside cuBLAS's nvjet kernels (mbarrier-ordered TMA/wgmma copies it
-    # cannot see through); excluding them with --kernel-name-exclude crashed the sanitizer on the
-    # H200 (2026-11-29), so the log is checked instead: any hazard outside nvjet fails the step.
-    compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/gpu_kernels" --filter small/ \
-        > "$out/sanitize-memcheck.log" 2>&1 || status=1
-    tail -n 3 "$out/sanitize-memcheck.log"
-    compute-sanitizer --tool racecheck "$bin/gpu_kernels" --filter small/ \
-        > "$out/sanitize-racecheck.log" 2>&1 || status=1
-    if grep -E "Race reported|Error:" "$out/sanitize-racecheck.log" | grep -vq nvjet; then
-        echo "racecheck: hazards in our kernels"; status=1
-    else
-        echo "racecheck: no hazard outside cuBLAS's nvjet kernels"
+# pack: OUTDIR into QMM_PACK, written aside and renamed, so a kill mid-way keeps the last one
+pack() {
+    [ -n "${QMM_PACK:-}" ] || return 0
+    tar -czf "$QMM_PACK.part" -C "$(dirname "$out")" "$(basename "$out")" 2>/dev/null
+    [ $? -le 1 ] && mv -f "$QMM_PACK.part" "$QMM_PACK" # 1: a log grew while read (a signal)
+    cp -f "$summary" "${QMM_PACK%.tar.gz}.summary.txt"
+}
+
+# run NAME LIMIT CMD...: CMD under timeout (LIMIT, or what is left of the budget), its output in
+# OUTDIR/NAME.log (NAME-2.log, ... when taken); a summary line when it ends, the archive
+# refreshed. Returns CMD's exit code: 124 or 137 when it timed out, 125 when skipped.
+run() {
+    local name=$1 limit=$2 left log n=2 t rc buf=()
+    shift 2
+    left=$(left)
+    last_log=""
+    if ((left < 1 || left < (limit < MIN_LEFT_S ? limit : MIN_LEFT_S))); then
+        skipped=$((skipped + 1))
+        say "-- $name: skipped, $left s left of the $BUDGET_S s budget"
+        return 125
     fi
-    compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/gpu_kernels" --filter dense/small \
-        > "$out/sanitize-dense.log" 2>&1 || status=1
-    tail -n 3 "$out/sanitize-dense.log"
-    compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/gpu_pipeline" \
-        > "$out/sanitize-pipeline.log" 2>&1 || status=1
-    tail -n 3 "$out/sanitize-pipeline.log"
-fi
-if has reliability; then
-    step reliability
+    ((limit > left)) && limit=$left
+    log=$out/$name.log
+    while [ -e "$log" ]; do log=$out/$name-$((n++)).log; done
+    # line-buffered stdout, so a killed command's log ends where it was; not under the
+    # sanitizer, which injects itself into the process
+    [ "${QMM_STDBUF:-1}" = 1 ] && command -v stdbuf >/dev/null && buf=(stdbuf -oL -eL)
+    [ "$1" = compute-sanitizer ] && buf=()
+    t=$(date +%s)
+    # in the background: a signal to this script is handled at once (finish stops the command)
+    timeout -k 5 "$limit" "${buf[@]}" "$@" >"$log" 2>&1 &
+    child=$!
+    wait "$child"
+    rc=$?
+    child=""
+    last_log=$log
+    report "$name" "$rc" "$(($(date +%s) - t))" "$limit" "$log"
+    pack
+    return "$rc"
+}
+
+# report NAME RC SECONDS LIMIT LOG: the line (the harness's "N passed, M failed", the sanitizer's
+# SUMMARY lines), then on failure the first FAIL or sanitizer error lines, else the log's last
+report() {
+    local name=$1 rc=$2 s=$3 limit=$4 log=$5 verdict found detail
+    ran=$((ran + 1))
+    case $rc in
+    0) verdict=ok ;;
+    77) verdict="skipped itself (77)" ;;
+    124 | 137) verdict="TIMED OUT (rc=$rc)" timedout=$((timedout + 1)) ;;
+    *) verdict="FAILED (rc=$rc)" failed=$((failed + 1)) ;;
+    esac
+    found=$(grep -aE '^[0-9]+ passed, [0-9]+ failed|(ERROR|RACECHECK|SYNCCHECK|INITCHECK) SUMMARY' \
+        "$log" | sed -E 's/^=+ //' | tail -n 3 | awk 'NR > 1 { printf " | " } { printf "%s", $0 }')
+    say "== $name: $verdict in $s s (limit $limit s)${found:+ | $found}"
+    case $rc in 0 | 77) return ;; esac
+    detail=$(grep -aE '^FAIL|^    FAIL|^=+ (Invalid|Error|Race|Barrier|Uninitialized|Leaked|Program hit)' \
+        "$log" | head -n 5)
+    [ -n "$detail" ] || detail=$(grep -av '^[[:space:]]*$' "$log" | tail -n 3)
+    [ -z "$detail" ] || say "$(cut -c1-200 <<<"$detail" | sed 's/^ */     /')"
+}
+
+# racecheck reports hazards inside cuBLAS's nvjet kernels (mbarrier-ordered TMA/wgmma copies it
+# cannot see through); excluding them with --kernel-name-exclude crashed the sanitizer on the
+# H200 (2026-11-29), so the log is checked instead: any hazard outside nvjet fails.
+races_outside_nvjet() {
+    [ -n "$last_log" ] || return 0
+    if grep -aE "Race reported|Error:" "$last_log" | grep -vq nvjet; then
+        failed=$((failed + 1))
+        say "   racecheck: hazards in our kernels"
+    else
+        say "   racecheck: no hazard outside cuBLAS's nvjet kernels"
+    fi
+}
+
+# the binaries: QMM_BIN_ARCHIVE unpacked once (a folder named by the archive's size and time),
+# else QMM_BIN, else the build step's folder
+setup_bins() {
+    if [ -n "${QMM_BIN_ARCHIVE:-}" ]; then
+        local dest top t
+        t=$(date +%s)
+        dest=${TMPDIR:-/tmp}/qmm-bin.$(stat -c %s.%Y "$QMM_BIN_ARCHIVE") || exit 2
+        if [ ! -e "$dest/.unpacked" ]; then
+            { rm -rf "$dest" && mkdir -p "$dest" && tar -xf "$QMM_BIN_ARCHIVE" -C "$dest"; } ||
+                { say "-- cannot unpack $QMM_BIN_ARCHIVE"; exit 2; }
+            touch "$dest/.unpacked"
+            say "-- unpacked $QMM_BIN_ARCHIVE in $(($(date +%s) - t)) s"
+        fi
+        top=("$dest"/*) # one folder inside (the pack's a/): the binaries are there
+        [ ${#top[@]} = 1 ] && [ -d "${top[0]}" ] && dest=${top[0]}
+        QMM_BIN=$dest
+    fi
+    bin=${QMM_BIN:-build-device}
+    case $bin in /*) ;; *) bin=$PWD/$bin ;; esac
+    # the device image lacks the tokenizer's libraries (libpcre2-8, libutf8proc, libcjson): a
+    # carried build brings them in lib/ (bench/carry-libs.sh), libqmm.so beside the binaries
+    export LD_LIBRARY_PATH="$bin/lib:$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    if [ -z "${QMM_MLX_DIR:-}" ] && [ -d "$bin/mlx" ]; then export QMM_MLX_DIR=$bin/mlx; fi
+}
+
+machine_info() {
+    {
+        echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        echo "commit: $QMM_COMMIT"
+        echo "binaries: $bin"
+        timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem \
+            --format=csv
+        timeout 30 nvcc --version | tail -n 2
+    } >"$out/machine.txt" 2>&1
+    cat "$out/machine.txt"
+}
+
+# on exit, however it comes: stop a running command, the counts, the summary again, the archive
+finish() {
+    local rc=$? status=0
+    if [ -n "$child" ]; then
+        kill -TERM "$child" 2>/dev/null # timeout passes it on to the command
+        wait "$child" 2>/dev/null
+        say "-- interrupted by a signal while a command ran (its log is kept as far as it got)"
+    fi
+    ((failed + timedout + skipped)) && status=1
+    ((rc)) && status=$rc
+    say "=== done in $(($(date +%s) - T0)) s: $ran run, $failed failed, $timedout timed out," \
+        "$skipped skipped; exit $status"
+    echo "=== summary (also in $summary)"
+    cat "$summary"
+    pack
+    exit "$status"
+}
+
+# ---- the steps -------------------------------------------------------------------------------
+step_build() {
+    if [ -n "${QMM_BIN:-}" ]; then
+        say "-- build: not needed, binaries in $bin"
+        return
+    fi
+    # shellcheck disable=SC2016 # the inner shell expands $1
+    run build "$(left)" bash -c 'cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
+        ninja -C "$1"' _ "$bin"
+}
+
+step_tests() {
+    local t
+    run gpu_kernels "$TEST_S" "$bin/gpu_kernels"
+    # the op table: every CUDA matmul path and engine kernel against the CPU definitions
+    run test_ops "$TEST_S" "$bin/test_ops"
+    run plan-device 30 "$bin/qmm" plan --model qwen3-4b --policy device
+    for t in "$bin"/gpu_*; do
+        case ${t##*/} in gpu_kernels) continue ;; esac
+        [ -x "$t" ] && run "${t##*/}" "$TEST_S" "$t"
+    done
+}
+
+step_sanitize() {
+    # the small/ cases run our kernels, and cuBLAS where the plan picks the dense path (M >= 128)
+    run sanitize-memcheck "$SAN_S" compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$bin/gpu_kernels" --filter small/
+    run sanitize-racecheck "$SAN_S" compute-sanitizer --tool racecheck "$bin/gpu_kernels" \
+        --filter small/
+    races_outside_nvjet
+    run sanitize-dense "$SAN_S" compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$bin/gpu_kernels" --filter dense/small
+    run sanitize-pipeline "$SAN_S" compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$bin/gpu_pipeline"
+}
+
+step_reliability() {
     # device out-of-memory, two threads, 10 000 decode steps (also run by the tests step: here
     # again, with the engine's kernels under all four compute-sanitizer tools)
-    for t in gpu_reliability gpu_llm_soak; do
-        "$bin/$t" > "$out/$t.log" 2>&1 || status=1
-        tail -n 12 "$out/$t.log"
-    done
+    local t tool extra
+    for t in gpu_reliability gpu_llm_soak; do run "$t" "$TEST_S" "$bin/$t"; done
     for tool in memcheck racecheck synccheck initcheck; do
         extra=()
         [ "$tool" = memcheck ] && extra=(--leak-check full)
-        compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 "$bin/gpu_llm_soak" \
-            --filter small_model > "$out/sanitize-engine-$tool.log" 2>&1 || status=1
-        echo "$tool (engine): $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" \
-            "$out/sanitize-engine-$tool.log" | tail -n 1)"
+        run "sanitize-engine-$tool" "$SAN_S" compute-sanitizer --tool "$tool" "${extra[@]}" \
+            --error-exitcode 9 "$bin/gpu_llm_soak" --filter small_model
     done
-    compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/gpu_llm_soak" --filter small_matmul \
-        > "$out/sanitize-paths-memcheck.log" 2>&1 || status=1
-    tail -n 1 "$out/sanitize-paths-memcheck.log"
-fi
-if has ops; then
-    step ops
-    "$bin/qmm" bench ops --out "$out/ops.md" --csv "$out/ops.csv" --json "$out/ops.json" \
-        ${QMM_OPS_ARGS:-} > "$out/ops.log" 2>&1 || status=1
-    tail -40 "$out/ops.log"
-fi
-if has overlap; then
-    step overlap
-    "$bin/qmm" bench overlap --out "$out/overlap.md" --csv "$out/overlap.csv" \
-        ${QMM_OVERLAP_ARGS:-} > "$out/overlap.log" 2>&1 || status=1
-    tail -30 "$out/overlap.log"
-fi
-if has e2e; then
-    step e2e
-    "$bin/qmm" bench e2e --model qwen3-4b --out "$out/e2e.md" --json "$out/e2e.json" \
-        ${QMM_E2E_ARGS:-} > "$out/e2e.log" 2>&1 || status=1
-    tail -20 "$out/e2e.log"
-fi
-echo "=== done, status $status"
-exit $status
+    run sanitize-paths-memcheck "$SAN_S" compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$bin/gpu_llm_soak" --filter small_matmul
+}
+
+# ops_rows MD: proj, M, plan, auto, matvec, read, auto / read, auto eager (µs) of an ops table
+ops_rows() {
+    grep -E "^\| (q|k|o|gate|down) " "$1" 2>/dev/null |
+        awk -F'|' '{ print $2, $4, $5, $6, $10, $11, $12, $15 }'
+}
+# e2e_rows MD: the whole-model table's rows (prefill and decode per length, split-K on / off)
+e2e_rows() { grep -E '^\| [0-9]+ -> |on / off' "$1" 2>/dev/null; }
+say_rows() { [ -z "$1" ] || say "$1"; } # say_rows TEXT: TEXT into the summary, if any
+
+step_ops() {
+    # shellcheck disable=SC2086 # the extra arguments are words
+    run ops 360 "$bin/qmm" bench ops --out "$out/ops.md" --csv "$out/ops.csv" \
+        --json "$out/ops.json" ${QMM_OPS_ARGS:-}
+    ops_rows "$out/ops.md" | head -n 60
+}
+
+step_overlap() {
+    # shellcheck disable=SC2086
+    run overlap 120 "$bin/qmm" bench overlap --out "$out/overlap.md" --csv "$out/overlap.csv" \
+        ${QMM_OVERLAP_ARGS:-}
+}
+
+step_e2e() {
+    # shellcheck disable=SC2086
+    run e2e 300 "$bin/qmm" bench e2e --model qwen3-4b --out "$out/e2e.md" --json "$out/e2e.json" \
+        ${QMM_E2E_ARGS:-} && say_rows "$(e2e_rows "$out/e2e.md")"
+}
+
+step_quick() {
+    local t
+    for t in test_ops gpu_llm gpu_llm_decode_ops; do run "$t" 120 "$bin/$t"; done
+}
+
+step_san() {
+    local spec
+    for spec in "memcheck matvec_fused" "racecheck matvec_fused" "synccheck matvec_fused" \
+        "memcheck rope" "racecheck rope" "memcheck attn_prefill"; do
+        # shellcheck disable=SC2086 # the tool and the filter
+        set -- $spec
+        run "san_$1_$2" 120 compute-sanitizer --tool "$1" --error-exitcode 9 "$bin/test_ops" \
+            --filter "$2"
+    done
+    for spec in memcheck racecheck; do
+        run "san_engine_$spec" 150 compute-sanitizer --tool "$spec" --error-exitcode 9 \
+            "$bin/gpu_llm_soak" --filter small_model
+    done
+}
+
+step_e2e3() {
+    run e2e3 240 "$bin/qmm" bench e2e --model qwen3-4b --input-len 32,128,2048 \
+        --output-len 65,129,129 --warmup 1 --repeats 3 --profile --out "$out/e2e3.md" \
+        --json "$out/e2e3.json" && say_rows "$(e2e_rows "$out/e2e3.md")"
+}
+
+step_opsM() {
+    run opsM 200 "$bin/qmm" bench ops --proj q,k,o,gate,down --m "${OPS_MS:-1,8,16}" \
+        --out "$out/opsM.md" --csv "$out/opsM.csv" --json "$out/opsM.json" &&
+        say_rows "$(ops_rows "$out/opsM.md")"
+}
+
+# ---- main ----------------------------------------------------------------------------------------
+trap finish EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+trap 'exit 129' HUP
+setup_bins
+machine_info
+for s in $steps; do
+    if declare -F "step_$s" >/dev/null; then
+        echo "=== $s ($(date -u +%H:%M:%S), $(left) s of $BUDGET_S left)"
+        "step_$s"
+    else
+        failed=$((failed + 1))
+        say "-- unknown step $s"
+    fi
+done
