@@ -166,6 +166,7 @@ machine_info() {
 # on exit, however it comes: stop a running command, the counts, the summary again, the archive
 finish() {
     local rc=$? status=0
+    trap "" TERM INT HUP # a second one (timeout signals the script, then its group) must not cut this
     if [ -n "$child" ]; then
         kill -TERM "$child" 2>/dev/null # timeout passes it on to the command
         wait "$child" 2>/dev/null
@@ -308,3 +309,4 @@ for s in $steps; do
         say "-- unknown step $s"
     fi
 done
+: # ends with status 0 (not the last command's): finish sets the exit code from the counts

@@ -3,7 +3,7 @@
 # a qmm that writes benchmark tables) and a stub compute-sanitizer, carried as an archive the way
 # the lead packs them. Checks the time budget (a timeout, then skips), the summary lines, the
 # logs, the archive packed while it runs and at exit, and a run stopped by SIGTERM.
-# usage: device_sh_check.sh DEVICE_SH WORK_DIR   (bash, coreutils, tar; about 9 s)
+# usage: device_sh_check.sh DEVICE_SH WORK_DIR   (bash, coreutils, tar; about 5 s)
 set -uo pipefail
 dev=$(realpath "$1")
 work=$2
@@ -17,12 +17,13 @@ check() { # check NAME CMD...: CMD succeeds
     if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)) && echo "FAIL $name"; fi
 }
 has() { grep -qE -- "$2" "$1"; } # has FILE REGEX
+lacks() { ! has "$@"; }
 
 # one stub, copied under every binary's name; it acts by its name (STUB_HANG: the one that hangs)
 cat >"$work/stub" <<'EOF'
 #!/usr/bin/env bash
 if [ "${0##*/}" = "${STUB_HANG:-}" ]; then
-    [ -n "${QMM_PACK:-}" ] && tar -tzf "$QMM_PACK" >"$STUB_DIR/midrun.txt" 2>&1
+    [ -n "${QMM_PACK:-}" ] && tar -tzf "$QMM_PACK" >"$STUB_DIR/hanging" 2>&1 # packed so far
     echo "$$" >>"$STUB_DIR/pids"; echo "ok before_the_hang (1.0 ms)"; exec sleep 20
 fi
 case ${0##*/} in
@@ -57,52 +58,68 @@ tar -C "$work/src" $zip -cf "$arch" a
 export PATH=$work/path:$PATH STUB_DIR=$work TMPDIR=$work QMM_MIN_LEFT_S=1 QMM_COMMIT=stub
 : >"$work/pids"
 
-# 1. a 5-second budget: san (a racecheck finding in rope), e2e3 and opsM run, quick has a pass,
-#    a failure and a timeout cut to the budget, then opsM again is skipped for lack of time
-STUB_HANG=gpu_llm_decode_ops QMM_BIN_ARCHIVE=$arch QMM_PACK=$work/OUT/device.tar.gz BUDGET_S=5 \
-    bash "$dev" "$work/r1" san e2e3 opsM quick opsM nosuch >"$work/r1.out" 2>&1
+# 1. no time pressure, the binaries from the archive: san (a racecheck finding in rope), e2e3, opsM
+QMM_BIN_ARCHIVE=$arch QMM_PACK=$work/OUT/device.tar.gz \
+    bash "$dev" "$work/r1" san e2e3 opsM nosuch >"$work/r1.out" 2>&1
 rc=$?
 o=$work/r1.out
 check "exit 1 when something failed" [ "$rc" = 1 ]
+check "the archive unpacked" has "$o" "^-- unpacked $arch in [0-9]+ s"
+check "  ... its folder and lib/ on the loader path" has "$work/r1/e2e3.log" "lib path: $work/qmm-bin[^/]*/a/lib:$work/qmm-bin[^/]*/a$"
 check "sanitizer SUMMARY lines" has "$o" '^== san_racecheck_matvec_fused: ok in [0-9]+ s \(limit [0-9]+ s\) \| 3 passed, 0 failed \| RACECHECK SUMMARY: 0 hazards displayed.* \| ERROR SUMMARY: 0 errors'
 check "every sanitizer run" [ "$(grep -c '^== san_.*: ok' "$work/r1/summary.txt")" = 7 ]
 check "a sanitizer finding" has "$o" '^== san_racecheck_rope: FAILED \(rc=9\) .* \| RACECHECK SUMMARY: 1 hazard displayed \(1 error, 0 warnings\) \| ERROR SUMMARY: 1 error$'
 check "  ... with its error line" has "$o" '^     ========= Error: Race reported between Write access at rope_k'
 check "e2e rows shown" has "$o" '^\| 32 -> 65 \| on'
 check "ops rows shown" has "$o" '^ q +8 +matvec/1 +6.34 +6.16 +3.52 +1.80 +6.87 *$'
+check "an unknown step" has "$o" '^-- unknown step nosuch'
+check "the counts" has "$o" '^=== done in [0-9]+ s: 10 run, 2 failed, 0 timed out, 0 skipped; exit 1$'
+check "the summary printed again at the end" [ "$(grep -c '^== san_racecheck_rope:' "$o")" = 2 ]
+check "two files in OUT" [ "$(find "$work/OUT" -type f | wc -l)" = 2 ]
+check "  ... the summary" has "$work/OUT/device.summary.txt" '^=== done in'
+
+# 2. a 3-second budget: quick has a pass, a failure and a hang cut to the budget; opsM is skipped
+STUB_HANG=gpu_llm_decode_ops QMM_BIN_ARCHIVE=$arch QMM_PACK=$work/OUT/device.tar.gz BUDGET_S=3 \
+    bash "$dev" "$work/r2" quick opsM >"$work/r2.out" 2>&1
+rc=$?
+o=$work/r2.out
+check "exit 1 after a timeout" [ "$rc" = 1 ]
+check "the archive unpacked once" lacks "$o" '^-- unpacked'
 check "a pass with its count" has "$o" '^== test_ops: ok in [0-9]+ s \(limit [0-9]+ s\) \| 3 passed, 0 failed$'
 check "a failure with its FAIL lines" has "$o" '^== gpu_llm: FAILED \(rc=1\) .*\| 1 passed, 1 failed'
 check "  ... indented" has "$o" '^     FAIL t.c:1 \[case_b\]'
-check "a timeout, cut to the budget" has "$o" '^== gpu_llm_decode_ops: TIMED OUT \(rc=124\) in [0-9] s \(limit [1-5] s\)'
+check "a timeout, cut to the budget" has "$o" '^== gpu_llm_decode_ops: TIMED OUT \(rc=124\) in [0-9] s \(limit [1-3] s\)'
 check "  ... with the log's last line" has "$o" '^     ok before_the_hang'
-check "a skip for lack of time" has "$o" '^-- opsM: skipped, -?[0-9]+ s left of the 5 s budget'
-check "an unknown step" has "$o" '^-- unknown step nosuch'
-check "the counts, within the budget" has "$o" '^=== done in [4-6] s: 13 run, 3 failed, 1 timed out, 1 skipped; exit 1$'
-check "the summary printed again at the end" [ "$(grep -c '^== gpu_llm:' "$o")" = 2 ]
-check "the archive unpacked, lib/ on the loader path" has "$work/r1/e2e3.log" "lib path: $work/qmm-bin[^/]*/a/lib:$work/qmm-bin[^/]*/a$"
-check "logs as they ran" has "$work/r1/gpu_llm_decode_ops.log" 'ok before_the_hang'
-check "the archive packed while running" has "$work/midrun.txt" 'r1/gpu_llm.log'
-tar -tzf "$work/OUT/device.tar.gz" >"$work/r1.tar.txt" 2>&1
-check "the archive at the end" has "$work/r1.tar.txt" 'r1/gpu_llm_decode_ops.log'
-check "the summary beside it" has "$work/OUT/device.summary.txt" '^=== done in'
-check "two files in OUT" [ "$(find "$work/OUT" -type f | wc -l)" = 2 ]
+check "a skip for lack of time" has "$o" '^-- opsM: skipped, -?[0-9]+ s left of the 3 s budget'
+check "the counts, within the budget" has "$o" '^=== done in [2-4] s: 3 run, 1 failed, 1 timed out, 1 skipped; exit 1$'
+check "logs as they ran" has "$work/r2/gpu_llm_decode_ops.log" 'ok before_the_hang'
+check "the archive packed while running" has "$work/hanging" 'r2/gpu_llm.log'
+tar -tzf "$work/OUT/device.tar.gz" >"$work/r2.tar.txt" 2>&1
+check "the archive at the end" has "$work/r2.tar.txt" 'r2/gpu_llm_decode_ops.log'
 
-# 2. the tests step with QMM_BIN, stopped by SIGTERM while gpu_tp_fused (the last) hangs
-STUB_HANG=gpu_tp_fused QMM_BIN=$work/src/a QMM_PACK=$work/OUT/t.tar.gz BUDGET_S=60 \
-    timeout --preserve-status 3 bash "$dev" "$work/r2" tests >"$work/r2.out" 2>&1
+# 3. the tests step with QMM_BIN, sent SIGTERM twice (as timeout does) while gpu_tp_fused hangs
+rm -f "$work/hanging"
+STUB_HANG=gpu_tp_fused QMM_BIN=$work/src/a QMM_PACK=$work/OUT/t.tar.gz \
+    bash "$dev" "$work/r3" tests >"$work/r3.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -e "$work/hanging" ] && break; sleep 0.1; done
+kill -TERM "$pid"
+sleep 0.02
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
 rc=$?
-o=$work/r2.out
+o=$work/r3.out
 check "exit 143 on SIGTERM" [ "$rc" = 143 ]
-check "every test binary, with its time" [ "$(grep -cE '^== (gpu_|test_ops|plan-device).* in [0-9]+ s' "$work/r2/summary.txt")" = 8 ]
+check "every test binary, with its time" [ "$(grep -cE '^== (gpu_|test_ops|plan-device).* in [0-9]+ s' "$work/r3/summary.txt")" = 8 ]
 check "exit 77 is a skip" has "$o" '^== gpu_tp: skipped itself \(77\)'
 check "the signal said" has "$o" '^-- interrupted by a signal'
-check "the counts at a signal" has "$o" 'exit 143$'
-tar -tzf "$work/OUT/t.tar.gz" >"$work/r2.tar.txt" 2>&1
-check "packed at the signal" has "$work/r2.tar.txt" 'r2/gpu_tp_fused.log'
+check "the counts at a signal" has "$o" '^=== done in [0-9]+ s: 8 run, 1 failed, 0 timed out, 0 skipped; exit 143$'
+tar -tzf "$work/OUT/t.tar.gz" >"$work/r3.tar.txt" 2>&1
+check "packed at the signal" has "$work/r3.tar.txt" 'r3/gpu_tp_fused.log'
 sleep 0.3
 alive=0
 while read -r p; do kill -0 "$p" 2>/dev/null && alive=1 && kill "$p"; done <"$work/pids"
-check "the hanging command stopped" [ "$alive" = 0 ]
+check "the hanging commands stopped" [ "$alive" = 0 ]
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
