@@ -134,7 +134,8 @@ static double score(const qmm_device_desc *d, const cell *v, int count, int prin
         within += ok;
         if (print)
             printf("    %-5s %5lld %-9s %-8s %9.2f %9.2f %+6.1f%% %s%s\n", c->proj, (long long)c->m,
-                   c->contender, c->path, c->meas, p.predicted_us, 100 * err, ok ? "" : "MISS ", why);
+                   c->contender, c->path, c->meas, p.predicted_us, 100 * err, ok ? "" : "MISS ",
+                   why);
     }
     return count ? (double)within / count : 0;
 }
@@ -177,7 +178,8 @@ static void wgmma_contenders_within_15(void)
     CHECK(n_wgmma == 150); /* 5 projections x 10 M x 3 contenders */
     qmm_device_desc d = h200();
     double share = score(&d, wgmma_cells, n_wgmma, 1);
-    printf("    wgmma, wgmma_s1, streamk cells within 15 %%: %.0f %% of %d\n", 100 * share, n_wgmma);
+    printf("    wgmma, wgmma_s1, streamk cells within 15 %%: %.0f %% of %d\n", 100 * share,
+           n_wgmma);
     CHECKF(share >= 0.95, "wgmma contenders within 15 %%: %.0f %%, want >= 95 %%", 100 * share);
 }
 
@@ -197,8 +199,8 @@ static void broken_models_fail(void)
         if (scale[i] > 0) d.matvec_tbs /= scale[i];
         else d.matvec_tbs = 0;
         double a = score(&d, auto_cells, n_auto, 0), b = score(&d, wgmma_cells, n_wgmma, 0);
-        printf("    constants x %.2f: auto %.0f %%, wgmma contenders %.0f %% within 15 %%\n", scale[i],
-               100 * a, 100 * b);
+        printf("    constants x %.2f: auto %.0f %%, wgmma contenders %.0f %% within 15 %%\n",
+               scale[i], 100 * a, 100 * b);
         CHECKF(a < 0.80 && b < 0.95, "constants x %.2f still pass (%.2f, %.2f)", scale[i], a, b);
     }
 }

@@ -5,7 +5,7 @@
  *
  *   T = fixed + fill·(first stage + output tile, KB)
  *     + max(waves · s · (stage + flop·F),  w · (WG · issue + flop·F))
- *     + [split tiles] round_trip · (segment ends + ceil(peers / FIX)) + partial · (MB written + read)
+ *     + [split tiles] round_trip · (segment ends + ceil(peers / FIX)) + partial · MB (out + in)
  *
  * s = k-blocks of the busiest CTA, w = k-blocks of all CTAs on the busiest SM, F = MFLOP of one
  * k-block (2·64·WG·TN·128), FIX = the fixup's partial loads in flight (as in the kernel). The
@@ -64,7 +64,7 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
     if (split > 0 && ctas != tiles * split) return -1;
     if (split == 0 && (ctas > tiles * groups || ctas > (int64_t)sms * bps)) return -1;
 
-    int64_t s, segs = 1, peers = 0, npart = 0; /* npart: (CTA, tile) segments that write a partial */
+    int64_t s, segs = 1, peers = 0, npart = 0; /* npart: (CTA, tile) segments with a partial */
     int64_t waves = 1;
     if (split > 0) {
         s = cdiv(groups, split);
