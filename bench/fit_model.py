@@ -1,6 +1,6 @@
 """Refit the wgmma kernel's and the matvec's time models (src/perf/wgmma.c, src/plan_device.c)
 to bench ops CSVs; prints the constants for src/tune/sm90.c and the residuals (bench/NOTES.md row
-58). The schedule below mirrors src/plan_sm90.c and the model src/perf/wgmma.c for the H200's
+59). The schedule below mirrors src/plan_sm90.c and the model src/perf/wgmma.c for the H200's
 tuning rows; tests/test_perf_fit.c checks the C side against the same cells.
 
   python3 bench/fit_model.py [wgmma ops.csv] [matvec M=1 ops.csv] [matvec M=8 ops.csv]

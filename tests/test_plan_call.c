@@ -34,7 +34,7 @@ static qmm_device_desc sm90_tiled(void)
  * path beyond.
  * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
  * rows. A change here is a change of what the GPU runs (the matvec's predictions at M = 1: its
- * fitted model since NOTES row 58, test_perf_fit; the path is unchanged). */
+ * fitted model since NOTES row 59, test_perf_fit; the path is unchanged). */
 static const int64_t tiled_tokens[5] = {16, 32, 64, 128, 2048}, deflt_tokens[5] = {1, 16, 64, 384, 2048};
 static const struct {
     const char *proj;

@@ -11,7 +11,7 @@
  * k-block (2·64·WG·TN·128), FIX = the fixup's partial loads in flight (as in the kernel). The
  * first term is one CTA alone on its SM (one stage after another); the second, several CTAs
  * sharing the SM's issue slots (gate at M = 1: 2 CTAs of 20 k-blocks take 10.9 µs, one 8.5).
- * Fit and residuals: tune/sm90.c and bench/NOTES.md row 58. */
+ * Fit and residuals: tune/sm90.c and bench/NOTES.md row 59. */
 #include <math.h>
 #include <stdint.h>
 

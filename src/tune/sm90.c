@@ -42,7 +42,7 @@ static qmm_device_desc sm90(void)
      * squares of the relative error over its 123 cells in bench/results/2026-12-01-session4/
      * final/ops.csv (every wgmma_s1, streamk and auto cell of the wgmma kernel, M = 1..2048): all
      * within 15 %, the 23 cells where auto plans it within 11.1 % (o M = 16 +11 %, q M = 64
-     * -10 %; NOTES.md row 58). Predictions only. */
+     * -10 %; NOTES.md row 59). Predictions only. */
     d.wgmma_model = (qmm_wgmma_model){
         .fixed_us = 0.985,          /* launch + prologue in a graph */
         .fill_us_per_kb = 0.0147,   /* first stage + output tile: ~68 GB/s a SM */
