@@ -211,6 +211,21 @@ typedef struct qmm_gpu_caps {
  * table of the GPU's family (src/tune/, qmm_tune_desc) and, on a GPU, corrected with its SM count
  * and the occupancy API's resident blocks. Tuning values: they change speed, never results. */
 #define QMM_MAX_TILE_CONFIGS 8
+/* Time model of the Hopper wgmma kernel (src/perf/wgmma.c), constants fitted per GPU to bench
+ * ops (tune/sm90.c). A CTA's k-block costs stage_us + us_per_mflop · its MFLOP alone on its SM,
+ * and issue_us per consumer warpgroup (+ the same flop term) of the SM's throughput when several
+ * CTAs share it; the busiest SM sets the pace. Split or stream-K tiles add round_trip_us per
+ * segment end and per batch of partial loads, and their partial traffic at partial_us_per_mb. */
+typedef struct qmm_wgmma_model {
+    double fixed_us;          /* launch and prologue, inside a graph */
+    double fill_us_per_kb;    /* a CTA's first stage and its output tile, per KB */
+    double stage_us;          /* the per-stage handshake latency of one CTA's k-block */
+    double us_per_mflop;      /* the k-block's dequantize + wgmma work, per MFLOP */
+    double issue_us;          /* a k-block's issue cost per warpgroup on a shared SM */
+    double round_trip_us;     /* a partial's write + counter, or one batch of partial loads */
+    double partial_us_per_mb; /* all partials written and read back, per MB */
+} qmm_wgmma_model;
+
 typedef struct qmm_tile_config {
     int tile_m, tile_n;   /* output tile of one block */
     int blocks_per_sm;    /* resident blocks per SM (occupancy API) */
@@ -240,6 +255,13 @@ typedef struct qmm_device_desc {
                              model decides */
     int dense_narrow_n;   /* ... and for N <= dense_narrow_n from M = dense_narrow_m on (the */
     int dense_narrow_m;   /* narrow k/v outputs); dense_narrow_n = 0: no such rule */
+    /* predictions only (they never change a choice): the wgmma kernel's model (all 0: no
+     * prediction), and the matvec's fixed_us + weight bytes / matvec_tbs + a term per extra
+     * token and output row (matvec_tbs = 0: the refined model's operand floor) */
+    qmm_wgmma_model wgmma_model;
+    double matvec_fixed_us;
+    double matvec_tbs;
+    double matvec_row_token_ns;
 } qmm_device_desc;
 
 /* The shipped tuning table's description of a GPU family: compute capability 9.x -> "sm90" (the

@@ -205,6 +205,8 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     if (st != QMM_OK) return st;
     qmm_sm90_config(p.config, NULL, NULL, &p.stages);
     p.workspace_bytes = qmm_sm90_workspace_bytes(&p);
+    /* only the device policy predicts (as for the other paths); -1 without a fitted model */
+    if (o->policy == QMM_POLICY_DEVICE) p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
     *out = p;
     qmm_clear_error();
     return QMM_OK;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "plan_sm90.h"
 
 static int finite_pos(double x) { return isfinite(x) && x > 0; }
 
@@ -29,6 +30,14 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
         !isfinite(d->dense_tflops) || d->dense_tflops < 0)
         return qmm_fail(QMM_ERR_ARG, "device description: bandwidth, peak and tiled rate must be "
                         "finite and > 0, launch and dense rate finite and >= 0");
+    const qmm_wgmma_model *w = &d->wgmma_model;
+    const double pred[] = {w->fixed_us, w->fill_us_per_kb, w->stage_us, w->us_per_mflop,
+                           w->issue_us, w->round_trip_us, w->partial_us_per_mb,
+                           d->matvec_fixed_us, d->matvec_tbs, d->matvec_row_token_ns};
+    for (size_t i = 0; i < sizeof pred / sizeof pred[0]; i++)
+        if (!isfinite(pred[i]) || pred[i] < 0)
+            return qmm_fail(QMM_ERR_ARG, "device description: the wgmma and matvec model "
+                            "constants must be finite and >= 0 (#%zu is %g)", i, pred[i]);
     return QMM_OK;
 }
 
@@ -40,12 +49,28 @@ int qmm_choose_config(const qmm_device_desc *d, int64_t m)
 }
 
 /* The refined model (src/perf) seen through the device description: the tile of the plan's
- * configuration, its occupancy, W4 operands, bf16 partial planes. The matvec is a 16x8 mma tile
- * whose compute is negligible: its time is the operand floor plus a launch. */
+ * configuration, its occupancy, W4 operands, bf16 partial planes. The wgmma kernel and (where the
+ * description has its constants) the matvec have models of their own, fitted per GPU; without
+ * them the matvec is a 16x8 mma tile whose time is the operand floor plus a launch. */
 double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d,
                            const qmm_plan *p)
 {
     if (!d || !p || m < 1 || n < 1 || k < 1 || qmm_check_desc(d) != QMM_OK) return -1;
+    if (p->path == QMM_PATH_WGMMA || p->path == QMM_PATH_STREAMK) {
+        /* the wgmma kernel's own model over its schedule (src/perf/wgmma.c) */
+        int tn = 0, wg = 0, bps = qmm_sm90_blocks_per_sm(p->config);
+        if (!qmm_sm90_config(p->config, &tn, &wg, NULL) || k % QMM_GROUP) return -1;
+        return qmm_model_wgmma_us(&d->wgmma_model, d->gpu.sms, m, n, k / QMM_GROUP, tn, wg, bps,
+                                  p->blocks, p->path == QMM_PATH_STREAMK ? 0 : p->split);
+    }
+    if (p->path == QMM_PATH_MATVEC && d->matvec_tbs > 0) {
+        /* weights streamed once at the matvec's effective rate, plus a fixed cost and a term per
+         * extra token and output row (its reduction and stores): fitted in tune/sm90.c */
+        double bytes = (double)n * (double)k * 0.53125; /* codes + bf16 scale|bias a group */
+        double t = d->matvec_fixed_us + bytes / (d->matvec_tbs * 1e6) +
+                   (double)(m - 1) * (double)n * d->matvec_row_token_ns * 1e-3;
+        return isfinite(t) ? t : -1;
+    }
     /* every non-matvec plan names a tiled configuration (the dense plan keeps its tiled
      * alternative's): an index out of range is a bad plan */
     if (p->path != QMM_PATH_MATVEC &&

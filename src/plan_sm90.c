@@ -23,6 +23,11 @@ int qmm_sm90_config(int index, int *tile_tokens, int *warpgroups, int *stages)
     return 1;
 }
 
+int qmm_sm90_blocks_per_sm(int index)
+{
+    return index >= 0 && index < QMM_SM90_CONFIG_COUNT ? sm90_rows[index][3] : 0;
+}
+
 static int find_config(int tn, int wg)
 {
     for (int i = 0; i < QMM_SM90_CONFIG_COUNT; i++)

@@ -20,6 +20,8 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90
                          int split, qmm_plan *out);
 /* Row `index` of the tuning table (tune/sm90.h); 0 when out of range. */
 int qmm_sm90_config(int index, int *tile_tokens, int *warpgroups, int *stages);
+/* Resident CTAs a SM of row `index` (tune/sm90.h); 0 when out of range. */
+int qmm_sm90_blocks_per_sm(int index);
 /* fp32 partial-slot bytes of a split or stream-K plan; 0 otherwise. */
 size_t qmm_sm90_workspace_bytes(const qmm_plan *p);
 

@@ -221,9 +221,9 @@ static qmm_status device_plan(const void *ctx, int64_t m, int64_t n, int64_t k, 
 
 static void device_cell(const qmm_plan *pl, char *out, size_t len)
 {
-    if (pl->path == QMM_PATH_WGMMA || pl->path == QMM_PATH_STREAMK) /* no prediction: its grid */
-        snprintf(out, len, "%s/%d/%lldx%dx%d", qmm_path_name(pl->path), pl->split,
-                 (long long)pl->blocks, pl->tile_m, pl->tile_n);
+    if (pl->path == QMM_PATH_WGMMA || pl->path == QMM_PATH_STREAMK) /* its grid, then µs */
+        snprintf(out, len, "%s/%d/%lldx%dx%d/%.1f", qmm_path_name(pl->path), pl->split,
+                 (long long)pl->blocks, pl->tile_m, pl->tile_n, pl->predicted_us);
     else
         snprintf(out, len, "%s/%d/%.1f", qmm_path_name(pl->path), pl->split, pl->predicted_us);
 }
@@ -247,9 +247,9 @@ static int device_plans(const char *table, const char *model, const int64_t *tok
                                                                   : "");
         if (model)
             printf("%s: cells path/split/predicted µs (wgmma, streamk: path/split/CTAs x token "
-                   "tile x weight rows)\n\n", model);
+                   "tile x weight rows/predicted µs)\n\n", model);
     }
-    int rc = model ? model_plans(model, tokens, nt, 22, device_plan, device_cell, &d)
+    int rc = model ? model_plans(model, tokens, nt, 28, device_plan, device_cell, &d)
                    : shape_plan(device_plan, &d, "device", m, n, k);
     if (g_json && rc == EXIT_OK) printf("], \"table\": \"%s\", \"sms\": %d}\n", d.family, d.gpu.sms);
     return rc;

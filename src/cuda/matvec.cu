@@ -420,7 +420,8 @@ static int mv_per_sm(const MatvecArgs &p, int W, size_t bytes)
     return by_smem < bounds ? by_smem : bounds;
 }
 
-/* The CTA shape: W warps (8, or 4 up to 8 tokens), R tiles a CTA, C CTAs a cluster
+/* The CTA shape: W warps (8, or 4 for one token: at M = 8 the 4-warp shapes the rule picked for
+ * gate and gate|up were ~10 % slower, NOTES row 58), R tiles a CTA, C CTAs a cluster
  * (bench/probe/mv_shapes.cu measures them): every CTA resident at once; then the least work on
  * the busiest SM, ceil(CTAs / SMs) · R · ceil(groups / C) (tile, group) pieces (with 3 CTAs a SM
  * room for 396, gate|up's 304 CTAs put 3 on 40 SMs and 2 on the rest: that tail was 2 µs of 11,
@@ -436,7 +437,7 @@ static void matvec_shape(const MatvecArgs &p, int sm_count, int *W, int *R, int 
     const int groups = p.k / 128, r_min = p.m > 1 || p.epi == MV_EPI_SWIGLU ? 2 : 1;
     int64_t best_work = INT64_MAX, best_warps = -1, fewest = INT64_MAX;
     *W = 8, *R = r_min, *C = 1;
-    for (int w = 8; w >= (p.m <= 8 ? 4 : 8); w /= 2)
+    for (int w = 8; w >= (p.m == 1 ? 4 : 8); w /= 2)
         for (int r = r_min; r <= w; r *= 2)
             for (int c = 1; c <= 4; c *= 2) {
                 const size_t bytes = mv_smem(p, r, c);

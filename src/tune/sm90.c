@@ -38,6 +38,26 @@ static qmm_device_desc sm90(void)
     d.dense_narrow_m = 128;
     d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
     d.dense_min_m = 128;
+    /* The wgmma kernel's time model (src/perf/wgmma.c; refit with bench/fit_model.py): least
+     * squares of the relative error over its 123 cells in bench/results/2026-12-01-session4/
+     * final/ops.csv (every wgmma_s1, streamk and auto cell of the wgmma kernel, M = 1..2048): all
+     * within 15 %, the 23 cells where auto plans it within 11.1 % (o M = 16 +11 %, q M = 64
+     * -10 %; NOTES.md row 59). Predictions only. */
+    d.wgmma_model = (qmm_wgmma_model){
+        .fixed_us = 0.985,          /* launch + prologue in a graph */
+        .fill_us_per_kb = 0.0147,   /* first stage + output tile: ~68 GB/s a SM */
+        .stage_us = 0.367,          /* NOTES 19: the ~0.4 µs per-stage handshake */
+        .us_per_mflop = 0.1045,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.44 µs */
+        .issue_us = 0.245,          /* a warpgroup's k-block on a shared SM */
+        .round_trip_us = 0.513,     /* partial write + counter; a batch of partial loads */
+        .partial_us_per_mb = 0.227, /* partials written and read: ~4.4 TB/s */
+    };
+    /* The matvec (groups of 128): fixed + weight bytes / rate + (M - 1)·N·row_token, least squares
+     * of the relative error over the fifth session's auto cells at M = 1 (r10-final-e2e) and
+     * M = 8 (r11-sanitize) of the five Qwen3-4B projections: within 9.4 % (down M = 8 -9 %). */
+    d.matvec_fixed_us = 2.42;
+    d.matvec_tbs = 2.71;        /* 0.369 µs a MB */
+    d.matvec_row_token_ns = 0.0598;
     return d;
 }
 
@@ -55,6 +75,8 @@ static qmm_device_desc generic(void)
     d.dense_tflops = 0.0;
     d.dense_force_m = d.dense_narrow_n = 0;
     d.wgmma_min_m = d.wgmma_max_m = 0; /* sm_90a code only */
+    memset(&d.wgmma_model, 0, sizeof d.wgmma_model); /* never measured here: no predictions */
+    d.matvec_tbs = 0;                                 /* the refined model at the rates above */
     return d;
 }
 

@@ -1,0 +1,100 @@
+/* Time model of the Hopper wgmma kernel (src/cuda/gemm_sm90.cu) from its schedule. The kernel is
+ * latency-bound per pipeline stage at small token tiles (bench/NOTES.md rows 19, 36: ~0.4 µs of
+ * handshake a k-block, SM throughput 16 %), so the model counts k-blocks on the busiest CTA and
+ * the busiest SM, not bytes:
+ *
+ *   T = fixed + fill·(first stage + output tile, KB)
+ *     + max(waves · s · (stage + flop·F),  w · (WG · issue + flop·F))
+ *     + [split tiles] round_trip · (segment ends + ceil(peers / FIX)) + partial · MB (out + in)
+ *
+ * s = k-blocks of the busiest CTA, w = k-blocks of all CTAs on the busiest SM, F = MFLOP of one
+ * k-block (2·64·WG·TN·128), FIX = the fixup's partial loads in flight (as in the kernel). The
+ * first term is one CTA alone on its SM (one stage after another); the second, several CTAs
+ * sharing the SM's issue slots (gate at M = 1: 2 CTAs of 20 k-blocks take 10.9 µs, one 8.5).
+ * Fit and residuals: tune/sm90.c and bench/NOTES.md row 59. */
+#include <math.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The fixup's partial loads in flight (gemm_sm90.cu finish_segment's FIX). */
+static int fixup_batch(int tn, int bps)
+{
+    if (bps > 1) return tn <= 8 ? 4 : tn <= 16 ? 2 : 1;
+    return tn <= 16 ? 8 : tn <= 32 ? 4 : tn <= 64 ? 2 : 1;
+}
+
+static int model_ok(const qmm_wgmma_model *c)
+{
+    const double v[] = {c->fixed_us, c->fill_us_per_kb, c->stage_us, c->us_per_mflop,
+                        c->issue_us, c->round_trip_us, c->partial_us_per_mb};
+    int any = 0;
+    for (int i = 0; i < 7; i++) {
+        if (!isfinite(v[i]) || v[i] < 0) return 0;
+        any |= v[i] > 0;
+    }
+    return any;
+}
+
+/* Stream-K over `ctas`: CTA p starts at p·q + min(p, r) of the tiles·groups iterations. */
+typedef struct {
+    int64_t iters, ctas, q, r;
+} sk_sched;
+
+static int64_t sk_start(const sk_sched *s, int64_t p)
+{
+    return p >= s->ctas ? s->iters : p * s->q + (p < s->r ? p : s->r);
+}
+
+static int64_t sk_cta_of(const sk_sched *s, int64_t i)
+{
+    const int64_t edge = s->r * (s->q + 1);
+    return i < edge ? i / (s->q + 1) : s->r + (i - edge) / s->q;
+}
+
+double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t n, int64_t groups,
+                          int tn, int wg, int bps, int64_t ctas, int split)
+{
+    if (!c || !model_ok(c) || sms < 1 || m < 1 || n < 1 || groups < 1 || tn < 8 || wg < 1 ||
+        bps < 1 || ctas < 1 || split < 0 || split > groups)
+        return -1;
+    const int64_t tiles = cdiv(m, tn) * cdiv(n, 64 * (int64_t)wg);
+    if (split > 0 && ctas != tiles * split) return -1;
+    if (split == 0 && (ctas > tiles * groups || ctas > (int64_t)sms * bps)) return -1;
+
+    int64_t s, segs = 1, peers = 0, npart = 0; /* npart: (CTA, tile) segments with a partial */
+    int64_t waves = 1;
+    if (split > 0) {
+        s = cdiv(groups, split);
+        waves = cdiv(ctas, (int64_t)sms * bps);
+        if (split > 1) peers = split, npart = ctas;
+    } else {
+        sk_sched k = {tiles * groups, ctas, tiles * groups / ctas, tiles * groups % ctas};
+        s = k.q + (k.r > 0);
+        segs = 0;
+        for (int64_t p = 0; p < ctas; p++) { /* tiles a CTA touches: its segment ends */
+            int64_t a = sk_start(&k, p), b = sk_start(&k, p + 1) - 1;
+            int64_t t = b / groups - a / groups + 1;
+            if (t > segs) segs = t;
+        }
+        for (int64_t t = 0; t < tiles; t++) {
+            int64_t pa = sk_cta_of(&k, t * groups), pb = sk_cta_of(&k, t * groups + groups - 1);
+            if (pb == pa) continue;
+            npart += pb - pa + 1;
+            if (pb - pa + 1 > peers) peers = pb - pa + 1;
+        }
+    }
+    const double f = 2.0 * 64 * wg * tn * 128 / 1e6; /* MFLOP a k-block */
+    const double fill_kb = (4096.0 * wg + 256.0 * tn + 128.0 * wg * tn) / 1e3;
+    const double slot_kb = 256.0 * wg * tn / 1e3; /* one fp32 partial of a tile */
+    const double w = (double)cdiv(ctas, sms) * (double)s;
+    double lat = (double)waves * (double)s * (c->stage_us + c->us_per_mflop * f);
+    double thr = w * (wg * c->issue_us + c->us_per_mflop * f);
+    double t = c->fixed_us + c->fill_us_per_kb * fill_kb + (lat > thr ? lat : thr);
+    if (npart > 0)
+        t += c->round_trip_us * (double)(segs + cdiv(peers, fixup_batch(tn, bps))) +
+             c->partial_us_per_mb * 2.0 * slot_kb * (double)npart / 1e3;
+    return isfinite(t) ? t : -1;
+}
