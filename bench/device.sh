@@ -31,8 +31,10 @@
 # Logs back from the device tool (8 files at most): QMM_PACK=$OUT/device.tar.gz, outside OUTDIR.
 # OUTDIR is packed into it after every command and at exit (a signal too), with
 # $OUT/device.summary.txt beside it, so a run cut short still brings back what it did.
-# QMM_COMMIT: the commit the benchmarks record (default: git rev-parse).
-# Exit code: 0 when every command passed (a test's exit 77, "skipped", counts as passed), else 1.
+# QMM_COMMIT: the commit the benchmarks record (default: git rev-parse). QMM_TEST_S: one test
+# binary's limit (default 180 s). QMM_STDBUF=0: no line-buffered output (stdbuf) for the commands.
+# Exit code: 0 when every command passed (a test's exit 77, "skipped", counts as passed); 1 when
+# one failed, timed out or was skipped; 128 + N after signal N.
 set -uo pipefail
 out=${1:?usage: bench/device.sh OUTDIR [STEPS...]}
 shift
@@ -107,8 +109,8 @@ report() {
         "$log" | sed -E 's/^=+ //' | tail -n 3 | awk 'NR > 1 { printf " | " } { printf "%s", $0 }')
     say "== $name: $verdict in $s s (limit $limit s)${found:+ | $found}"
     case $rc in 0 | 77) return ;; esac
-    detail=$(grep -aE '^FAIL|^    FAIL|^=+ (Invalid|Error|Race|Barrier|Uninitialized|Leaked|Program hit)' \
-        "$log" | head -n 5)
+    local errors='^=+ (Invalid|Error|Race|Barrier|Uninitialized|Leaked|Program hit)' # sanitizer
+    detail=$(grep -aE "^FAIL|^    FAIL|$errors" "$log" | head -n 5)
     [ -n "$detail" ] || detail=$(grep -av '^[[:space:]]*$' "$log" | tail -n 3)
     [ -z "$detail" ] || say "$(cut -c1-200 <<<"$detail" | sed 's/^ */     /')"
 }
@@ -156,8 +158,8 @@ machine_info() {
         echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
         echo "commit: $QMM_COMMIT"
         echo "binaries: $bin"
-        timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem \
-            --format=csv
+        timeout 30 nvidia-smi --format=csv \
+            --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem
         timeout 30 nvcc --version | tail -n 2
     } >"$out/machine.txt" 2>&1
     cat "$out/machine.txt"
@@ -166,7 +168,7 @@ machine_info() {
 # on exit, however it comes: stop a running command, the counts, the summary again, the archive
 finish() {
     local rc=$? status=0
-    trap "" TERM INT HUP # a second one (timeout signals the script, then its group) must not cut this
+    trap "" TERM INT HUP # ignore a second (timeout signals the script, then its group)
     if [ -n "$child" ]; then
         kill -TERM "$child" 2>/dev/null # timeout passes it on to the command
         wait "$child" 2>/dev/null
