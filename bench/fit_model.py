@@ -17,7 +17,7 @@ from csvmeta import read_csv_with_meta
 SMS = 132
 ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1)]  # tn, wg, bps
 R = "bench/results/2026-12-01-"
-DEFAULTS = [R + "session4/final/ops.csv", R + "session5/r10-final-e2e/ops.csv",
+DEFAULTS = [R + "session6/r6-final-candidate/ops.csv", R + "session5/r10-final-e2e/ops.csv",
             R + "session5/r11-sanitize/ops.csv"]
 
 
@@ -25,19 +25,21 @@ def cdiv(a, b):
     return -(-a // b)
 
 
-def plan(m, n, k, req):
-    """qmm_plan_sm90: req 'auto', 'split1' or 'streamk' -> (tn, wg, bps, tiles, groups, ctas, sk)."""
+# resident CTAs in clusters of s (src/tune/sm90.c sm90_cluster_ctas, the H200's occupancy API)
+CLUSTER_CTAS = [[0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368, 345, 372, 329, 360],
+                [0, 0, 264, 237, 248, 235, 234, 224, 240], [0, 0, 132, 117, 120, 110, 102, 105, 120],
+                [0, 0, 132, 117, 120, 110, 102, 105, 120], [0, 0, 132, 117, 120, 110, 102, 105, 120]]
+
+
+def plan(m, n, k, path, split, config):
+    """The schedule a cell ran (bench ops' path, split and config columns) -> (tn, wg, bps,
+    tiles, groups, ctas, split; split 0 = stream-K), as src/plan_sm90.c makes it."""
     g = k // 128
-    tn = next((t for t in (8, 16, 32, 64, 128) if m <= t), 128)
-    wg = 1 if tn <= 32 else 2
+    tn, wg, bps = ROWS[config]
     tiles = cdiv(m, tn) * cdiv(n, 64 * wg)
-    if tn == 64 and tiles * 2 <= SMS:
-        wg, tiles = 1, cdiv(m, tn) * cdiv(n, 64)
-    bps = next(r[2] for r in ROWS if r[:2] == (tn, wg))
-    fills = tiles >= SMS and (tiles % SMS == 0 or tiles / (cdiv(tiles, SMS) * SMS) >= 0.85)
-    sk = req == "streamk" or (req == "auto" and g > 1 and not fills)
-    ctas = max(1, min(tiles * g // 4, SMS * bps)) if sk else tiles
-    return tn, wg, bps, tiles, g, ctas, sk
+    if path == "streamk":
+        return tn, wg, bps, tiles, g, max(1, min(tiles * g // 4, SMS * bps)), 0
+    return tn, wg, bps, tiles, g, tiles * split, split
 
 
 def fix_batch(tn, bps):
@@ -46,11 +48,12 @@ def fix_batch(tn, bps):
     return 8 if tn <= 16 else 4 if tn <= 32 else 2 if tn <= 64 else 1
 
 
-def features(m, n, k, req):
+def features(m, n, k, path, split, config):
     """Rows of the design matrix for the two branches (latency, shared-SM throughput)."""
-    tn, wg, bps, tiles, g, ctas, sk = plan(m, n, k, req)
+    tn, wg, bps, tiles, g, ctas, split = plan(m, n, k, path, split, config)
     waves, segs, peers, npart = 1, 1, 0, 0
-    if sk:
+    clustered = 2 <= split <= 8
+    if split == 0:
         it = tiles * g
         q, r = divmod(it, ctas)
         s = q + (r > 0)
@@ -64,13 +67,18 @@ def features(m, n, k, req):
                 npart += pb - pa + 1
                 peers = max(peers, pb - pa + 1)
     else:
-        s, waves = g, cdiv(ctas, SMS * bps)
+        s = cdiv(g, split)
+        waves = cdiv(ctas, CLUSTER_CTAS[config][split] if clustered else SMS * bps)
+        if split > 1 and not clustered:
+            peers, npart = split, ctas
     f = 2 * 64 * wg * tn * 128 / 1e6
     w = cdiv(ctas, SMS) * s
-    base = [1, (4096 * wg + 256 * tn + 128 * wg * tn) / 1e3, 0, 0, 0, 0, 0]
+    base = [1, (4096 * wg + 256 * tn + 128 * wg * tn) / 1e3, 0, 0, 0, 0, 0, 0, 0]
     if npart:
         base[5] = segs + cdiv(peers, fix_batch(tn, bps))
         base[6] = 2 * (256 * wg * tn / 1e3) * npart / 1e3
+    if clustered:
+        base[7], base[8] = waves, waves * 256 * wg * tn / 1e3
     lat, thr = list(base), list(base)
     lat[2], lat[3] = waves * s, waves * s * f
     thr[4], thr[3] = w * wg, w * f
@@ -78,21 +86,34 @@ def features(m, n, k, req):
 
 
 NAMES = ["fixed_us", "fill_us_per_kb", "stage_us", "us_per_mflop", "issue_us", "round_trip_us",
-         "partial_us_per_mb"]
-REQ = {"wgmma_s1": "split1", "wgmma": "auto", "streamk": "streamk", "auto": "auto"}
+         "partial_us_per_mb", "cluster_us", "cluster_us_per_kb"]
+FORCED = ("wgmma_s1", "streamk", "cluster")  # the schedules bench ops forces (auto repeats one)
+
+
+def nonneg_lstsq(a, b):
+    """Least squares with every constant >= 0 (the C side rejects negative ones): a constant
+    that comes out negative is held at 0 and the rest refit."""
+    free = np.ones(a.shape[1], bool)
+    while True:
+        th = np.zeros(a.shape[1])
+        th[free] = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
+        if (th >= 0).all():
+            return th
+        free &= th > 0
 
 
 def fit_wgmma(path):
     cells = []
     for r in read_csv_with_meta(path)[1]:
-        if r["path"] in ("wgmma", "streamk") and r["contender"] != "wgmma" and r["status"] == "pass":
+        if r["path"] in ("wgmma", "streamk") and r["contender"] in FORCED and r["status"] == "pass":
             m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
-            cells.append((r["proj"], m, r["contender"], features(m, n, k, REQ[r["contender"]]),
-                          float(r["graph_med_us"])))
-    th = np.array([1, 0.03, 0.37, 0.1, 0.25, 0.5, 0.2])
+            x = features(m, n, k, r["path"], int(r["split"]), int(r["config"]))
+            cells.append((r["proj"], m, r["contender"] + (r["split"] if r["contender"] == "cluster" else ""),
+                          x, float(r["graph_med_us"])))
+    th = np.array([1, 0.03, 0.37, 0.1, 0.25, 0.5, 0.2, 0.8, 0.012])
     for _ in range(20):
-        rows = [max(x, key=lambda v: v @ th) / t for _, _, _, x, t in cells]
-        th = np.linalg.lstsq(np.array(rows), np.ones(len(rows)), rcond=None)[0]
+        rows = np.array([max(x, key=lambda v: v @ th) / t for _, _, _, x, t in cells])
+        th = nonneg_lstsq(rows, np.ones(len(rows)))
     print("wgmma model (%d cells of %s):" % (len(cells), path))
     for name, v in zip(NAMES, th):
         print("  .%s = %.4g," % (name, v))

@@ -211,11 +211,14 @@ typedef struct qmm_gpu_caps {
  * table of the GPU's family (src/tune/, qmm_tune_desc) and, on a GPU, corrected with its SM count
  * and the occupancy API's resident blocks. Tuning values: they change speed, never results. */
 #define QMM_MAX_TILE_CONFIGS 8
+#define QMM_MAX_WGMMA_CONFIGS 8
+#define QMM_MAX_WGMMA_CLUSTER 8
 /* Time model of the Hopper wgmma kernel (src/perf/wgmma.c), constants fitted per GPU to bench
  * ops (tune/sm90.c). A CTA's k-block costs stage_us + us_per_mflop · its MFLOP alone on its SM,
  * and issue_us per consumer warpgroup (+ the same flop term) of the SM's throughput when several
  * CTAs share it; the busiest SM sets the pace. Split or stream-K tiles add round_trip_us per
- * segment end and per batch of partial loads, and their partial traffic at partial_us_per_mb. */
+ * segment end and per batch of partial loads, and their partial traffic at partial_us_per_mb;
+ * split-K in clusters adds cluster_us + cluster_us_per_kb per KB of a CTA's partial, a wave. */
 typedef struct qmm_wgmma_model {
     double fixed_us;          /* launch and prologue, inside a graph */
     double fill_us_per_kb;    /* a CTA's first stage and its output tile, per KB */
@@ -224,6 +227,8 @@ typedef struct qmm_wgmma_model {
     double issue_us;          /* a k-block's issue cost per warpgroup on a shared SM */
     double round_trip_us;     /* a partial's write + counter, or one batch of partial loads */
     double partial_us_per_mb; /* all partials written and read back, per MB */
+    double cluster_us;        /* split-K in clusters: the two cluster barriers, a wave */
+    double cluster_us_per_kb; /* … and a CTA's partial through shared memory, per KB, a wave */
 } qmm_wgmma_model;
 
 typedef struct qmm_tile_config {
@@ -248,6 +253,10 @@ typedef struct qmm_device_desc {
     /* the Hopper wgmma kernel (tile rows: tune/sm90.h QMM_SM90_CONFIGS, plan_sm90.c) */
     int wgmma_min_m;      /* AUTO under the device policy takes it for wgmma_min_m <= M <= */
     int wgmma_max_m;      /* wgmma_max_m; wgmma_min_m = 0: never */
+    /* resident CTAs of wgmma configuration c launched in clusters of s CTAs (split-K summed in
+     * the cluster), [c][s] for s = 2..QMM_MAX_WGMMA_CLUSTER: the GPCs' SM counts leave some
+     * SMs idle (H200, 1 CTA a SM: 132 in pairs, 120 in fours); 0 = SMs x blocks per SM */
+    int wgmma_cluster_ctas[QMM_MAX_WGMMA_CONFIGS][QMM_MAX_WGMMA_CLUSTER + 1];
     /* dense fallback (dequantize + cuBLAS) */
     double dense_tflops;  /* cuBLAS bf16 rate for the dense path; 0 = never use it */
     int dense_min_m;      /* the dense path is considered only for M >= this */

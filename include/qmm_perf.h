@@ -180,10 +180,11 @@ qmm_status qmm_model_streamk(const qmm_gpu_caps *gpu, const qmm_model_kernel *ke
 /* The Hopper wgmma kernel's time (qmm_wgmma_model, qmm.h; src/perf/wgmma.c) for its schedule:
  * tiles of tn tokens x 64*wg weight rows, `groups` 128-column k-blocks a tile, `ctas` CTAs of
  * which bps are resident a SM: split > 0 is split-K with `split` partitions a tile (ctas =
- * tiles*split; 1 = unsplit), split = 0 stream-K over ctas <= SMs*bps. < 0 on bad input or a
- * model of all zeros. */
+ * tiles*split; 1 = unsplit), split = 0 stream-K over ctas <= SMs*bps. slots: the resident CTAs
+ * of a clustered launch (split 2..QMM_MAX_WGMMA_CLUSTER), <= 0 for SMs*bps. < 0 on bad input or
+ * a model of all zeros. */
 double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t n, int64_t groups,
-                          int tn, int wg, int bps, int64_t ctas, int split);
+                          int tn, int wg, int bps, int64_t ctas, int split, int64_t slots);
 
 /* The searches below try every split up to max_split: a bound keeps them short (a split beyond
  * this many partitions never fills a GPU better). max_split above it is QMM_ERR_ARG. */

@@ -9,6 +9,7 @@
 
 #include "plan.h"
 #include "plan_sm90.h"
+#include "tune/sm90.h"
 
 qmm_cuda_options qmm_cuda_options_default(void)
 {
@@ -207,6 +208,18 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     p.workspace_bytes = qmm_sm90_workspace_bytes(&p);
     /* only the device policy predicts (as for the other paths); -1 without a fitted model */
     if (o->policy == QMM_POLICY_DEVICE) p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
+    /* a grid that does not fill the GPU: stream-K, or split-K in clusters where the model
+     * predicts it faster (a full grid keeps the unsplit schedule, bit for bit) */
+    if (req == QMM_SM90_AUTO && p.path == QMM_PATH_STREAMK && p.predicted_us > 0) {
+        for (int s = 2; s <= QMM_SM90_MAX_CLUSTER && s <= k / QMM_GROUP; s++) {
+            qmm_plan q;
+            if (qmm_plan_sm90(m, n, k, d->gpu.sms, QMM_SM90_SPLIT, s, &q) != QMM_OK) continue;
+            q.stages = p.stages;
+            q.workspace_bytes = qmm_sm90_workspace_bytes(&q);
+            q.predicted_us = qmm_plan_predict_us(m, n, k, d, &q);
+            if (q.predicted_us > 0 && q.predicted_us < p.predicted_us * 0.999) p = q;
+        }
+    }
     *out = p;
     qmm_clear_error();
     return QMM_OK;

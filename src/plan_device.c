@@ -33,6 +33,7 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
     const qmm_wgmma_model *w = &d->wgmma_model;
     const double pred[] = {w->fixed_us, w->fill_us_per_kb, w->stage_us, w->us_per_mflop,
                            w->issue_us, w->round_trip_us, w->partial_us_per_mb,
+                           w->cluster_us, w->cluster_us_per_kb,
                            d->matvec_fixed_us, d->matvec_tbs, d->matvec_row_token_ns};
     for (size_t i = 0; i < sizeof pred / sizeof pred[0]; i++)
         if (!isfinite(pred[i]) || pred[i] < 0)
@@ -60,8 +61,13 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
         /* the wgmma kernel's own model over its schedule (src/perf/wgmma.c) */
         int tn = 0, wg = 0, bps = qmm_sm90_blocks_per_sm(p->config);
         if (!qmm_sm90_config(p->config, &tn, &wg, NULL) || k % QMM_GROUP) return -1;
+        const int split = p->path == QMM_PATH_STREAMK ? 0 : p->split;
+        const int64_t slots = split >= 2 && split <= QMM_MAX_WGMMA_CLUSTER &&
+                                      p->config < QMM_MAX_WGMMA_CONFIGS
+                                  ? d->wgmma_cluster_ctas[p->config][split]
+                                  : 0;
         return qmm_model_wgmma_us(&d->wgmma_model, d->gpu.sms, m, n, k / QMM_GROUP, tn, wg, bps,
-                                  p->blocks, p->path == QMM_PATH_STREAMK ? 0 : p->split);
+                                  p->blocks, split, slots);
     }
     if (p->path == QMM_PATH_MATVEC && d->matvec_tbs > 0) {
         /* weights streamed once at the matvec's effective rate, plus a fixed cost and a term per

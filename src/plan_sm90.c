@@ -103,7 +103,7 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90
     }
     if (ctas > INT32_MAX)
         return qmm_fail(QMM_ERR_SHAPE, "%lld CTAs exceed the grid limit", (long long)ctas);
-    if ((streamk || split > 1) && tiles > QMM_SM90_MAX_COUNTED_TILES)
+    if ((streamk || qmm_sm90_cluster(split) < split) && tiles > QMM_SM90_MAX_COUNTED_TILES)
         return qmm_fail(QMM_ERR_SHAPE, "%lld tiles: a split schedule counts at most %d", (long long)tiles,
                         QMM_SM90_MAX_COUNTED_TILES);
     p.blocks = ctas;
@@ -114,6 +114,7 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90
 size_t qmm_sm90_workspace_bytes(const qmm_plan *p)
 {
     if (!p || (p->path != QMM_PATH_STREAMK && !(p->path == QMM_PATH_WGMMA && p->split > 1))) return 0;
+    if (p->path == QMM_PATH_WGMMA && qmm_sm90_cluster(p->split) > 1) return 0; /* in the clusters */
     /* two fp32 partial slots per CTA (its first and last tile segments) */
     return (size_t)p->blocks * 2 * (size_t)p->tile_n * (size_t)p->tile_m * sizeof(float);
 }

@@ -29,7 +29,8 @@ static qmm_cuda_options opts(qmm_path path, int split)
     return o;
 }
 
-/* Every schedule of one shape against fp64: the plan, unsplit, split-K 2 and 3, stream-K. */
+/* Every schedule of one shape against fp64: the plan, unsplit, split-K 2, 3 and 8 (summed in
+ * clusters), 9 (through the workspace), stream-K. */
 static void check_schedules_g(int64_t m, int64_t n, int64_t k, int group, const char *name)
 {
     prob p;
@@ -37,6 +38,7 @@ static void check_schedules_g(int64_t m, int64_t n, int64_t k, int group, const 
     const struct { const char *what; qmm_cuda_options o; } list[] = {
         {"auto", qmm_cuda_options_default()}, {"wgmma-unsplit", opts(QMM_PATH_WGMMA, 1)},
         {"wgmma-split2", opts(QMM_PATH_WGMMA, 2)}, {"wgmma-split3", opts(QMM_PATH_WGMMA, 3)},
+        {"wgmma-split8", opts(QMM_PATH_WGMMA, 8)}, {"wgmma-split9", opts(QMM_PATH_WGMMA, 9)},
         {"streamk", opts(QMM_PATH_STREAMK, 0)},
     };
     double worst = 0;
@@ -91,7 +93,8 @@ static void case_nonfinite_rows(void)
     p.a[11 * k + 300] = 0x7F80;     /* +Inf in row 11 */
     cudaMemcpy(p.a_dev, p.a, (size_t)(m * k) * 2, cudaMemcpyHostToDevice);
     const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 1),
-                                     opts(QMM_PATH_WGMMA, 4), opts(QMM_PATH_STREAMK, 0)};
+                                     opts(QMM_PATH_WGMMA, 2), opts(QMM_PATH_WGMMA, 4),
+                                     opts(QMM_PATH_STREAMK, 0)};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         qmm_plan plan;
         CHECK_OK(prob_run(&p, &list[i], p.out, &plan));
@@ -139,6 +142,7 @@ static void case_bitwise(void)
     size_t bytes = (size_t)(m * n) * 2;
     qmm_bf16 *first = malloc(bytes), *out = malloc(bytes);
     const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 5),
+                                     opts(QMM_PATH_WGMMA, 8), opts(QMM_PATH_WGMMA, 12),
                                      opts(QMM_PATH_STREAMK, 0)};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         qmm_plan plan;
@@ -168,7 +172,8 @@ static void dependent_launches_g(int group)
         prob_free(&p);
         return;
     }
-    const qmm_cuda_options list[] = {opts(QMM_PATH_STREAMK, 0), opts(QMM_PATH_WGMMA, 1), opts(QMM_PATH_WGMMA, 4)};
+    const qmm_cuda_options list[] = {opts(QMM_PATH_STREAMK, 0), opts(QMM_PATH_WGMMA, 1),
+                                     opts(QMM_PATH_WGMMA, 4), opts(QMM_PATH_WGMMA, 10)};
     qmm_bf16 *x = malloc(bytes), *y = malloc(bytes);
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         size_t wsb = 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "tune/sm90.h"
 
 #ifndef QMM_HAVE_CUDA
 const op_backend *ops_gpu_backends(int *n) { *n = 0; return NULL; }
@@ -76,7 +77,7 @@ static void *D(op_data *d, dev_tensors *dv, const char *name)
 /* ---- matmul: one backend per path ---- */
 
 enum { MM_AUTO, MM_MATVEC, MM_TILED, MM_SPLITK, MM_SPLITK_F32, MM_DENSE, MM_WGMMA, MM_WGMMA_SPLIT,
-       MM_STREAMK };
+       MM_STREAMK, MM_WGMMA_SPLIT_WS };
 
 static const char *gpu_matmul(op_data *d, int variant)
 {
@@ -84,7 +85,8 @@ static const char *gpu_matmul(op_data *d, int variant)
     qmm_cuda_options o = qmm_cuda_options_default();
     static const qmm_path paths[] = {QMM_PATH_AUTO,   QMM_PATH_MATVEC, QMM_PATH_TILED,
                                      QMM_PATH_SPLITK, QMM_PATH_SPLITK, QMM_PATH_DENSE,
-                                     QMM_PATH_WGMMA,  QMM_PATH_WGMMA,  QMM_PATH_STREAMK};
+                                     QMM_PATH_WGMMA,  QMM_PATH_WGMMA,  QMM_PATH_STREAMK,
+                                     QMM_PATH_WGMMA};
     o.path = paths[variant];
     o.group = d->w.group; /* the exact workspace of this weight's plan */
     if (variant == MM_MATVEC && d->w.group != QMM_GROUP)
@@ -99,6 +101,10 @@ static const char *gpu_matmul(op_data *d, int variant)
         o.split = qmm_split_align(c->k, 4);
         if (o.split < 2) return OP_SKIP_PREFIX "K = 128 does not split";
         o.partial_type = variant == MM_SPLITK_F32 ? QMM_F32 : QMM_BF16;
+    }
+    if (variant == MM_WGMMA_SPLIT_WS) { /* more partitions than a cluster holds: the workspace */
+        o.split = qmm_split_align(c->k, 12);
+        if (o.split <= QMM_SM90_MAX_CLUSTER) return OP_SKIP_PREFIX "K too short for 9+ partitions";
     }
     qmm_cuda_weight *w = NULL;
     size_t ws_bytes = 0;
@@ -306,7 +312,8 @@ static const op_backend gpu_backends[] = {
     MATMUL("cuda_auto", MM_AUTO), MATMUL("cuda_matvec", MM_MATVEC), MATMUL("cuda_tiled", MM_TILED),
     MATMUL("cuda_splitk", MM_SPLITK), MATMUL("cuda_splitk_f32", MM_SPLITK_F32),
     MATMUL("cuda_dense", MM_DENSE), MATMUL("cuda_wgmma", MM_WGMMA),
-    MATMUL("cuda_wgmma_splitk", MM_WGMMA_SPLIT), MATMUL("cuda_streamk", MM_STREAMK),
+    MATMUL("cuda_wgmma_splitk", MM_WGMMA_SPLIT), MATMUL("cuda_wgmma_splitk_ws", MM_WGMMA_SPLIT_WS),
+    MATMUL("cuda_streamk", MM_STREAMK),
     {"cuda_rows", OP_ROWS, gpu_rows, 0, 1}, {"engine_embed", OP_ROWS, gpu_rows, 1, 1},
     ENGINE("engine", OP_ADD_RMSNORM, 0), ENGINE("engine", OP_QK_NORM_ROPE, 0),
     ENGINE("engine_pdl", OP_QK_NORM_ROPE, 1), ENGINE("engine", OP_SWIGLU, 0),

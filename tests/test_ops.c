@@ -28,19 +28,21 @@
 
 static const op_case cases[] = {
     /* matmul: Qwen3-4B projections at decode and prefill sizes, each tile configuration, ragged
-     * and edge shapes; tolerance 1e-2 against fp64 */
+     * and edge shapes; tolerance 1e-2 against fp64 (relative Frobenius: the N = 1 cases take 13
+     * rows, not 3: three values whose terms cancel can exceed it through the bf16 weights'
+     * rounding alone — seed 1796111454408511 gave 1.15e-2 on every bf16-weight path) */
     MATMUL("q m1", 1, 4096, 2560), MATMUL("kv m8", 8, 1024, 2560), MATMUL("kv m16", 16, 1024, 2560),
     MATMUL("o m17", 17, 2560, 4096), MATMUL("down m9", 9, 2560, 9728),
     MATMUL("m65 (second tile)", 65, 512, 1024), MATMUL("m130 (third tile)", 130, 300, 512),
-    MATMUL("ragged m37", 37, 1000, 384), MATMUL("n1 k128", 3, 1, 128),
+    MATMUL("ragged m37", 37, 1000, 384), MATMUL("n1 k128", 13, 1, 128),
     /* groups of 64 (mlx_lm.convert's default) and 32: decode sizes (no matvec: the wgmma kernel),
      * prefill, ragged and edge shapes */
     MATMUL_G("g64 q m1", 1, 4096, 2560, 64), MATMUL_G("g64 kv m8", 8, 1024, 2560, 64),
     MATMUL_G("g64 o m17", 17, 2560, 4096, 64), MATMUL_G("g64 down m9", 9, 2560, 9728, 64),
     MATMUL_G("g64 m130", 130, 300, 512, 64), MATMUL_G("g64 ragged m37", 37, 1000, 384, 64),
-    MATMUL_G("g64 n1 k128", 3, 1, 128, 64),
+    MATMUL_G("g64 n1 k128", 13, 1, 128, 64),
     MATMUL_G("g32 kv m1", 1, 1024, 2560, 32), MATMUL_G("g32 m65", 65, 512, 1024, 32),
-    MATMUL_G("g32 ragged m37", 37, 1000, 384, 32), MATMUL_G("g32 n1 k128", 3, 1, 128, 32),
+    MATMUL_G("g32 ragged m37", 37, 1000, 384, 32), MATMUL_G("g32 n1 k128", 13, 1, 128, 32),
     /* embedding rows: bitwise with qmm_dequantize_row_f32 */
     ROWS("rows m1", 1, 1000, 2560, 3), ROWS("rows m7 ragged vocab", 7, 333, 256, 0),
     ROWS_G("g64 rows m5", 5, 1000, 2560, 2, 64), ROWS_G("g32 rows m7", 7, 333, 256, 0, 32),

@@ -193,7 +193,8 @@ static void broken_models_fail(void)
         double *w[] = {&d.wgmma_model.fixed_us, &d.wgmma_model.fill_us_per_kb,
                        &d.wgmma_model.stage_us, &d.wgmma_model.us_per_mflop,
                        &d.wgmma_model.issue_us, &d.wgmma_model.round_trip_us,
-                       &d.wgmma_model.partial_us_per_mb, &d.matvec_fixed_us,
+                       &d.wgmma_model.partial_us_per_mb, &d.wgmma_model.cluster_us,
+                       &d.wgmma_model.cluster_us_per_kb, &d.matvec_fixed_us,
                        &d.matvec_row_token_ns};
         for (size_t j = 0; j < sizeof w / sizeof w[0]; j++) *w[j] *= scale[i];
         if (scale[i] > 0) d.matvec_tbs /= scale[i];
@@ -210,15 +211,15 @@ static void model_rejects_bad_input(void)
 {
     qmm_device_desc d = h200();
     const qmm_wgmma_model *c = &d.wgmma_model, zero = {0};
-    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 320, 0) > 0);
-    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 64, 1) > 0);
-    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 128, 2) > 0);
-    CHECK(qmm_model_wgmma_us(&zero, 132, 16, 4096, 20, 16, 1, 3, 320, 0) < 0);
-    CHECK(qmm_model_wgmma_us(NULL, 132, 16, 4096, 20, 16, 1, 3, 320, 0) < 0);
-    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 65, 1) < 0);   /* not tiles x split */
-    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 400, 0) < 0);  /* more than resident */
-    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 64, 21) < 0);  /* split > groups */
-    CHECK(qmm_model_wgmma_us(c, 0, 16, 4096, 20, 16, 1, 3, 64, 1) < 0);
+    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 320, 0, 0) > 0);
+    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 64, 1, 0) > 0);
+    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 128, 2, 0) > 0);
+    CHECK(qmm_model_wgmma_us(&zero, 132, 16, 4096, 20, 16, 1, 3, 320, 0, 0) < 0);
+    CHECK(qmm_model_wgmma_us(NULL, 132, 16, 4096, 20, 16, 1, 3, 320, 0, 0) < 0);
+    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 65, 1, 0) < 0);   /* not tiles x split */
+    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 400, 0, 0) < 0);  /* more than resident */
+    CHECK(qmm_model_wgmma_us(c, 132, 16, 4096, 20, 16, 1, 3, 64, 21, 0) < 0);  /* split > groups */
+    CHECK(qmm_model_wgmma_us(c, 0, 16, 4096, 20, 16, 1, 3, 64, 1, 0) < 0);
     qmm_device_desc bad = d;
     bad.wgmma_model.stage_us = NAN;
     qmm_plan p;

@@ -8,8 +8,9 @@
 
 #include "bench_gpu.h"
 #include "bench_read.h"
+#include "tune/sm90.h"
 
-#define MAX_CONTENDERS 32
+#define MAX_CONTENDERS 48
 
 typedef struct contender {
     char name[16];
@@ -88,6 +89,10 @@ static int build_contenders(const bench_case *c, const qmm_plan *plan, contender
     list[n++] = qmm_contender(c, "wgmma_s1", QMM_PATH_WGMMA, 1, 0);
     list[n++] = qmm_contender(c, "wgmma", QMM_PATH_WGMMA, 0, 0);
     list[n++] = qmm_contender(c, "streamk", QMM_PATH_STREAMK, 0, 0);
+    /* the wgmma kernel's split-K in clusters (DSMEM reduction), where the plan takes the kernel */
+    if (d.wgmma_min_m > 0 && c->m >= d.wgmma_min_m && c->m <= d.wgmma_max_m)
+        for (int s = 2; s <= QMM_SM90_MAX_CLUSTER && s <= c->shape->k / QMM_GROUP; s++)
+            list[n++] = qmm_contender(c, "cluster", QMM_PATH_WGMMA, s, 0);
     if (plan->path == QMM_PATH_SPLITK && plan->split > 1)
         list[n++] = qmm_contender(c, "splitk_plan", QMM_PATH_SPLITK, plan->split, 0);
     for (int s = 2; s <= d.max_split; s++)

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "common/common.h"
+#include "plan_sm90.h"
 #include "qmm.h"
 
 #define MAX_TOKENS 16
@@ -245,6 +246,13 @@ static int device_plans(const char *table, const char *model, const int64_t *tok
         printf("device policy on %s%s\n", what, g_group == 32   ? ", groups of 32"
                                                   : g_group == 64 ? ", groups of 64"
                                                                   : "");
+        for (int c = 0; d.wgmma_min_m > 0 && c < QMM_MAX_WGMMA_CONFIGS; c++) {
+            int tn = 0, wg = 0;
+            if (!qmm_sm90_config(c, &tn, &wg, NULL)) break;
+            printf("wgmma TN %3d WG %d: resident CTAs in clusters of 2..%d:", tn, wg, QMM_MAX_WGMMA_CLUSTER);
+            for (int s = 2; s <= QMM_MAX_WGMMA_CLUSTER; s++) printf(" %d", d.wgmma_cluster_ctas[c][s]);
+            printf("\n");
+        }
         if (model)
             printf("%s: cells path/split/predicted µs (wgmma, streamk: path/split/CTAs x token "
                    "tile x weight rows/predicted µs)\n\n", model);

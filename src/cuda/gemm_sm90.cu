@@ -20,9 +20,13 @@
  *                          schedule, one CTA per tile);
  *   split = 0 (stream-K):  P CTAs take equal shares (at most one iteration apart) of all
  *                          I = tiles · groups iterations.
- * A CTA that covers a whole tile stores it. Otherwise it writes its fp32 partial to the workspace
- * and counts itself in the tile's counter; the last CTA to arrive sums every partial of the tile
- * in CTA order, so the result does not depend on timing (bitwise equal run to run).
+ * A CTA that covers a whole tile stores it. Split-K with at most QMM_SM90_MAX_CLUSTER partitions
+ * runs a tile's CTAs as one cluster: each leaves its fp32 partial in its own shared memory, and
+ * the tile's pieces are shared out among the CTAs, each summing its pieces over the partitions
+ * in rank order through distributed shared memory (no workspace, no counter). Otherwise a CTA
+ * writes its partial to the workspace and counts itself in the tile's counter; the last CTA to
+ * arrive sums every partial of the tile in CTA order. Both sum in partition order from zero, so
+ * the result does not depend on timing (bitwise equal run to run) nor on the reduction used.
  *
  * Programmatic dependent launch: the producer issues the first stages' weight copies before
  * griddepcontrol.wait (weights never depend on the previous kernel), the activations after it;
@@ -44,6 +48,7 @@ struct Sm90Args {
     uint32_t *counters;          /* [tiles], zero between calls */
     int m, n, n_pad, groups, m_tiles, n_tiles;
     int ctas, split; /* split > 0: split-K with `split` partitions; 0: stream-K over `ctas` */
+    int cluster;     /* split-K with the partitions of a tile in one cluster (= split), or 1 */
     int iters;       /* tiles · groups */
     /* the shares, without divisions of 64-bit numbers in the kernel: stream-K CTA p starts at
      * p·q + min(p, r) (q, r = iters ÷ ctas); split-K partition z of a tile at z·q + min(z, r)
@@ -121,6 +126,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     gemm_sm90_w4_bf16_kernel(const __grid_constant__ CUtensorMap amap, const Sm90Args args)
 {
     using S = Sm90Shape<TN, WG, GPB>;
+    static_assert(S::SLOT_FLOATS * 4 <= STAGES * S::STAGE_BYTES, "a cluster partial fits the ring");
     constexpr int KPG = 8 / GPB; /* k16 steps per group */
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -254,6 +260,49 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             for (int i = 0; i < 4; i++) fence_reg(f.a[kk][i]);
     };
 
+    /* Store outputs 4·jj … 4·jj + 3 of this thread (8 tokens × the warp's 16 rows a jj). */
+    auto store_piece = [&](int tile, int jj, const float *v) {
+        const int m0 = (tile % args.m_tiles) * TN;
+        const int n_row = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g;
+        const int tok = m0 + 8 * jj + 2 * t4;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int row = n_row + (e >= 2 ? 8 : 0), tk = tok + (e & 1);
+            if (tk < args.m && row < args.n) args.c[(int64_t)tk * args.n + row] = __float2bfloat16_rn(v[e]);
+        }
+    };
+
+    /* Split-K in a cluster (one segment a CTA, its partition of the tile): the partial goes to
+     * this CTA's ring, idle once every consumer is past its last stage; piece (warp, jj) of the
+     * tile is summed by CTA (piece % S) over ranks 0 … S−1 in order from zero and stored; the
+     * second cluster barrier keeps every ring alive until its pieces are read. */
+    auto cluster_reduce = [&](int tile) {
+        named_barrier(1, 128 * WG);
+        float *slot = (float *)smem;
+#pragma unroll
+        for (int r4 = 0; r4 < TN / 8; r4++)
+            *(float4 *)(slot + my_off + r4 * 512) =
+                make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
+        cluster_arrive_release();
+        cluster_wait();
+        const int S = args.cluster, rank = (int)cluster_rank();
+#pragma unroll
+        for (int r4 = 0; r4 < TN / 8; r4++) {
+            if (((c * 4 + warp) * (TN / 8) + r4) % S != rank) continue; /* warp-uniform */
+            float4 x[QMM_SM90_MAX_CLUSTER];
+#pragma unroll
+            for (int z = 0; z < QMM_SM90_MAX_CLUSTER; z++)
+                if (z < S) x[z] = ld_cluster_f4(slot + my_off + r4 * 512, (uint32_t)z);
+            float v[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+            for (int z = 0; z < QMM_SM90_MAX_CLUSTER; z++)
+                if (z < S) v[0] += x[z].x, v[1] += x[z].y, v[2] += x[z].z, v[3] += x[z].w;
+            store_piece(tile, r4, v);
+        }
+        cluster_arrive_release();
+        cluster_wait();
+    };
+
     /* The end of this CTA's segment of a tile: store it, or add the partial to the tile's. */
     auto finish_segment = [&](int tile, bool tile_end) {
 #pragma unroll
@@ -261,6 +310,10 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             acc[i] = accs[0][i];
 #pragma unroll
             for (int u = 1; u < NACC; u++) acc[i] += accs[u][i];
+        }
+        if (args.cluster > 1) {
+            cluster_reduce(tile);
+            return;
         }
         const int t_first = tile * args.groups;
         bool store = begin <= t_first && tile_end; /* the segment is the whole tile */
@@ -312,18 +365,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             }
         }
         if (store) {
-            const int m0 = (tile % args.m_tiles) * TN;
-            const int n_row = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g;
 #pragma unroll
-            for (int jj = 0; jj < TN / 8; jj++) {
-                const int tok = m0 + 8 * jj + 2 * t4;
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int row = n_row + (e >= 2 ? 8 : 0), tk = tok + (e & 1);
-                    if (tk < args.m && row < args.n)
-                        args.c[(int64_t)tk * args.n + row] = __float2bfloat16_rn(acc[4 * jj + e]);
-                }
-            }
+            for (int jj = 0; jj < TN / 8; jj++) store_piece(tile, jj, acc + 4 * jj);
         }
 #pragma unroll
         for (int u = 0; u < NACC; u++)
@@ -331,10 +374,13 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             for (int i = 0; i < TN / 2; i++) accs[u][i] = 0.f;
     };
 
-    /* The pipeline: the wgmmas of one iteration run while the next stage is dequantized; the
-     * stage is released once its wgmmas are done. Two fragment buffers, alternating. */
+    /* The pipeline, one CTA a SM: the wgmmas of k-block i are issued, then those of i − 1
+     * awaited (their stage released) and k-block i + 1 dequantized into i − 1's fragment buffer
+     * while i's run; two buffers, alternating. Several CTAs a SM: one buffer, each k-block's
+     * wgmmas awaited before the next is dequantized (the other CTAs fill the gap). */
     int tile = begin / args.groups, grp = begin - tile * args.groups;
     int s = 0, phase = 0;
+    int pending = -1; /* one CTA a SM: the stage whose wgmmas may still run */
     Frag fa, fb;
     auto step = [&](Frag &cur, Frag &nxt, int it) {
         const uint32_t act = smem_u32(smem + s * S::STAGE_BYTES);
@@ -347,8 +393,21 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         wgmma_commit();
         const int done = s;
         if (++s == STAGES) s = 0, phase ^= 1;
-        if (BPS == 1 && it + 1 < end) prepare(nxt, s, phase); /* overlaps the wgmmas */
-        wgmma_wait<0>();
+        if (BPS == 1) {
+            /* one group in flight (NOTES.md row 63): the previous k-block's wgmmas are done,
+             * so its stage is released and its fragment buffer refilled */
+            wgmma_wait<1>();
+#pragma unroll
+            for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) fence_reg(nxt.a[kk][i]);
+            __syncwarp();
+            if (pending >= 0 && lane == 0) mbar_arrive(&empty[pending]);
+            pending = done;
+            if (it + 1 < end) prepare(nxt, s, phase);
+            return;
+        }
+        wgmma_wait<0>(); /* several CTAs a SM: one fragment buffer, refilled after the wait */
 #pragma unroll
         for (int u = 0; u < NACC; u++)
 #pragma unroll
@@ -359,15 +418,28 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             for (int i = 0; i < 4; i++) fence_reg(cur.a[kk][i]);
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[done]);
+    };
+    /* One copy of the segment's end in the loop, after either step: inlined into each step (as
+     * it was), the rarely run epilogue split the hot loop ~64 KB apart and a third of the
+     * consumers' stalls were instruction fetches (ncu, NOTES.md row 61). */
+    if (begin < end) prepare(fa, s, phase);
+    for (int it = begin; it < end; it++) {
+        if (BPS == 1 && ((it - begin) & 1)) step(fb, fa, it);
+        else step(fa, fb, it);
         const bool tile_end = ++grp == args.groups;
+        if (BPS == 1 && (it + 1 == end || tile_end)) { /* drain before the segment's end */
+            wgmma_wait<0>();
+#pragma unroll
+            for (int u = 0; u < NACC; u++)
+#pragma unroll
+                for (int i = 0; i < TN / 2; i++) fence_reg(accs[u][i]);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[pending]);
+            pending = -1;
+        }
         if (it + 1 == end || tile_end) finish_segment(tile, tile_end);
         if (tile_end) grp = 0, tile++;
-        if (BPS > 1 && it + 1 < end) prepare(nxt, s, phase); /* one fragment buffer live at a time */
-    };
-    if (begin < end) prepare(fa, s, phase);
-    for (int it = begin; it < end; it += 2) {
-        step(fa, fb, it);
-        if (it + 1 < end) step(fb, fa, it + 1);
+        if (BPS > 1 && it + 1 < end) prepare(fa, s, phase); /* one fragment buffer live at a time */
     }
     }
 }
@@ -421,6 +493,34 @@ cudaError_t sm90_init(void)
     return e;
 }
 
+template <int TN, int WG, int ST, int BPS> static cudaError_t sm90_cluster_ctas_t(int s, int *ctas)
+{
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = (unsigned)s;
+    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(s * 64));
+    cfg.blockDim = dim3(Sm90Shape<TN, WG, 1>::THREADS);
+    cfg.dynamicSmemBytes = sm90_smem_bytes<TN, WG, ST, 1>();
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 1>, &cfg);
+    *ctas = clusters * s;
+    return e;
+}
+
+cudaError_t sm90_cluster_ctas(int config, int s, int *ctas)
+{
+    int i = 0;
+#define QMM_SM90_CLUSTERS(tn, wg, st, bps) \
+    if (i++ == config) return sm90_cluster_ctas_t<tn, wg, st, bps>(s, ctas);
+    QMM_SM90_CONFIGS(QMM_SM90_CLUSTERS)
+#undef QMM_SM90_CLUSTERS
+    return cudaErrorInvalidValue;
+}
+
 size_t sm90_workspace_bytes(int config, int ctas)
 {
     const Sm90Config &c = sm90_configs[config];
@@ -431,9 +531,9 @@ template <int TN, int WG, int ST, int BPS, int GPB>
 static cudaError_t launch_sm90_t(const CUtensorMap &map, const Sm90Args &args, bool pdl,
                                  cudaStream_t stream)
 {
-    return launch_pdl(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB>, dim3((unsigned)args.ctas),
-                      dim3(Sm90Shape<TN, WG, GPB>::THREADS), sm90_smem_bytes<TN, WG, ST, GPB>(),
-                      stream, pdl, map, args);
+    return launch_cluster_pdl(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB>, dim3((unsigned)args.ctas),
+                              dim3(Sm90Shape<TN, WG, GPB>::THREADS), sm90_smem_bytes<TN, WG, ST, GPB>(),
+                              stream, pdl, (unsigned)args.cluster, map, args);
 }
 
 cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &w,
@@ -473,6 +573,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     if (iters > INT32_MAX) return cudaErrorInvalidValue;
     args.iters = (int)iters;
     args.split = sched.split;
+    args.cluster = qmm_sm90_cluster(sched.split);
     args.ctas = sched.split > 0 ? args.m_tiles * args.n_tiles * sched.split : sched.ctas;
     if (args.ctas < 1 || args.ctas > args.iters || sched.split > args.groups) return cudaErrorInvalidValue;
     const int share = sched.split > 0 ? args.groups : args.iters, parts = sched.split > 0 ? sched.split : args.ctas;

@@ -142,6 +142,19 @@ __device__ __forceinline__ void st_cluster(float *p, uint32_t rank, float v)
     asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(v) : "memory");
 }
 
+/* ld.shared::cluster of the float4 at the address of local pointer p in CTA `rank` */
+__device__ __forceinline__ float4 ld_cluster_f4(const float *p, uint32_t rank)
+{
+    uint32_t remote;
+    float4 v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(p)), "r"(rank));
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(remote)
+                 : "memory");
+    return v;
+}
+
 /* ---- programmatic dependent launch ---- */
 /* Wait until the grids this one depends on have completed and their writes are visible
  * (a no-op when the kernel was launched without the PDL attribute). */
@@ -152,22 +165,39 @@ __device__ __forceinline__ void pdl_launch_dependents()
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 /* The host side: kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute when
- * pdl (without it the two instructions above are no-ops). */
+ * pdl (without it the two instructions above are no-ops), in clusters of `cluster` CTAs along x
+ * when cluster > 1. */
 template <typename... KArgs, typename... Args>
-static inline cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
-                                     cudaStream_t stream, bool pdl, Args... args)
+static inline cudaError_t launch_cluster_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block,
+                                             size_t smem, cudaStream_t stream, bool pdl,
+                                             unsigned cluster, Args... args)
 {
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    unsigned na = 0;
+    if (pdl) {
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster > 1) {
+        attr[na].id = cudaLaunchAttributeClusterDimension;
+        attr[na].val.clusterDim.x = cluster;
+        attr[na].val.clusterDim.y = 1;
+        attr[na++].val.clusterDim.z = 1;
+    }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cfg.numAttrs = na;
     return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+}
+template <typename... KArgs, typename... Args>
+static inline cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                     cudaStream_t stream, bool pdl, Args... args)
+{
+    return launch_cluster_pdl(kernel, grid, block, smem, stream, pdl, 1u, args...);
 }
 
 /* ---- registers: a warpgroup gives up or takes registers (needs a launch-bounds cap) ---- */

@@ -120,6 +120,8 @@ struct Sm90Schedule {
     int split, ctas;
 };
 cudaError_t sm90_init(void);
+/* Resident CTAs of wgmma configuration `config` launched in clusters of s (occupancy API). */
+cudaError_t sm90_cluster_ctas(int config, int s, int *ctas);
 /* fp32 partial slots a split or stream-K schedule of `ctas` CTAs needs. */
 size_t sm90_workspace_bytes(int config, int ctas);
 /* counters: one zeroed uint32 per tile (split/stream-K only), left zeroed. */

@@ -6,6 +6,7 @@
  *   T = fixed + fill·(first stage + output tile, KB)
  *     + max(waves · s · (stage + flop·F),  w · (WG · issue + flop·F))
  *     + [split tiles] round_trip · (segment ends + ceil(peers / FIX)) + partial · MB (out + in)
+ *     + [split-K in clusters, instead] waves · (cluster + cluster_kb · partial KB)
  *
  * s = k-blocks of the busiest CTA, w = k-blocks of all CTAs on the busiest SM, F = MFLOP of one
  * k-block (2·64·WG·TN·128), FIX = the fixup's partial loads in flight (as in the kernel). The
@@ -16,6 +17,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "tune/sm90.h"
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -28,10 +30,11 @@ static int fixup_batch(int tn, int bps)
 
 static int model_ok(const qmm_wgmma_model *c)
 {
-    const double v[] = {c->fixed_us, c->fill_us_per_kb, c->stage_us, c->us_per_mflop,
-                        c->issue_us, c->round_trip_us, c->partial_us_per_mb};
+    const double v[] = {c->fixed_us,      c->fill_us_per_kb,   c->stage_us,
+                        c->us_per_mflop,  c->issue_us,         c->round_trip_us,
+                        c->partial_us_per_mb, c->cluster_us,   c->cluster_us_per_kb};
     int any = 0;
-    for (int i = 0; i < 7; i++) {
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         if (!isfinite(v[i]) || v[i] < 0) return 0;
         any |= v[i] > 0;
     }
@@ -55,7 +58,7 @@ static int64_t sk_cta_of(const sk_sched *s, int64_t i)
 }
 
 double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t n, int64_t groups,
-                          int tn, int wg, int bps, int64_t ctas, int split)
+                          int tn, int wg, int bps, int64_t ctas, int split, int64_t slots)
 {
     if (!c || !model_ok(c) || sms < 1 || m < 1 || n < 1 || groups < 1 || tn < 8 || wg < 1 ||
         bps < 1 || ctas < 1 || split < 0 || split > groups)
@@ -66,10 +69,11 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
 
     int64_t s, segs = 1, peers = 0, npart = 0; /* npart: (CTA, tile) segments with a partial */
     int64_t waves = 1;
+    const int clustered = split > 0 && qmm_sm90_cluster(split) > 1;
     if (split > 0) {
         s = cdiv(groups, split);
-        waves = cdiv(ctas, (int64_t)sms * bps);
-        if (split > 1) peers = split, npart = ctas;
+        waves = cdiv(ctas, clustered && slots > 0 ? slots : (int64_t)sms * bps);
+        if (split > 1 && !clustered) peers = split, npart = ctas;
     } else {
         sk_sched k = {tiles * groups, ctas, tiles * groups / ctas, tiles * groups % ctas};
         s = k.q + (k.r > 0);
@@ -96,5 +100,6 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
     if (npart > 0)
         t += c->round_trip_us * (double)(segs + cdiv(peers, fixup_batch(tn, bps))) +
              c->partial_us_per_mb * 2.0 * slot_kb * (double)npart / 1e3;
+    if (clustered) t += (double)waves * (c->cluster_us + c->cluster_us_per_kb * slot_kb);
     return isfinite(t) ? t : -1;
 }

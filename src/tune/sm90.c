@@ -4,6 +4,22 @@
 #include "internal.h"
 #include "tune/sm90.h"
 
+_Static_assert(QMM_SM90_CONFIG_COUNT <= QMM_MAX_WGMMA_CONFIGS, "qmm.h holds every wgmma row");
+_Static_assert(QMM_SM90_MAX_CLUSTER == QMM_MAX_WGMMA_CLUSTER, "one cluster limit");
+
+/* Resident CTAs of each wgmma configuration (tune/sm90.h order) in clusters of s = 2..8, as
+ * cudaOccupancyMaxActiveClusters answers on the H200 (times s; `qmm plan --policy device` on
+ * the GPU, bench/results/2026-12-01-session6/r4-icache/plan.log): the GPCs' SM counts leave SMs
+ * idle for most s. */
+static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER + 1] = {
+    {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 8, 3 a SM */
+    {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 16, 3 a SM */
+    {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 32, 2 a SM */
+    {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 64, WG 2 */
+    {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128 */
+    {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 64, WG 1 */
+};
+
 /* Fitted to bench ops on the H200 (bench/results/2026-11-29-stages-overlap/ops.*): with these the
  * plan's choice is within 2% of the best measured contender on average over the Qwen3-4B shapes. */
 static qmm_device_desc sm90(void)
@@ -33,24 +49,31 @@ static qmm_device_desc sm90(void)
      * decode step calls the matvec itself (its epilogues). */
     d.wgmma_min_m = 9;
     d.wgmma_max_m = 384;
+    /* resident CTAs in clusters (a context asks its GPU instead) */
+    for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)
+        for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
+            d.wgmma_cluster_ctas[c][s] = sm90_cluster_ctas[c][s];
     d.dense_force_m = 385;
     d.dense_narrow_n = 1024;
-    d.dense_narrow_m = 128;
+    d.dense_narrow_m = 256; /* k/v at M = 128: split-K in clusters of 6 7.8 µs, dense 9.0 (session 6 r6) */
     d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
     d.dense_min_m = 128;
     /* The wgmma kernel's time model (src/perf/wgmma.c; refit with bench/fit_model.py): least
-     * squares of the relative error over its 123 cells in bench/results/2026-12-01-session4/
-     * final/ops.csv (every wgmma_s1, streamk and auto cell of the wgmma kernel, M = 1..2048): all
-     * within 15 %, the 23 cells where auto plans it within 11.1 % (o M = 16 +11 %, q M = 64
-     * -10 %; NOTES.md row 59). Predictions only. */
+     * squares of the relative error, every constant >= 0, over the 300 forced cells (wgmma_s1,
+     * streamk, split-K in clusters of 2..8; M = 1..2048) of bench/results/2026-12-01-session6/
+     * r6-final-candidate/ops.csv: 75 % within 15 %, weakest at M = 64..256 (NOTES.md row 64).
+     * The fixed and fill terms fit to 0: the k-block terms absorb them. Predictions, and the
+     * choice among stream-K and the cluster splits. */
     d.wgmma_model = (qmm_wgmma_model){
-        .fixed_us = 0.985,          /* launch + prologue in a graph */
-        .fill_us_per_kb = 0.0147,   /* first stage + output tile: ~68 GB/s a SM */
-        .stage_us = 0.367,          /* NOTES 19: the ~0.4 µs per-stage handshake */
-        .us_per_mflop = 0.1045,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.44 µs */
-        .issue_us = 0.245,          /* a warpgroup's k-block on a shared SM */
-        .round_trip_us = 0.513,     /* partial write + counter; a batch of partial loads */
-        .partial_us_per_mb = 0.227, /* partials written and read: ~4.4 TB/s */
+        .fixed_us = 0.0,
+        .fill_us_per_kb = 0.0,
+        .stage_us = 0.4506,          /* NOTES 19: the per-stage handshake a k-block */
+        .us_per_mflop = 0.08796,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.37 µs */
+        .issue_us = 0.2591,          /* a warpgroup's k-block on a shared SM */
+        .round_trip_us = 0.6975,     /* partial write + counter; a batch of partial loads */
+        .partial_us_per_mb = 0.3028, /* partials written and read: ~3.3 TB/s */
+        .cluster_us = 2.794,         /* two cluster barriers, the partners' skew, a wave */
+        .cluster_us_per_kb = 0.04955, /* a CTA's partial through distributed shared memory */
     };
     /* The matvec (groups of 128): fixed + weight bytes / rate + (M - 1)·N·row_token, least squares
      * of the relative error over the fifth session's auto cells at M = 1 (r10-final-e2e) and

@@ -41,6 +41,15 @@
     X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 8, 2)                                                    \
     X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 9, 1)
 
+/* Split-K with 2 … this many partitions runs each tile's CTAs as one cluster that sums the
+ * partials in distributed shared memory (8: the portable cluster size); more partitions go
+ * through the workspace and the tile counters. */
+#define QMM_SM90_MAX_CLUSTER 8 /* QMM_MAX_WGMMA_CLUSTER, qmm.h */
+static inline int qmm_sm90_cluster(int split)
+{
+    return split >= 2 && split <= QMM_SM90_MAX_CLUSTER ? split : 1;
+}
+
 /* A stream-K CTA takes at least this many groups, so a tile's partials stay few. */
 #define QMM_SM90_MIN_STREAMK_ITERS 4
 
