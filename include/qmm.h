@@ -255,7 +255,8 @@ typedef struct qmm_device_desc {
     int wgmma_max_m;      /* wgmma_max_m; wgmma_min_m = 0: never */
     /* resident CTAs of wgmma configuration c launched in clusters of s CTAs (split-K summed in
      * the cluster), [c][s] for s = 2..QMM_MAX_WGMMA_CLUSTER: the GPCs' SM counts leave some
-     * SMs idle (H200, 1 CTA a SM: 132 in pairs, 120 in fours); 0 = SMs x blocks per SM */
+     * SMs idle (H200, 1 CTA a SM: 132 in pairs, 120 in fours); 0 = SMs x blocks per SM, < 0 =
+     * such clusters do not fit (the plan never chooses them) */
     int wgmma_cluster_ctas[QMM_MAX_WGMMA_CONFIGS][QMM_MAX_WGMMA_CLUSTER + 1];
     /* dense fallback (dequantize + cuBLAS) */
     double dense_tflops;  /* cuBLAS bf16 rate for the dense path; 0 = never use it */

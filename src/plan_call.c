@@ -213,7 +213,9 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     if (req == QMM_SM90_AUTO && p.path == QMM_PATH_STREAMK && p.predicted_us > 0) {
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER && s <= k / QMM_GROUP; s++) {
             qmm_plan q;
-            if (qmm_plan_sm90(m, n, k, d->gpu.sms, QMM_SM90_SPLIT, s, &q) != QMM_OK) continue;
+            if (qmm_plan_sm90(m, n, k, d->gpu.sms, QMM_SM90_SPLIT, s, &q) != QMM_OK ||
+                d->wgmma_cluster_ctas[q.config][s] < 0)
+                continue;
             q.stages = p.stages;
             q.workspace_bytes = qmm_sm90_workspace_bytes(&q);
             q.predicted_us = qmm_plan_predict_us(m, n, k, d, &q);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "matmul_prob.h"
+#include "plan_sm90.h"
 
 #ifndef QMM_HAVE_CUDA
 int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not found)"); }
@@ -315,18 +316,29 @@ static void bad_input(void)
 static void plan_is_one_wave(void)
 {
     /* the device plan never asks for more blocks than one wave of resident blocks, and uses
-     * group-aligned partitions */
+     * group-aligned partitions: the tiled split-K's divide K; the wgmma kernel's differ by at
+     * most one group, and its split-K in clusters fits one wave of the clusters this GPU holds
+     * (its occupancy answer, in the context's description), stream-K one CTA a resident slot */
     qmm_gpu_info info;
+    qmm_device_desc d;
     CHECK_OK(qmm_cuda_info(ctx, &info));
+    CHECK_OK(qmm_cuda_device_desc(ctx, &d));
     for (size_t pi = 0; pi < sizeof projections / sizeof projections[0]; pi++)
         for (int64_t m = 9; m <= 4096; m *= 2) {
             qmm_plan plan;
-            CHECK_OK(qmm_cuda_plan(ctx, m, projections[pi].n, projections[pi].k, NULL, &plan));
-            CHECK(projections[pi].k % ((int64_t)plan.split * 128) == 0);
-            if (plan.split > 1)
-                CHECKF(plan.blocks <= (int64_t)info.sm_count * info.tiled_blocks_per_sm[plan.config],
-                       "%s M=%lld: %lld blocks > one wave", projections[pi].name, (long long)m,
-                       (long long)plan.blocks);
+            const int64_t k = projections[pi].k;
+            CHECK_OK(qmm_cuda_plan(ctx, m, projections[pi].n, k, NULL, &plan));
+            const int wgmma = plan.path == QMM_PATH_WGMMA || plan.path == QMM_PATH_STREAMK;
+            CHECK(wgmma ? plan.split >= 1 && plan.split <= k / 128 : k % ((int64_t)plan.split * 128) == 0);
+            int64_t slots = (int64_t)info.sm_count * info.tiled_blocks_per_sm[plan.config];
+            if (wgmma) {
+                slots = (int64_t)info.sm_count * qmm_sm90_blocks_per_sm(plan.config);
+                if (plan.path == QMM_PATH_WGMMA && plan.split >= 2 && plan.split <= QMM_MAX_WGMMA_CLUSTER)
+                    slots = d.wgmma_cluster_ctas[plan.config][plan.split];
+            }
+            if (plan.split > 1 || plan.path == QMM_PATH_STREAMK)
+                CHECKF(plan.blocks <= slots, "%s M=%lld: %lld blocks > one wave (%lld)",
+                       projections[pi].name, (long long)m, (long long)plan.blocks, (long long)slots);
         }
 }
 

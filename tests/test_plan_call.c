@@ -30,8 +30,9 @@ static qmm_device_desc sm90_tiled(void)
  * deflt: the shipped default since the wgmma kernel (commits bae0d7b, 27ea9a0), at M = 1, 16,
  * 64, 384, 2048 (and ff0ed56: narrow outputs, N <= 1024, dense from M = 128): the matvec at
  * M = 1 (M = 2..8 back to the matvec after its rebuild, 2026-12-01), the wgmma kernel
- * from 9 to 384 tokens (stream-K where the tiles do not fill the GPU in whole waves), the dense
- * path beyond.
+ * from 9 to 384 tokens (where the tiles do not fill the GPU in whole waves: stream-K or, since
+ * session 6, split-K in clusters where the refit model predicts it faster; narrow outputs dense
+ * from M = 256), the dense path beyond.
  * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
  * rows. A change here is a change of what the GPU runs (the matvec's predictions at M = 1: its
  * fitted model since NOTES row 59, test_perf_fit; the path is unchanged). */
@@ -42,15 +43,15 @@ static const struct {
     const char *tiled[5], *deflt[5];
 } qwen3_4b[] = {
     {"q", 2560, 4096, {"splitk/10/5.4", "splitk/10/6.1", "splitk/5/12.2", "splitk/4/15.2", "dense/1/116.2"},
-     {"matvec/1/4.5", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
+     {"matvec/1/4.5", "wgmma/4/256x16x64", "wgmma/2/128x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
     {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "dense/1/5.4", "dense/1/30.5"},
-     {"matvec/1/2.9", "streamk/1/80x16x64", "streamk/1/80x64x64", "dense/1/8.7", "dense/1/30.5"}},
+     {"matvec/1/2.9", "wgmma/7/112x16x64", "streamk/1/80x64x64", "dense/1/8.7", "dense/1/30.5"}},
     {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/15.5", "dense/1/116.2"},
-     {"matvec/1/4.5", "streamk/1/320x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
+     {"matvec/1/4.5", "wgmma/6/240x16x64", "streamk/1/132x64x64", "wgmma/2/120x128x128", "dense/1/116.2"}},
     {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/34.1", "dense/1/273.2"},
      {"matvec/1/7.3", "streamk/1/396x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "dense/1/273.2"}},
     {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/34.1", "dense/1/273.2"},
-     {"matvec/1/7.3", "streamk/1/396x16x64", "streamk/1/132x64x64", "streamk/1/132x128x128", "dense/1/273.2"}},
+     {"matvec/1/7.3", "wgmma/6/240x16x64", "streamk/1/132x64x64", "wgmma/2/120x128x128", "dense/1/273.2"}},
 };
 
 /* Every row of the table under d: the tiled columns (deflt = 0) or the default ones. */
@@ -90,7 +91,7 @@ static void qwen3_4b_default_table(void)
 {
     qmm_device_desc d = sm90();
     CHECK(d.wgmma_min_m == 9 && d.wgmma_max_m == 384 && d.dense_force_m == 385);
-    CHECK(d.dense_narrow_n == 1024 && d.dense_narrow_m == 128);
+    CHECK(d.dense_narrow_n == 1024 && d.dense_narrow_m == 256);
     check_pinned(&d, 1);
 }
 
@@ -117,8 +118,15 @@ static void plan_fields(void)
             if (wg_m) {
                 CHECK(qmm_sm90_config(w.config, &tn, &wgs, &stages) && w.tile_m == tn &&
                       w.tile_n == 64 * wgs && w.stages == stages);
+                /* unsplit; split-K in clusters (whole groups, no workspace, one wave of the
+                 * clusters the GPU holds); or stream-K (one wave, two partial slots a CTA) */
+                const int64_t tiles = (m + tn - 1) / tn * ((n + 64 * wgs - 1) / (64 * wgs));
                 CHECK((w.path == QMM_PATH_WGMMA && w.split == 1 && w.workspace_bytes == 0) ||
+                      (w.path == QMM_PATH_WGMMA && w.split >= 2 && w.split <= QMM_MAX_WGMMA_CLUSTER &&
+                       w.split <= k / 128 && w.blocks == tiles * w.split && w.workspace_bytes == 0 &&
+                       w.blocks <= wg.wgmma_cluster_ctas[w.config][w.split]) ||
                       (w.path == QMM_PATH_STREAMK &&
+                       w.blocks <= (int64_t)wg.gpu.sms * qmm_sm90_blocks_per_sm(w.config) &&
                        w.workspace_bytes == (size_t)w.blocks * 2 * (size_t)(w.tile_m * w.tile_n) * 4));
             } else {
                 CHECK(w.path == (m <= wg.matvec_max_m ? QMM_PATH_MATVEC : QMM_PATH_DENSE)); /* the table's ends */
@@ -195,9 +203,12 @@ static void forced(void)
     CHECK_OK(qmm_plan_call(&d, 32, 1024, 2560, &o, &p));
     CHECK(p.path == QMM_PATH_WGMMA && p.split == 1 && p.workspace_bytes == 0);
     o.path = QMM_PATH_WGMMA;
-    o.split = 4;
+    o.split = 4; /* a cluster's split sums in distributed shared memory: no workspace */
     CHECK_OK(qmm_plan_call(&d, 32, 1024, 2560, &o, &p));
-    CHECK(p.path == QMM_PATH_WGMMA && p.split == 4 && p.workspace_bytes > 0);
+    CHECK(p.path == QMM_PATH_WGMMA && p.split == 4 && p.workspace_bytes == 0);
+    o.split = 10; /* beyond a cluster: the partials go through the workspace */
+    CHECK_OK(qmm_plan_call(&d, 32, 1024, 2560, &o, &p));
+    CHECK(p.path == QMM_PATH_WGMMA && p.split == 10 && p.workspace_bytes > 0);
     o.path = QMM_PATH_STREAMK;
     o.split = 0;
     CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, &o, &p));
@@ -266,7 +277,9 @@ static void group_routing(void)
                         int tiled = pg.path == QMM_PATH_TILED || pg.path == QMM_PATH_SPLITK;
                         CHECKF(d->wgmma_min_m > 0 ? wgmma : tiled, "%s policy %d M=%lld N=%lld g%d: %s",
                                d->family, pol, (long long)m, (long long)n, g, qmm_path_name(pg.path));
-                        CHECK(pg.split >= 1 && k % ((int64_t)pg.split * 128) == 0);
+                        /* tiled split-K partitions divide K; the wgmma kernel's differ by at most
+                         * one group of 128 */
+                        CHECK(pg.split >= 1 && (wgmma ? pg.split <= k / 128 : k % ((int64_t)pg.split * 128) == 0));
                         if (tiled) {
                             CHECK(pg.stages == d->config[pg.config].stages);
                             CHECK(pg.workspace_bytes ==

@@ -146,7 +146,7 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
     for (int c = 0; d->wgmma_min_m > 0 && c < QMM_SM90_CONFIG_COUNT; c++)
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++) {
             int ctas = 0;
-            if (sm90_cluster_ctas(c, s, &ctas) == cudaSuccess && ctas > 0) d->wgmma_cluster_ctas[c][s] = ctas;
+            if (sm90_cluster_ctas(c, s, &ctas) == cudaSuccess) d->wgmma_cluster_ctas[c][s] = ctas > 0 ? ctas : -1;
             else cudaGetLastError();
         }
     *out = ctx;

@@ -140,6 +140,9 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * producer released (setmaxnreg.inc waits for it otherwise): 168·384 − 40·128 ≥ 232·256,
      * 80·256 − 40·128 ≥ 120·128. 0 = keep the cap. */
     constexpr int CONS_REGS = WG == 2 && BPS == 1 ? 232 : WG == 1 && BPS == 3 ? 120 : 0;
+    /* one k-block's wgmmas left in flight across the next one's issue: TN = 128 only; the
+     * 64-token tiles ran 30-40 % slower with it (NOTES.md row 63) */
+    constexpr bool PIPE = BPS == 1 && TN == 128;
     const int p = blockIdx.x;
     const int begin = cta_start(args, p), end = cta_start(args, p + 1);
 
@@ -374,13 +377,14 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             for (int i = 0; i < TN / 2; i++) accs[u][i] = 0.f;
     };
 
-    /* The pipeline, one CTA a SM: the wgmmas of k-block i are issued, then those of i − 1
-     * awaited (their stage released) and k-block i + 1 dequantized into i − 1's fragment buffer
-     * while i's run; two buffers, alternating. Several CTAs a SM: one buffer, each k-block's
-     * wgmmas awaited before the next is dequantized (the other CTAs fill the gap). */
+    /* The pipeline, one CTA a SM: k-block i + 1 is dequantized into the other fragment buffer
+     * while i's wgmmas run (PIPE: the wgmmas of i are issued, then those of i − 1 awaited, their
+     * stage released and i + 1 dequantized into i − 1's buffer); two buffers, alternating.
+     * Several CTAs a SM: one buffer, each k-block's wgmmas awaited before the next is
+     * dequantized (the other CTAs fill the gap). */
     int tile = begin / args.groups, grp = begin - tile * args.groups;
     int s = 0, phase = 0;
-    int pending = -1; /* one CTA a SM: the stage whose wgmmas may still run */
+    int pending = -1; /* PIPE: the stage whose wgmmas may still run */
     Frag fa, fb;
     auto step = [&](Frag &cur, Frag &nxt, int it) {
         const uint32_t act = smem_u32(smem + s * S::STAGE_BYTES);
@@ -393,9 +397,9 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         wgmma_commit();
         const int done = s;
         if (++s == STAGES) s = 0, phase ^= 1;
-        if (BPS == 1) {
-            /* one group in flight (NOTES.md row 63): the previous k-block's wgmmas are done,
-             * so its stage is released and its fragment buffer refilled */
+        if (PIPE) {
+            /* one group in flight: the previous k-block's wgmmas are done, so its stage is
+             * released and its fragment buffer refilled */
             wgmma_wait<1>();
 #pragma unroll
             for (int kk = 0; kk < 8; kk++)
@@ -407,7 +411,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             if (it + 1 < end) prepare(nxt, s, phase);
             return;
         }
-        wgmma_wait<0>(); /* several CTAs a SM: one fragment buffer, refilled after the wait */
+        if (BPS == 1 && it + 1 < end) prepare(nxt, s, phase); /* overlaps the wgmmas */
+        wgmma_wait<0>();
 #pragma unroll
         for (int u = 0; u < NACC; u++)
 #pragma unroll
@@ -427,7 +432,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         if (BPS == 1 && ((it - begin) & 1)) step(fb, fa, it);
         else step(fa, fb, it);
         const bool tile_end = ++grp == args.groups;
-        if (BPS == 1 && (it + 1 == end || tile_end)) { /* drain before the segment's end */
+        if (PIPE && (it + 1 == end || tile_end)) { /* drain before the segment's end */
             wgmma_wait<0>();
 #pragma unroll
             for (int u = 0; u < NACC; u++)

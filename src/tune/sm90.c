@@ -55,7 +55,7 @@ static qmm_device_desc sm90(void)
             d.wgmma_cluster_ctas[c][s] = sm90_cluster_ctas[c][s];
     d.dense_force_m = 385;
     d.dense_narrow_n = 1024;
-    d.dense_narrow_m = 256; /* k/v at M = 128: split-K in clusters of 6 7.8 µs, dense 9.0 (session 6 r6) */
+    d.dense_narrow_m = 256; /* k/v at M = 128: clusters of 6 7.8 µs, dense 9.0 (NOTES row 64) */
     d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
     d.dense_min_m = 128;
     /* The wgmma kernel's time model (src/perf/wgmma.c; refit with bench/fit_model.py): least
