@@ -5,6 +5,9 @@ tuning rows; tests/test_perf_fit.c checks the C side against the same cells.
 
   python3 bench/fit_model.py [wgmma ops.csv] [matvec M=1 ops.csv] [matvec M=8 ops.csv]
 
+Without arguments the wgmma cells are the final sixth-session build's (bench/NOTES.md row 66):
+r7-final's, but M = 64 from r4-icache (the final build's 64-token kernels are r4's).
+
 Needs numpy. Least squares of the relative error; the max() of the two k-block regimes is
 resolved by iterating (fit, reassign each cell to its larger branch).
 """
@@ -17,8 +20,10 @@ from csvmeta import read_csv_with_meta
 SMS = 132
 ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1)]  # tn, wg, bps
 R = "bench/results/2026-12-01-"
-DEFAULTS = [R + "session6/r6-final-candidate/ops.csv", R + "session5/r10-final-e2e/ops.csv",
+DEFAULTS = [R + "session6/r7-final/ops.csv", R + "session5/r10-final-e2e/ops.csv",
             R + "session5/r11-sanitize/ops.csv"]
+# the final build's M = 64 cells (64-token kernels) were measured in r4-icache
+M64 = R + "session6/r4-icache/ops.csv"
 
 
 def cdiv(a, b):
@@ -72,7 +77,9 @@ def features(m, n, k, path, split, config):
         if split > 1 and not clustered:
             peers, npart = split, ctas
     f = 2 * 64 * wg * tn * 128 / 1e6
-    w = cdiv(ctas, SMS) * s
+    # k-blocks on the busiest SM: a clustered launch spreads a wave over its `slots` CTAs
+    w = (cdiv(ctas, CLUSTER_CTAS[config][split]) * CLUSTER_CTAS[config][split] / SMS * s) if clustered \
+        else cdiv(ctas, SMS) * s
     base = [1, (4096 * wg + 256 * tn + 128 * wg * tn) / 1e3, 0, 0, 0, 0, 0, 0, 0]
     if npart:
         base[5] = segs + cdiv(peers, fix_batch(tn, bps))
@@ -102,9 +109,13 @@ def nonneg_lstsq(a, b):
         free &= th > 0
 
 
-def fit_wgmma(path):
+def fit_wgmma(path, m64=None):
     cells = []
-    for r in read_csv_with_meta(path)[1]:
+    rows = read_csv_with_meta(path)[1]
+    if m64:
+        rows = [r for r in rows if int(r["m"]) != 64] + \
+               [r for r in read_csv_with_meta(m64)[1] if int(r["m"]) == 64]
+    for r in rows:
         if r["path"] in ("wgmma", "streamk") and r["contender"] in FORCED and r["status"] == "pass":
             m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
             x = features(m, n, k, r["path"], int(r["split"]), int(r["config"]))
@@ -114,7 +125,7 @@ def fit_wgmma(path):
     for _ in range(20):
         rows = np.array([max(x, key=lambda v: v @ th) / t for _, _, _, x, t in cells])
         th = nonneg_lstsq(rows, np.ones(len(rows)))
-    print("wgmma model (%d cells of %s):" % (len(cells), path))
+    print("wgmma model (%d cells of %s%s):" % (len(cells), path, " and M = 64 of " + m64 if m64 else ""))
     for name, v in zip(NAMES, th):
         print("  .%s = %.4g," % (name, v))
     for proj, m, ct, x, t in cells:
@@ -140,5 +151,5 @@ def fit_matvec(paths_ms):
 
 if __name__ == "__main__":
     a = sys.argv[1:] + DEFAULTS[len(sys.argv) - 1:]
-    fit_wgmma(a[0])
+    fit_wgmma(a[0], M64 if len(sys.argv) < 2 else None)
     fit_matvec([(a[1], 1), (a[2], 8)])

@@ -43,15 +43,15 @@ static const struct {
     const char *tiled[5], *deflt[5];
 } qwen3_4b[] = {
     {"q", 2560, 4096, {"splitk/10/5.4", "splitk/10/6.1", "splitk/5/12.2", "splitk/4/15.2", "dense/1/116.2"},
-     {"matvec/1/4.5", "wgmma/4/256x16x64", "wgmma/2/128x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
+     {"matvec/1/4.5", "wgmma/5/320x16x64", "wgmma/2/128x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
     {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "dense/1/5.4", "dense/1/30.5"},
-     {"matvec/1/2.9", "wgmma/7/112x16x64", "streamk/1/80x64x64", "dense/1/8.7", "dense/1/30.5"}},
+     {"matvec/1/2.9", "wgmma/7/112x16x64", "wgmma/5/80x64x64", "dense/1/8.7", "dense/1/30.5"}},
     {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/15.5", "dense/1/116.2"},
-     {"matvec/1/4.5", "wgmma/6/240x16x64", "streamk/1/132x64x64", "wgmma/2/120x128x128", "dense/1/116.2"}},
+     {"matvec/1/4.5", "wgmma/8/320x16x64", "streamk/1/132x64x64", "wgmma/2/120x128x128", "dense/1/116.2"}},
     {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/34.1", "dense/1/273.2"},
-     {"matvec/1/7.3", "streamk/1/396x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "dense/1/273.2"}},
+     {"matvec/1/7.3", "wgmma/2/304x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "dense/1/273.2"}},
     {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/34.1", "dense/1/273.2"},
-     {"matvec/1/7.3", "wgmma/6/240x16x64", "streamk/1/132x64x64", "wgmma/2/120x128x128", "dense/1/273.2"}},
+     {"matvec/1/7.3", "wgmma/8/320x16x64", "streamk/1/132x64x64", "wgmma/2/120x128x128", "dense/1/273.2"}},
 };
 
 /* Every row of the table under d: the tiled columns (deflt = 0) or the default ones. */

@@ -93,7 +93,10 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
     const double f = 2.0 * 64 * wg * tn * 128 / 1e6; /* MFLOP a k-block */
     const double fill_kb = (4096.0 * wg + 256.0 * tn + 128.0 * wg * tn) / 1e3;
     const double slot_kb = 256.0 * wg * tn / 1e3; /* one fp32 partial of a tile */
-    const double w = (double)cdiv(ctas, sms) * (double)s;
+    /* k-blocks on the busiest SM; a clustered launch spreads each wave over its resident slots */
+    const double w = clustered && slots > 0
+                         ? (double)cdiv(ctas, slots) * (double)slots / (double)sms * (double)s
+                         : (double)cdiv(ctas, sms) * (double)s;
     double lat = (double)waves * (double)s * (c->stage_us + c->us_per_mflop * f);
     double thr = w * (wg * c->issue_us + c->us_per_mflop * f);
     double t = c->fixed_us + c->fill_us_per_kb * fill_kb + (lat > thr ? lat : thr);

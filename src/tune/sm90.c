@@ -60,20 +60,21 @@ static qmm_device_desc sm90(void)
     d.dense_min_m = 128;
     /* The wgmma kernel's time model (src/perf/wgmma.c; refit with bench/fit_model.py): least
      * squares of the relative error, every constant >= 0, over the 300 forced cells (wgmma_s1,
-     * streamk, split-K in clusters of 2..8; M = 1..2048) of bench/results/2026-12-01-session6/
-     * r6-final-candidate/ops.csv: 75 % within 15 %, weakest at M = 64..256 (NOTES.md row 64).
-     * The fixed and fill terms fit to 0: the k-block terms absorb them. Predictions, and the
-     * choice among stream-K and the cluster splits. */
+     * streamk, split-K in clusters of 2..8; M = 1..2048) the final sixth-session build was
+     * measured with (bench/results/2026-12-01-session6/r7-final, M = 64 from r4-icache): 69 %
+     * within 15 %, weakest at M = 64..256; its plans within 5 % of the best measured schedule on
+     * 28 of the 30 M = 9..256 cells (NOTES.md row 66). The fixed, fill and shared-SM issue terms
+     * fit to 0: the k-block terms absorb them. */
     d.wgmma_model = (qmm_wgmma_model){
         .fixed_us = 0.0,
         .fill_us_per_kb = 0.0,
-        .stage_us = 0.4506,          /* NOTES 19: the per-stage handshake a k-block */
-        .us_per_mflop = 0.08796,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.37 µs */
-        .issue_us = 0.2591,          /* a warpgroup's k-block on a shared SM */
-        .round_trip_us = 0.6975,     /* partial write + counter; a batch of partial loads */
-        .partial_us_per_mb = 0.3028, /* partials written and read: ~3.3 TB/s */
-        .cluster_us = 2.794,         /* two cluster barriers, the partners' skew, a wave */
-        .cluster_us_per_kb = 0.04955, /* a CTA's partial through distributed shared memory */
+        .stage_us = 0.4637,          /* NOTES 19: the per-stage handshake a k-block */
+        .us_per_mflop = 0.09738,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.41 µs */
+        .issue_us = 0.0,
+        .round_trip_us = 0.8687,     /* partial write + counter; a batch of partial loads */
+        .partial_us_per_mb = 0.2795, /* partials written and read: ~3.6 TB/s */
+        .cluster_us = 3.009,         /* two cluster barriers, the partners' skew, a wave */
+        .cluster_us_per_kb = 0.04388, /* a CTA's partial through distributed shared memory */
     };
     /* The matvec (groups of 128): fixed + weight bytes / rate + (M - 1)·N·row_token, least squares
      * of the relative error over the fifth session's auto cells at M = 1 (r10-final-e2e) and
