@@ -66,6 +66,7 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
                                       p->config < QMM_MAX_WGMMA_CONFIGS
                                   ? d->wgmma_cluster_ctas[p->config][split]
                                   : 0;
+        if (slots < 0) return -1; /* such clusters do not fit this GPU: no prediction */
         return qmm_model_wgmma_us(&d->wgmma_model, d->gpu.sms, m, n, k / QMM_GROUP, tn, wg, bps,
                                   p->blocks, split, slots);
     }

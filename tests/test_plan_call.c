@@ -209,6 +209,15 @@ static void forced(void)
     o.split = 10; /* beyond a cluster: the partials go through the workspace */
     CHECK_OK(qmm_plan_call(&d, 32, 1024, 2560, &o, &p));
     CHECK(p.path == QMM_PATH_WGMMA && p.split == 10 && p.workspace_bytes > 0);
+    /* a GPU whose clusters of 4 do not fit: the forced split is refused, AUTO never plans it */
+    qmm_device_desc small = d;
+    for (int c = 0; c < QMM_MAX_WGMMA_CONFIGS; c++) small.wgmma_cluster_ctas[c][4] = -1;
+    o.split = 4;
+    CHECK_STATUS(qmm_plan_call(&small, 32, 1024, 2560, &o, &p), QMM_ERR_ARG);
+    for (int64_t m = 9; m <= 384; m += 7) {
+        CHECK_OK(qmm_plan_call(&small, m, 4096, 2560, NULL, &p));
+        CHECK(!(p.path == QMM_PATH_WGMMA && p.split == 4));
+    }
     o.path = QMM_PATH_STREAMK;
     o.split = 0;
     CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, &o, &p));
