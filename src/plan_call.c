@@ -204,8 +204,7 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     qmm_plan p;
     qmm_status st = qmm_plan_sm90(m, n, k, d->gpu.sms, req, split, &p);
     if (st != QMM_OK) return st;
-    if (qmm_sm90_cluster(p.split) > 1 && p.path == QMM_PATH_WGMMA && p.config < QMM_MAX_WGMMA_CONFIGS &&
-        d->wgmma_cluster_ctas[p.config][p.split] < 0)
+    if (p.path == QMM_PATH_WGMMA && qmm_sm90_cluster_slots(d, p.config, p.split) < 0)
         return qmm_fail(QMM_ERR_ARG, "split %d: clusters of %d CTAs do not fit this GPU", p.split,
                         p.split);
     qmm_sm90_config(p.config, NULL, NULL, &p.stages);
@@ -218,11 +217,9 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     if (req == QMM_SM90_AUTO && p.path == QMM_PATH_STREAMK && p.predicted_us > 0) {
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER && s <= k / QMM_GROUP; s++) {
             qmm_plan q;
-            if (qmm_plan_sm90(m, n, k, d->gpu.sms, QMM_SM90_SPLIT, s, &q) != QMM_OK ||
-                q.config >= QMM_MAX_WGMMA_CONFIGS)
-                continue;
-            const int slots = d->wgmma_cluster_ctas[q.config][s];
-            if (slots < 0 || q.blocks > (slots > 0 ? slots : (int64_t)d->gpu.sms * qmm_sm90_blocks_per_sm(q.config)))
+            if (qmm_plan_sm90(m, n, k, d->gpu.sms, QMM_SM90_SPLIT, s, &q) != QMM_OK) continue;
+            const int64_t slots = qmm_sm90_cluster_slots(d, q.config, s);
+            if (slots < 0 || q.blocks > (slots ? slots : (int64_t)d->gpu.sms * qmm_sm90_blocks_per_sm(q.config)))
                 continue;
             q.stages = p.stages;
             q.workspace_bytes = qmm_sm90_workspace_bytes(&q);

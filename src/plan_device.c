@@ -62,10 +62,7 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
         int tn = 0, wg = 0, bps = qmm_sm90_blocks_per_sm(p->config);
         if (!qmm_sm90_config(p->config, &tn, &wg, NULL) || k % QMM_GROUP) return -1;
         const int split = p->path == QMM_PATH_STREAMK ? 0 : p->split;
-        const int64_t slots = split >= 2 && split <= QMM_MAX_WGMMA_CLUSTER &&
-                                      p->config < QMM_MAX_WGMMA_CONFIGS
-                                  ? d->wgmma_cluster_ctas[p->config][split]
-                                  : 0;
+        const int64_t slots = qmm_sm90_cluster_slots(d, p->config, split);
         if (slots < 0) return -1; /* such clusters do not fit this GPU: no prediction */
         return qmm_model_wgmma_us(&d->wgmma_model, d->gpu.sms, m, n, k / QMM_GROUP, tn, wg, bps,
                                   p->blocks, split, slots);

@@ -28,6 +28,13 @@ int qmm_sm90_blocks_per_sm(int index)
     return index >= 0 && index < QMM_SM90_CONFIG_COUNT ? sm90_rows[index][3] : 0;
 }
 
+int qmm_sm90_cluster_slots(const qmm_device_desc *d, int config, int split)
+{
+    if (!d || config < 0 || config >= QMM_SM90_CONFIG_COUNT || qmm_sm90_cluster(split) < 2) return 0;
+    const int slots = d->wgmma_cluster_ctas[config][split];
+    return slots < 0 ? -1 : slots;
+}
+
 static int find_config(int tn, int wg)
 {
     for (int i = 0; i < QMM_SM90_CONFIG_COUNT; i++)

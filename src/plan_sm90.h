@@ -22,6 +22,10 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90
 int qmm_sm90_config(int index, int *tile_tokens, int *warpgroups, int *stages);
 /* Resident CTAs a SM of row `index` (tune/sm90.h); 0 when out of range. */
 int qmm_sm90_blocks_per_sm(int index);
+/* Resident CTAs of configuration `config` launched in clusters of `split` CTAs (split-K summed in
+ * the cluster), from the description: > 0 that count, -1 such clusters do not fit the GPU, 0 not a
+ * clustered launch (or not known: SMs x blocks per SM). */
+int qmm_sm90_cluster_slots(const qmm_device_desc *d, int config, int split);
 /* fp32 partial-slot bytes of a split or stream-K plan; 0 otherwise. */
 size_t qmm_sm90_workspace_bytes(const qmm_plan *p);
 

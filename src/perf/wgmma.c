@@ -30,9 +30,9 @@ static int fixup_batch(int tn, int bps)
 
 static int model_ok(const qmm_wgmma_model *c)
 {
-    const double v[] = {c->fixed_us,      c->fill_us_per_kb,   c->stage_us,
-                        c->us_per_mflop,  c->issue_us,         c->round_trip_us,
-                        c->partial_us_per_mb, c->cluster_us,   c->cluster_us_per_kb};
+    const double v[] = {c->fixed_us,         c->fill_us_per_kb, c->stage_us,
+                        c->us_per_mflop,     c->issue_us,       c->round_trip_us,
+                        c->partial_us_per_mb, c->cluster_us,    c->cluster_us_per_kb};
     int any = 0;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         if (!isfinite(v[i]) || v[i] < 0) return 0;
