@@ -21,9 +21,10 @@
  *   split = 0 (stream-K):  P CTAs take equal shares (at most one iteration apart) of all
  *                          I = tiles · groups iterations.
  * A CTA that covers a whole tile stores it. Split-K with at most QMM_SM90_MAX_CLUSTER partitions
- * runs a tile's CTAs as one cluster: each leaves its fp32 partial in its own shared memory, and
- * the tile's pieces are shared out among the CTAs, each summing its pieces over the partitions
- * in rank order through distributed shared memory (no workspace, no counter). Otherwise a CTA
+ * runs a tile's CTAs as one cluster: the tile's pieces are shared out among the CTAs, each CTA
+ * sends its fp32 partial of a piece into the owner's idle ring (st.async, completing on the
+ * owner's mbarrier), and the owner sums its pieces over the partitions in rank order (no
+ * workspace, no counter, no cluster-wide fence). Otherwise a CTA
  * writes its partial to the workspace and counts itself in the tile's counter; the last CTA to
  * arrive sums every partial of the tile in CTA order. Both sum in partition order from zero, so
  * the result does not depend on timing (bitwise equal run to run) nor on the reduction used.
@@ -60,16 +61,19 @@ template <int TN, int WG, int GPB> struct Sm90Shape {
     static constexpr int ACT_BYTES = TN * 256;     /* two 64-wide k boxes of TN rows */
     static constexpr int W_BYTES = WG * 4096;      /* 4·WG 16-row tiles of one block */
     static constexpr int SB_BYTES = GPB * WG * 256; /* [GPB][64·WG rows] scale|bias */
-    static constexpr int TX_BYTES = ACT_BYTES + W_BYTES; /* the copy engine's bytes */
-    static constexpr int STAGE_BYTES = (TX_BYTES + SB_BYTES + 1023) / 1024 * 1024; /* TMA boxes 1024-aligned */
+    static constexpr int TX_BYTES = ACT_BYTES + W_BYTES + SB_BYTES; /* a stage's copy-engine bytes */
+    static constexpr int STAGE_BYTES = (TX_BYTES + 1023) / 1024 * 1024; /* TMA boxes 1024-aligned */
     static constexpr int THREADS = 128 * (WG + 1);
     static constexpr int SLOT_FLOATS = 64 * WG * TN;
+    /* split-K in a cluster of R CTAs: a tile is 4·WG·TN/8 pieces (a warp's 16 rows × 8 tokens
+     * of fp32, 512 bytes); CTA z sums the pieces z, z + R, … */
+    static constexpr int PIECES = 4 * WG * TN / 8;
 };
 
 template <int TN, int WG, int STAGES, int GPB> constexpr size_t sm90_smem_bytes()
 {
     return (size_t)STAGES * Sm90Shape<TN, WG, GPB>::STAGE_BYTES + 1024 /* alignment */ +
-           2 * STAGES * 8 + 16;
+           (2 * STAGES + 2) * 8 + 16;
 }
 
 /* First iteration of CTA p (p = ctas gives iters). */
@@ -120,19 +124,47 @@ struct Frag {
     uint32_t a[8][4];
 };
 
+#ifdef QMM_SM90_TRACE
+/* An experiment build (bench/probe/sm90_trace.cu): per CTA of the last launch, where its time
+ * went (SM90_TR_* slots; clocks since the CTA's entry, sums of cycles spent waiting). */
+enum {
+    SM90_TR_ENTRY_NS, SM90_TR_SMID, SM90_TR_P_FIRST, SM90_TR_P_EMPTY_WAIT, SM90_TR_P_LAST,
+    SM90_TR_C_FIRST, SM90_TR_C_FULL_WAIT, SM90_TR_C_MMA_WAIT, SM90_TR_C_DEQUANT,
+    SM90_TR_C_LOOP_DONE, SM90_TR_C_STORED, SM90_TR_KBLOCKS, SM90_TR_P_W0, SM90_TR_P_WALL,
+    SM90_TR_P_PDL, SM90_TR_C_BAR1, SM90_TR_C_SUMMED, SM90_TR_SLOTS
+};
+#define SM90_TR_MAX_CTAS 4096
+__device__ unsigned long long sm90_trace_buf[SM90_TR_MAX_CTAS * SM90_TR_SLOTS];
+__device__ int sm90_trace_grid;
+cudaError_t sm90_trace_read(unsigned long long *out, int max_ctas, int *ctas)
+{
+    cudaError_t e = cudaMemcpyFromSymbol(ctas, sm90_trace_grid, sizeof(int));
+    if (*ctas > max_ctas) *ctas = max_ctas;
+    return e == cudaSuccess
+               ? cudaMemcpyFromSymbol(out, sm90_trace_buf, sizeof(unsigned long long) * SM90_TR_SLOTS * *ctas)
+               : e;
+}
+#define SM90_TRACE(...) __VA_ARGS__
+#else
+#define SM90_TRACE(...)
+#endif
+
 // a (tensor map) is [m, k] bf16; packed/sb the device layout (groups of 128/GPB); c is [m, n] bf16.
 template <int TN, int WG, int STAGES, int BPS, int GPB>
 __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     gemm_sm90_w4_bf16_kernel(const __grid_constant__ CUtensorMap amap, const Sm90Args args)
 {
     using S = Sm90Shape<TN, WG, GPB>;
-    static_assert(S::SLOT_FLOATS * 4 <= STAGES * S::STAGE_BYTES, "a cluster partial fits the ring");
+    static_assert((2 * S::PIECES + QMM_SM90_MAX_CLUSTER - 1) * 512 <= STAGES * S::STAGE_BYTES,
+                  "a cluster CTA stages its partial and receives its pieces in its ring");
     constexpr int KPG = 8 / GPB; /* k16 steps per group */
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint64_t *full = (uint64_t *)(smem + STAGES * S::STAGE_BYTES);
     uint64_t *empty = full + STAGES;
-    int *last_flag = (int *)(empty + STAGES);
+    uint64_t *cl_ready = empty + STAGES; /* cluster: the other CTAs' rings are free to write */
+    uint64_t *cl_recv = cl_ready + 1;    /* cluster: every piece this CTA sums has arrived */
+    int *last_flag = (int *)(cl_recv + 1);
 
     const int wg = threadIdx.x / 128;
     /* registers moved from the producer warpgroup (40 left) to the consumers, where the cap at
@@ -145,15 +177,30 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     constexpr bool PIPE = BPS == 1 && TN == 128;
     const int p = blockIdx.x;
     const int begin = cta_start(args, p), end = cta_start(args, p + 1);
+    SM90_TRACE(const long long t_entry = clock64(); long long tr_t = 0; unsigned long long tr[SM90_TR_SLOTS] = {};
+               unsigned long long *tr_out = sm90_trace_buf + (size_t)min(p, SM90_TR_MAX_CTAS - 1) * SM90_TR_SLOTS;
+               if (threadIdx.x == 0) {
+                   unsigned long long gt;
+                   unsigned smid;
+                   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+                   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+                   tr_out[SM90_TR_ENTRY_NS] = gt, tr_out[SM90_TR_SMID] = smid;
+                   tr_out[SM90_TR_KBLOCKS] = (unsigned long long)(end - begin);
+                   if (p == 0) sm90_trace_grid = gridDim.x;
+               })
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
-            mbar_init(&full[s], 1 + 32); /* expect_tx by lane 0, cp.async arrivals of 32 lanes */
+            mbar_init(&full[s], 1); /* lane 0's expect_tx; the copies complete the bytes */
             mbar_init(&empty[s], 4 * WG);
         }
+        if (args.cluster > 1) mbar_init(cl_ready, args.cluster - 1), mbar_init(cl_recv, 1);
         mbar_fence_init();
     }
     __syncthreads();
+    /* the barriers' initialisation visible to the cluster before any remote arrival: every
+     * thread arrives now and waits before its first remote operation (or before exiting) */
+    if (args.cluster > 1) cluster_arrive_relaxed();
 
     if (wg == 0) {
         /* ---- producer: warp 0 ---- */
@@ -174,45 +221,49 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                 }
             };
             auto load_weights = [&](int s) {
+                if (lane != 0) return;
                 uint8_t *st = smem + s * S::STAGE_BYTES;
-                if (lane == 0) {
-                    mbar_arrive_expect_tx(&full[s], S::TX_BYTES);
-                    /* 128-row block nt·WG/2, group grp: 8 KB; a 64-row tile is half of it */
-                    const int64_t block = nt * WG / 2, half = WG == 1 ? nt % 2 : 0;
-                    bulk_copy(st + S::ACT_BYTES, args.packed + (block * args.groups + grp) * 2048 + half * 1024,
-                              S::W_BYTES, &full[s], pol);
-                }
-                if constexpr (GPB == 1) {
-                    if (lane < S::SB_BYTES / 16)
-                        cp_async16(st + S::ACT_BYTES + S::W_BYTES + lane * 16,
-                                   args.sb + (int64_t)grp * args.n_pad + nt * 64 * WG + lane * 4, true);
-                } else {
-                    /* [GPB][64·WG] pairs: the block's groups grp·GPB + j, 16 bytes a copy */
-                    for (int i = lane; i < S::SB_BYTES / 16; i += 32) {
-                        const int j = i / (WG * 16), r4 = i % (WG * 16);
-                        cp_async16(st + S::ACT_BYTES + S::W_BYTES + i * 16,
-                                   args.sb + (int64_t)(grp * GPB + j) * args.n_pad + nt * 64 * WG + r4 * 4,
-                                   true);
-                    }
-                }
-                cp_async_arrive_noinc(&full[s]); /* after all of this lane's copies land */
+                mbar_arrive_expect_tx(&full[s], S::TX_BYTES);
+                /* 128-row block nt·WG/2, group grp: 8 KB; a 64-row tile is half of it */
+                const int64_t block = nt * WG / 2, half = WG == 1 ? nt % 2 : 0;
+                bulk_copy(st + S::ACT_BYTES, args.packed + (block * args.groups + grp) * 2048 + half * 1024,
+                          S::W_BYTES, &full[s], pol);
+                /* the block's GPB groups of scale|bias pairs for these 64·WG rows: 256·WG bytes each */
+                for (int j = 0; j < GPB; j++)
+                    bulk_copy_plain(st + S::ACT_BYTES + S::W_BYTES + j * WG * 256,
+                                    args.sb + (int64_t)(grp * GPB + j) * args.n_pad + nt * 64 * WG, WG * 256, &full[s]);
             };
             auto load_act = [&](int s) {
                 if (lane == 0) tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, mt * TN, grp * 2, &full[s]);
             };
             const int t0 = t, g0 = grp;
-            for (int j = 0; j < pre; j++, advance()) load_weights(j);
+            for (int j = 0; j < pre; j++, advance()) {
+                load_weights(j);
+                SM90_TRACE(if (j == 0) tr[SM90_TR_P_W0] = clock64() - t_entry);
+            }
+            SM90_TRACE(tr[SM90_TR_P_WALL] = clock64() - t_entry);
             pdl_wait(); /* activations come from the previous kernel */
+            SM90_TRACE(tr[SM90_TR_P_PDL] = clock64() - t_entry);
             t = t0, grp = g0, mt = t % args.m_tiles, nt = t / args.m_tiles;
             for (int j = 0; j < pre; j++, advance()) load_act(j);
+            SM90_TRACE(tr[SM90_TR_P_FIRST] = clock64() - t_entry);
             for (int j = pre, s = 0, phase = 0; j < n_it; j++, advance()) {
+                SM90_TRACE(tr_t = clock64());
                 mbar_wait(&empty[s], (uint32_t)phase);
+                SM90_TRACE(tr[SM90_TR_P_EMPTY_WAIT] += clock64() - tr_t);
                 load_weights(s);
                 load_act(s);
                 if (++s == STAGES) s = 0, phase ^= 1;
             }
             if (lane == 0) pdl_launch_dependents();
+            SM90_TRACE(if (lane == 0) {
+                tr_out[SM90_TR_P_FIRST] = tr[SM90_TR_P_FIRST], tr_out[SM90_TR_P_EMPTY_WAIT] = tr[SM90_TR_P_EMPTY_WAIT];
+                tr_out[SM90_TR_P_LAST] = clock64() - t_entry;
+                tr_out[SM90_TR_P_W0] = tr[SM90_TR_P_W0], tr_out[SM90_TR_P_WALL] = tr[SM90_TR_P_WALL];
+                tr_out[SM90_TR_P_PDL] = tr[SM90_TR_P_PDL];
+            })
         }
+        if (args.cluster > 1) cluster_wait(); /* pairs the arrival at the start */
     } else {
     /* ---- consumers: warpgroup c computes weight rows [64c, 64c + 64) of the tile ---- */
     if (CONS_REGS) regs_alloc<CONS_REGS ? CONS_REGS : 40>();
@@ -234,7 +285,10 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     /* Wait for a stage and build this thread's eight k16 A fragments of it in f (distinct
      * registers, so the wgmmas that read them issue back to back). */
     auto prepare = [&](Frag &f, int s, int phase) {
+        SM90_TRACE(tr_t = clock64());
         mbar_spin(&full[s], (uint32_t)phase);
+        SM90_TRACE(const long long tr_ready = clock64(); tr[SM90_TR_C_FULL_WAIT] += tr_ready - tr_t;
+                   if (!tr[SM90_TR_C_FIRST]) tr[SM90_TR_C_FIRST] = tr_ready - t_entry);
         const uint8_t *st = smem + s * S::STAGE_BYTES;
         const uint32_t *wt = (const uint32_t *)(st + S::ACT_BYTES) + (c * 4 + warp) * 256;
         const uint32_t *sbt = (const uint32_t *)(st + S::ACT_BYTES + S::W_BYTES) + c * 64 + warp * 16;
@@ -261,6 +315,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         for (int kk = 0; kk < 8; kk++)
 #pragma unroll
             for (int i = 0; i < 4; i++) fence_reg(f.a[kk][i]);
+        SM90_TRACE(tr[SM90_TR_C_DEQUANT] += clock64() - tr_ready);
     };
 
     /* Store outputs 4·jj … 4·jj + 3 of this thread (8 tokens × the warp's 16 rows a jj). */
@@ -275,35 +330,74 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         }
     };
 
-    /* Split-K in a cluster (one segment a CTA, its partition of the tile): the partial goes to
-     * this CTA's ring, idle once every consumer is past its last stage; piece (warp, jj) of the
-     * tile is summed by CTA (piece % S) over ranks 0 … S−1 in order from zero and stored; the
-     * second cluster barrier keeps every ring alive until its pieces are read. */
+    /* Split-K in a cluster of R CTAs (one segment a CTA, its partition of the tile). Piece gp
+     * (warp gp / P's k-slice gp % P, P = TN / 8) is summed by CTA gp % R, into whose ring every
+     * rank z puts its partial of the piece, at recv[z][gp / R]: the other ranks by st.async,
+     * whose bytes complete on the owner's cl_recv (no cluster-wide fence, no barrier), once the
+     * owner has said its ring is idle (cl_ready). The owner adds the R partials of a piece in
+     * rank order from zero, the order of the workspace fixup too. 128-token tiles send from the
+     * accumulators; the others first stage their partial in the ring and send in a rolled loop
+     * (sent from registers, the 64-token kernels spilled; the 8/16-token ones were 2-4 % slower,
+     * NOTES.md row 71). */
     auto cluster_reduce = [&](int tile) {
-        named_barrier(1, 128 * WG);
-        float *slot = (float *)smem;
+        constexpr int P = TN / 8;
+        constexpr bool DIRECT = TN == 128;
+        const int R = args.cluster, me = (int)cluster_rank(), w = c * 4 + warp;
+        const int maxp = (S::PIECES + R - 1) / R;
+        float *recv = (float *)smem;              /* [R][maxp][32 lanes] float4 */
+        float *stage = recv + R * maxp * 32 * 4; /* [PIECES][32 lanes] float4, unless DIRECT */
+        auto piece = [&](float *base, int i) { return base + (i * 32 + lane) * 4; };
+        named_barrier(1, 128 * WG); /* every consumer warp is past its last stage: the ring is idle */
+        if constexpr (!DIRECT) {
 #pragma unroll
-        for (int r4 = 0; r4 < TN / 8; r4++)
-            *(float4 *)(slot + my_off + r4 * 512) =
-                make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
-        cluster_arrive_release();
-        cluster_wait();
-        const int S = args.cluster, rank = (int)cluster_rank();
-#pragma unroll
-        for (int r4 = 0; r4 < TN / 8; r4++) {
-            if (((c * 4 + warp) * (TN / 8) + r4) % S != rank) continue; /* warp-uniform */
-            float4 x[QMM_SM90_MAX_CLUSTER];
-#pragma unroll
-            for (int z = 0; z < QMM_SM90_MAX_CLUSTER; z++)
-                if (z < S) x[z] = ld_cluster_f4(slot + my_off + r4 * 512, (uint32_t)z);
-            float v[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-            for (int z = 0; z < QMM_SM90_MAX_CLUSTER; z++)
-                if (z < S) v[0] += x[z].x, v[1] += x[z].y, v[2] += x[z].z, v[3] += x[z].w;
-            store_piece(tile, r4, v);
+            for (int r4 = 0; r4 < P; r4++)
+                *(float4 *)piece(stage, w * P + r4) =
+                    make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
         }
-        cluster_arrive_release();
-        cluster_wait();
+        cluster_wait(); /* pairs the arrival at the start */
+        if (c == 0 && ct == 0)
+            for (int z = 0; z < R; z++)
+                if (z != me) mbar_arrive_remote(cl_ready, (uint32_t)z);
+        const int mine = S::PIECES / R + (me < S::PIECES % R ? 1 : 0);
+        if (c == 0 && ct == 0) mbar_arrive_expect_tx(cl_recv, (uint32_t)((R - 1) * mine * 512));
+        mbar_wait(cl_ready, 0);
+        SM90_TRACE(tr[SM90_TR_C_BAR1] = clock64() - t_entry);
+        int owner = (w * P) % R, local = (w * P) / R;
+        if constexpr (DIRECT) {
+#pragma unroll
+            for (int r4 = 0; r4 < P; r4++) {
+                const float4 v = make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
+                float *dst = piece(recv, me * maxp + local);
+                if (owner == me) *(float4 *)dst = v; /* read back by this thread only */
+                else st_async_f4(dst, (uint32_t)owner, v, cl_recv);
+                if (++owner == R) owner = 0, local++;
+            }
+        } else {
+#pragma unroll 1
+            for (int r4 = 0; r4 < P; r4++) { /* its own pieces stay in the stage */
+                if (owner != me)
+                    st_async_f4(piece(recv, me * maxp + local), (uint32_t)owner,
+                                *(const float4 *)piece(stage, w * P + r4), cl_recv);
+                if (++owner == R) owner = 0, local++;
+            }
+        }
+        mbar_wait(cl_recv, 0);
+        SM90_TRACE(tr[SM90_TR_C_SUMMED] = clock64() - t_entry);
+        owner = (w * P) % R, local = (w * P) / R;
+#pragma unroll 1
+        for (int r4 = 0; r4 < P; r4++) {
+            if (owner == me) {
+                float v[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+                for (int z = 0; z < R; z++) {
+                    const float4 x = *(const float4 *)(!DIRECT && z == me ? piece(stage, w * P + r4)
+                                                                          : piece(recv, z * maxp + local));
+                    v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
+                }
+                store_piece(tile, r4, v);
+            }
+            if (++owner == R) owner = 0, local++;
+        }
     };
 
     /* The end of this CTA's segment of a tile: store it, or add the partial to the tile's. */
@@ -382,7 +476,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * stage released and i + 1 dequantized into i − 1's buffer); two buffers, alternating.
      * Several CTAs a SM: one buffer, each k-block's wgmmas awaited before the next is
      * dequantized (the other CTAs fill the gap). */
-    int tile = begin / args.groups, grp = begin - tile * args.groups;
+    int tile = begin / args.groups;
     int s = 0, phase = 0;
     int pending = -1; /* PIPE: the stage whose wgmmas may still run */
     Frag fa, fb;
@@ -400,7 +494,9 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         if (PIPE) {
             /* one group in flight: the previous k-block's wgmmas are done, so its stage is
              * released and its fragment buffer refilled */
+            SM90_TRACE(tr_t = clock64());
             wgmma_wait<1>();
+            SM90_TRACE(tr[SM90_TR_C_MMA_WAIT] += clock64() - tr_t);
 #pragma unroll
             for (int kk = 0; kk < 8; kk++)
 #pragma unroll
@@ -412,7 +508,9 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             return;
         }
         if (BPS == 1 && it + 1 < end) prepare(nxt, s, phase); /* overlaps the wgmmas */
+        SM90_TRACE(tr_t = clock64());
         wgmma_wait<0>();
+        SM90_TRACE(tr[SM90_TR_C_MMA_WAIT] += clock64() - tr_t);
 #pragma unroll
         for (int u = 0; u < NACC; u++)
 #pragma unroll
@@ -424,15 +522,19 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[done]);
     };
-    /* One copy of the segment's end in the loop, after either step: inlined into each step (as
-     * it was), the rarely run epilogue split the hot loop ~64 KB apart and a third of the
-     * consumers' stalls were instruction fetches (ncu, NOTES.md row 61). */
+    /* The loop segment by segment, the segment's end once after its k-blocks: inlined into
+     * each step (as it was), the rarely run epilogue split the hot loop ~64 KB apart and a third
+     * of the consumers' stalls were instruction fetches (ncu, NOTES.md row 61); merged into the
+     * k-block loop's latch, it made ptxas drain the wgmmas every k-block (C7517). */
     if (begin < end) prepare(fa, s, phase);
-    for (int it = begin; it < end; it++) {
-        if (BPS == 1 && ((it - begin) & 1)) step(fb, fa, it);
-        else step(fa, fb, it);
-        const bool tile_end = ++grp == args.groups;
-        if (PIPE && (it + 1 == end || tile_end)) { /* drain before the segment's end */
+    for (int it = begin; it < end;) {
+        const int tile_stop = (tile + 1) * args.groups, stop = min(end, tile_stop);
+        for (; it < stop; it++) {
+            if (BPS == 1 && ((it - begin) & 1)) step(fb, fa, it);
+            else step(fa, fb, it);
+            if (BPS > 1 && it + 1 < stop) prepare(fa, s, phase); /* one fragment buffer live */
+        }
+        if (PIPE) { /* drain before the segment's end */
             wgmma_wait<0>();
 #pragma unroll
             for (int u = 0; u < NACC; u++)
@@ -442,10 +544,16 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             if (lane == 0) mbar_arrive(&empty[pending]);
             pending = -1;
         }
-        if (it + 1 == end || tile_end) finish_segment(tile, tile_end);
-        if (tile_end) grp = 0, tile++;
-        if (BPS > 1 && it + 1 < end) prepare(fa, s, phase); /* one fragment buffer live at a time */
+        SM90_TRACE(tr[SM90_TR_C_LOOP_DONE] = clock64() - t_entry);
+        finish_segment(tile, stop == tile_stop);
+        tile++;
+        if (BPS > 1 && it < end) prepare(fa, s, phase);
     }
+    SM90_TRACE(if (c == 0 && ct == 0) {
+        for (int i = SM90_TR_C_FIRST; i <= SM90_TR_C_LOOP_DONE; i++) tr_out[i] = tr[i];
+        tr_out[SM90_TR_C_BAR1] = tr[SM90_TR_C_BAR1], tr_out[SM90_TR_C_SUMMED] = tr[SM90_TR_C_SUMMED];
+        tr_out[SM90_TR_C_STORED] = clock64() - t_entry;
+    })
     }
 }
 

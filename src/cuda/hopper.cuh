@@ -142,17 +142,27 @@ __device__ __forceinline__ void st_cluster(float *p, uint32_t rank, float v)
     asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(v) : "memory");
 }
 
-/* ld.shared::cluster of the float4 at the address of local pointer p in CTA `rank` */
-__device__ __forceinline__ float4 ld_cluster_f4(const float *p, uint32_t rank)
+/* The address of local pointer p in CTA `rank` of the cluster. */
+__device__ __forceinline__ uint32_t cluster_addr(const void *p, uint32_t rank)
 {
     uint32_t remote;
-    float4 v;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(p)), "r"(rank));
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(remote)
+    return remote;
+}
+/* Arrive on the mbarrier at local address bar in CTA `rank`, publishing nothing (relaxed). */
+__device__ __forceinline__ void mbar_arrive_remote(uint64_t *bar, uint32_t rank)
+{
+    asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_addr(bar, rank))
                  : "memory");
-    return v;
+}
+/* Store v at local address p in CTA `rank` through the async proxy; its 16 bytes complete on
+ * that CTA's mbarrier at local address bar (the receiver waits there, no fence needed). */
+__device__ __forceinline__ void st_async_f4(float *p, uint32_t rank, float4 v, uint64_t *bar)
+{
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(
+                     cluster_addr(p, rank)),
+                 "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(cluster_addr(bar, rank))
+                 : "memory");
 }
 
 /* ---- programmatic dependent launch ---- */
