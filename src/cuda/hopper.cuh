@@ -126,22 +126,10 @@ __device__ __forceinline__ void cluster_arrive_relaxed()
 {
     asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void cluster_arrive_release()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-}
 __device__ __forceinline__ void cluster_wait()
 {
     asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-/* st.shared::cluster of v at the address of local pointer p in CTA `rank` of the cluster */
-__device__ __forceinline__ void st_cluster(float *p, uint32_t rank, float v)
-{
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(p)), "r"(rank));
-    asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(v) : "memory");
-}
-
 /* The address of local pointer p in CTA `rank` of the cluster. */
 __device__ __forceinline__ uint32_t cluster_addr(const void *p, uint32_t rank)
 {
@@ -162,6 +150,14 @@ __device__ __forceinline__ void st_async_f4(float *p, uint32_t rank, float4 v, u
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(
                      cluster_addr(p, rank)),
                  "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(cluster_addr(bar, rank))
+                 : "memory");
+}
+/* The same for one float. */
+__device__ __forceinline__ void st_async_f32(float *p, uint32_t rank, float v, uint64_t *bar)
+{
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];\n" ::"r"(
+                     cluster_addr(p, rank)),
+                 "f"(v), "r"(cluster_addr(bar, rank))
                  : "memory");
 }
 

@@ -55,8 +55,8 @@ struct MvSmem {
         red_off = (a_off + (size_t)m * a_stride * 2 + 15) / 16 * 16;
         ys_off = red_off + (size_t)MV_WARPS * toks * 16 * 4; /* the most warps a CTA */
         inv_off = ys_off + (size_t)MV_MAX_CLUSTER * m * rows * 4;
-        bar_off = inv_off + 16 * 4; /* the staging's mbarrier */
-        bytes = bar_off + 8;
+        bar_off = inv_off + 16 * 4; /* the staging's mbarrier, then the cluster sum's */
+        bytes = bar_off + 16;
     }
 };
 
@@ -290,7 +290,6 @@ __global__ __launch_bounds__(32 * W, W == 8 ? (TOKT == 1 ? 3 : 2) : 6) void matv
     for (int j = 0; j < D; j++)
         if (j < ng && j < pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
     MV_STAMP(2);
-    if (lc) cluster_arrive_relaxed(); /* every CTA of the cluster has started: see the reduction */
 
     const int R = 1 << lr, C = 1 << lc, KW = 1 << kw_lg;
     const MvSmem L(p.m, (groups + C - 1) >> lc, TOKS, R * 16);
@@ -299,10 +298,14 @@ __global__ __launch_bounds__(32 * W, W == 8 ? (TOKT == 1 ? 3 : 2) : 6) void matv
     float *ys = reinterpret_cast<float *>(smem + L.ys_off);   /* [C][m][R·16] */
     float *inv = reinterpret_cast<float *>(smem + L.inv_off); /* [16] */
     uint64_t *staged = reinterpret_cast<uint64_t *>(smem + L.bar_off);
+    uint64_t *summed = staged + 1; /* cluster rank 0: the other ranks' sums have landed */
     if (tid == 0) {
         mbar_init(staged, 1);
+        if (lc) mbar_init(summed, 1);
         mbar_fence_init();
     }
+    /* every CTA of the cluster has started and initialised its barriers: see the reduction */
+    if (lc) cluster_arrive_relaxed();
     /* The residual epilogue's first (token, tile) pair of this warp: its norm weight now (a
      * weight), its residual row after the wait; read at the end they were a round trip there. */
     MvResidualPre pre;
@@ -373,17 +376,19 @@ __global__ __launch_bounds__(32 * W, W == 8 ? (TOKT == 1 ? 3 : 2) : 6) void matv
     MV_STAMP(6);
     const int rows = R * 16;
     if (lc) cluster_wait(); /* the start arrival: every CTA of the cluster is running */
+    /* the other ranks' sums go to rank 0's ys[rank] by st.async, completing bytes on its
+     * `summed` barrier: no cluster-wide fence (a release barrier is a MEMBAR.GPU, NOTES row 70) */
+    if (C > 1 && rank == 0 && tid == 0) mbar_arrive_expect_tx(summed, (uint32_t)((C - 1) * p.m * rows * 4));
     for (int e = tid; e < p.m * rows; e += 32 * W) {
         const int t = e >> (lr + 4), i = (e >> 4) & (R - 1), r = e & 15;
         float s = 0.f;
         for (int q = 0; q < KW; q++) s += red[((q * R + i) * TOKS + t) * 16 + r];
-        if (C > 1) st_cluster(ys + (int64_t)rank * p.m * rows + e, 0, s);
+        if (rank != 0) st_async_f32(ys + (int64_t)rank * p.m * rows + e, 0, s, summed);
         else ys[e] = s;
     }
-    if (C > 1) { /* rank 0 adds the ranks' sums in rank order */
-        cluster_arrive_release();
-        cluster_wait();
+    if (C > 1) { /* rank 0 adds the ranks' sums in rank order (its own ys[e]: this thread's) */
         if (rank != 0) return;
+        mbar_wait(summed, 0);
         for (int e = tid; e < p.m * rows; e += 32 * W) {
             float s = ys[e];
             for (int q = 1; q < C; q++) s += ys[(int64_t)q * p.m * rows + e];
