@@ -29,9 +29,10 @@
  * arrive sums every partial of the tile in CTA order. Both sum in partition order from zero, so
  * the result does not depend on timing (bitwise equal run to run) nor on the reduction used.
  *
- * Programmatic dependent launch: the producer issues the first stages' weight copies before
- * griddepcontrol.wait (weights never depend on the previous kernel), the activations after it;
- * consumers wait before writing; launch_dependents once every copy is issued.
+ * Programmatic dependent launch: the producer issues weight copies before griddepcontrol.wait
+ * (weights never depend on the previous kernel: every stage's at 8–16 tokens, the first stage's
+ * from 32 on), the activations after it; consumers wait before writing; launch_dependents once
+ * every copy is issued.
  */
 #include <cudaTypedefs.h>
 
@@ -55,6 +56,7 @@ struct Sm90Args {
      * p·q + min(p, r) (q, r = iters ÷ ctas); split-K partition z of a tile at z·q + min(z, r)
      * (q, r = groups ÷ split) */
     int q, r;
+    int vec_c; /* n % 8 == 0 and c 16-byte aligned: a lane stores 8 outputs at once */
 };
 
 template <int TN, int WG, int GPB> struct Sm90Shape {
@@ -68,12 +70,23 @@ template <int TN, int WG, int GPB> struct Sm90Shape {
     /* split-K in a cluster of R CTAs: a tile is 4·WG·TN/8 pieces (a warp's 16 rows × 8 tokens
      * of fp32, 512 bytes); CTA z sums the pieces z, z + R, … */
     static constexpr int PIECES = 4 * WG * TN / 8;
+    /* a whole tile's outputs go out as 16-byte stores through a 256-byte buffer a consumer warp
+     * at TN = 128 only: the smaller tiles' kernels were 5–13 % slower with that epilogue
+     * compiled in (NOTES.md row 75) */
+    static constexpr bool VEC_STORES = TN >= 128;
+    static constexpr int VEC_BYTES = VEC_STORES ? 4 * WG * 256 : 0;
 };
 
+/* After the ring: its barriers, the cluster's two, the last-CTA flag; then the epilogue's
+ * transpose buffers (VEC_BYTES). */
+template <int STAGES> constexpr int sm90_bar_bytes()
+{
+    return ((2 * STAGES + 2) * 8 + 16 + 15) / 16 * 16;
+}
 template <int TN, int WG, int STAGES, int GPB> constexpr size_t sm90_smem_bytes()
 {
     return (size_t)STAGES * Sm90Shape<TN, WG, GPB>::STAGE_BYTES + 1024 /* alignment */ +
-           (2 * STAGES + 2) * 8 + 16;
+           sm90_bar_bytes<STAGES>() + Sm90Shape<TN, WG, GPB>::VEC_BYTES;
 }
 
 /* First iteration of CTA p (p = ctas gives iters). */
@@ -112,6 +125,21 @@ __device__ __forceinline__ uint32_t lds32(const uint32_t *p)
     uint32_t v;
     asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(smem_u32(p)));
     return v;
+}
+
+/* Two 8×8 bf16 matrices stored transposed: lanes 8i … 8i + 7 give the addresses of rows 0…7 of
+ * matrix i, and row j receives column j of the fragment (a thread's register holds row lane / 4,
+ * columns 2·(lane % 4) and + 1, as in a wgmma accumulator). */
+__device__ __forceinline__ void stmatrix_x2_trans(uint32_t addr, uint32_t m0, uint32_t m1)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};\n" ::"r"(addr), "r"(m0), "r"(m1)
+                 : "memory");
+}
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
+{
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(const uint32_t *)&v;
 }
 
 __device__ __forceinline__ uint32_t word_at(const uint4 &v, int j)
@@ -165,6 +193,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     uint64_t *cl_ready = empty + STAGES; /* cluster: the other CTAs' rings are free to write */
     uint64_t *cl_recv = cl_ready + 1;    /* cluster: every piece this CTA sums has arrived */
     int *last_flag = (int *)(cl_recv + 1);
+    uint8_t *scratch = smem + STAGES * S::STAGE_BYTES + sm90_bar_bytes<STAGES>(); /* [4·WG warps][256 B] */
 
     const int wg = threadIdx.x / 128;
     /* registers moved from the producer warpgroup (40 left) to the consumers, where the cap at
@@ -211,48 +240,64 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             const uint64_t pol = policy_evict_first();
             const int n_it = end - begin;
             const int pre = n_it < STAGES ? n_it : STAGES;
-            /* the (tile, group) of the next iteration to load, advanced without divisions */
-            int t = begin / args.groups, grp = begin - t * args.groups;
-            int mt = t % args.m_tiles, nt = t / args.m_tiles;
-            auto advance = [&] {
-                if (++grp == args.groups) {
-                    grp = 0;
-                    if (++mt == args.m_tiles) mt = 0, nt++;
+            /* the (tile, group) of an iteration to load, advanced without divisions */
+            struct Pos {
+                int grp, mt, nt;
+            };
+            const int t0 = begin / args.groups;
+            Pos wp = {begin - t0 * args.groups, t0 % args.m_tiles, t0 / args.m_tiles}, ap = wp;
+            auto advance = [&](Pos &q) {
+                if (++q.grp == args.groups) {
+                    q.grp = 0;
+                    if (++q.mt == args.m_tiles) q.mt = 0, q.nt++;
                 }
             };
-            auto load_weights = [&](int s) {
-                if (lane != 0) return;
-                uint8_t *st = smem + s * S::STAGE_BYTES;
-                mbar_arrive_expect_tx(&full[s], S::TX_BYTES);
-                /* 128-row block nt·WG/2, group grp: 8 KB; a 64-row tile is half of it */
-                const int64_t block = nt * WG / 2, half = WG == 1 ? nt % 2 : 0;
-                bulk_copy(st + S::ACT_BYTES, args.packed + (block * args.groups + grp) * 2048 + half * 1024,
-                          S::W_BYTES, &full[s], pol);
-                /* the block's GPB groups of scale|bias pairs for these 64·WG rows: 256·WG bytes each */
-                for (int j = 0; j < GPB; j++)
-                    bulk_copy_plain(st + S::ACT_BYTES + S::W_BYTES + j * WG * 256,
-                                    args.sb + (int64_t)(grp * GPB + j) * args.n_pad + nt * 64 * WG, WG * 256, &full[s]);
+            auto load_weights = [&](int s, Pos &q) {
+                if (lane == 0) {
+                    uint8_t *st = smem + s * S::STAGE_BYTES;
+                    mbar_arrive_expect_tx(&full[s], S::TX_BYTES);
+                    /* 128-row block nt·WG/2, group grp: 8 KB; a 64-row tile is half of it */
+                    const int64_t block = q.nt * WG / 2, half = WG == 1 ? q.nt % 2 : 0;
+                    bulk_copy(st + S::ACT_BYTES, args.packed + (block * args.groups + q.grp) * 2048 + half * 1024,
+                              S::W_BYTES, &full[s], pol);
+                    /* the block's GPB groups of scale|bias pairs for these 64·WG rows: 256·WG bytes each */
+                    for (int g = 0; g < GPB; g++)
+                        bulk_copy_plain(st + S::ACT_BYTES + S::W_BYTES + g * WG * 256,
+                                        args.sb + (int64_t)(q.grp * GPB + g) * args.n_pad + q.nt * 64 * WG, WG * 256,
+                                        &full[s]);
+                }
+                advance(q);
             };
-            auto load_act = [&](int s) {
-                if (lane == 0) tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, mt * TN, grp * 2, &full[s]);
+            auto load_act = [&](int s, Pos &q) {
+                if (lane == 0) tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, q.mt * TN, q.grp * 2, &full[s]);
+                advance(q);
             };
-            const int t0 = t, g0 = grp;
-            for (int j = 0; j < pre; j++, advance()) {
-                load_weights(j);
+            /* Weights never depend on the previous kernel: the first PRE_W stages' are requested
+             * before the wait, the activations after it. From 32 tokens on, a stage's activations
+             * (8–32 KB) outweigh its weights (4–8 KB), and requested behind every first-stage
+             * weight copy they started the consumers ~2.5 µs after launch: there one stage of
+             * weights goes first, then each stage's activations and the weights a stage ahead
+             * (M = 32…128 −4…11 %; at 8–16 tokens −5 % the other way, NOTES.md row 74). */
+            constexpr int PRE_W = TN <= 16 ? STAGES : 1;
+            const int pre_w = pre < PRE_W ? pre : PRE_W;
+            for (int j = 0; j < pre_w; j++) {
+                load_weights(j, wp);
                 SM90_TRACE(if (j == 0) tr[SM90_TR_P_W0] = clock64() - t_entry);
             }
             SM90_TRACE(tr[SM90_TR_P_WALL] = clock64() - t_entry);
             pdl_wait(); /* activations come from the previous kernel */
             SM90_TRACE(tr[SM90_TR_P_PDL] = clock64() - t_entry);
-            t = t0, grp = g0, mt = t % args.m_tiles, nt = t / args.m_tiles;
-            for (int j = 0; j < pre; j++, advance()) load_act(j);
+            for (int j = 0; j < pre; j++) {
+                load_act(j, ap);
+                if (j + pre_w < pre) load_weights(j + pre_w, wp);
+            }
             SM90_TRACE(tr[SM90_TR_P_FIRST] = clock64() - t_entry);
-            for (int j = pre, s = 0, phase = 0; j < n_it; j++, advance()) {
+            for (int j = pre, s = 0, phase = 0; j < n_it; j++) {
                 SM90_TRACE(tr_t = clock64());
                 mbar_wait(&empty[s], (uint32_t)phase);
                 SM90_TRACE(tr[SM90_TR_P_EMPTY_WAIT] += clock64() - tr_t);
-                load_weights(s);
-                load_act(s);
+                load_weights(s, wp);
+                load_act(s, ap);
                 if (++s == STAGES) s = 0, phase ^= 1;
             }
             if (lane == 0) pdl_launch_dependents();
@@ -318,7 +363,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         SM90_TRACE(tr[SM90_TR_C_DEQUANT] += clock64() - tr_ready);
     };
 
-    /* Store outputs 4·jj … 4·jj + 3 of this thread (8 tokens × the warp's 16 rows a jj). */
+    /* Store outputs 4·jj … 4·jj + 3 of this thread (8 tokens × the warp's 16 rows a jj): rows
+     * g, g + 8 of tokens 2·t4, 2·t4 + 1, as 2-byte stores. */
     auto store_piece = [&](int tile, int jj, const float *v) {
         const int m0 = (tile % args.m_tiles) * TN;
         const int n_row = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g;
@@ -328,6 +374,24 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             const int row = n_row + (e >= 2 ? 8 : 0), tk = tok + (e & 1);
             if (tk < args.m && row < args.n) args.c[(int64_t)tk * args.n + row] = __float2bfloat16_rn(v[e]);
         }
+    };
+    /* The same, transposed through the warp's 256-byte buffer so that 16 lanes store a token's 8
+     * rows each: 16 bytes a lane, whole sectors (needs args.vec_c; the whole warp calls it). For
+     * a whole tile's stores (gate M = 256 stream-K −7 %); a cluster owner's few pieces were
+     * 0.5–1.4 % slower with it (NOTES.md row 75). */
+    auto store_piece_vec = [&](int tile, int jj, const float *v) {
+        const int m0 = (tile % args.m_tiles) * TN;
+        const int n_row0 = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16;
+        uint8_t *buf = scratch + (c * 4 + warp) * 256;
+        /* token t's rows 8h … 8h + 7 at t·32 + 16·(h ^ bit 2 of t): no bank conflicts */
+        const int lt = lane & 7, lh = (lane >> 3) & 1;
+        uint8_t *mine = buf + lt * 32 + ((lh ^ (lt >> 2)) << 4);
+        stmatrix_x2_trans(smem_u32(mine), pack_bf16x2(v[0], v[1]), pack_bf16x2(v[2], v[3]));
+        __syncwarp();
+        const int tk = m0 + 8 * jj + lt, row = n_row0 + 8 * lh; /* n % 8 == 0: all 8 rows or none */
+        if (lane < 16 && tk < args.m && row < args.n)
+            *(uint4 *)(args.c + (int64_t)tk * args.n + row) = lds128((const uint32_t *)mine);
+        __syncwarp(); /* the buffer is free for the next piece */
     };
 
     /* Split-K in a cluster of R CTAs (one segment a CTA, its partition of the tile). Piece gp
@@ -461,7 +525,10 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                 if (ct == 0 && c == 0) args.counters[tile] = 0; /* ready for the next call */
             }
         }
-        if (store) {
+        if (S::VEC_STORES && store && args.vec_c) {
+#pragma unroll
+            for (int jj = 0; jj < TN / 8; jj++) store_piece_vec(tile, jj, acc + 4 * jj);
+        } else if (store) {
 #pragma unroll
             for (int jj = 0; jj < TN / 8; jj++) store_piece(tile, jj, acc + 4 * jj);
         }
@@ -692,6 +759,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     const int share = sched.split > 0 ? args.groups : args.iters, parts = sched.split > 0 ? sched.split : args.ctas;
     args.q = share / parts;
     args.r = share % parts;
+    args.vec_c = w.n % 8 == 0 && (uintptr_t)c % 16 == 0;
 
     const int gpb = groups_per_block(w.group);
 #define QMM_SM90_DISPATCH(tn, wg, st, bps)                                          \
