@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     uint64_t *cl_ready = empty + STAGES; /* cluster: the other CTAs' rings are free to write */
     uint64_t *cl_recv = cl_ready + 1;    /* cluster: every piece this CTA sums has arrived */
     int *last_flag = (int *)(cl_recv + 1);
-    uint8_t *scratch = smem + STAGES * S::STAGE_BYTES + sm90_bar_bytes<STAGES>(); /* [4·WG warps][256 B] */
+    uint8_t *scratch = smem + STAGES * S::STAGE_BYTES + sm90_bar_bytes<STAGES>(); /* VEC_BYTES: [4·WG warps][256 B] */
 
     const int wg = threadIdx.x / 128;
     /* registers moved from the producer warpgroup (40 left) to the consumers, where the cap at
@@ -275,9 +275,9 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             /* Weights never depend on the previous kernel: the first PRE_W stages' are requested
              * before the wait, the activations after it. From 32 tokens on, a stage's activations
              * (8–32 KB) outweigh its weights (4–8 KB), and requested behind every first-stage
-             * weight copy they started the consumers ~2.5 µs after launch: there one stage of
+             * weight copy they started the consumers 2–3 µs after launch: there one stage of
              * weights goes first, then each stage's activations and the weights a stage ahead
-             * (M = 32…128 −4…11 %; at 8–16 tokens −5 % the other way, NOTES.md row 74). */
+             * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74). */
             constexpr int PRE_W = TN <= 16 ? STAGES : 1;
             const int pre_w = pre < PRE_W ? pre : PRE_W;
             for (int j = 0; j < pre_w; j++) {
@@ -378,7 +378,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     /* The same, transposed through the warp's 256-byte buffer so that 16 lanes store a token's 8
      * rows each: 16 bytes a lane, whole sectors (needs args.vec_c; the whole warp calls it). For
      * a whole tile's stores (gate M = 256 stream-K −7 %); a cluster owner's few pieces were
-     * 0.5–1.4 % slower with it (NOTES.md row 75). */
+     * slightly slower with it (NOTES.md row 75). */
     auto store_piece_vec = [&](int tile, int jj, const float *v) {
         const int m0 = (tile % args.m_tiles) * TN;
         const int n_row0 = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16;
