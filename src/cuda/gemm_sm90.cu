@@ -365,15 +365,17 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
 
     /* Store outputs 4·jj … 4·jj + 3 of this thread (8 tokens × the warp's 16 rows a jj): rows
      * g, g + 8 of tokens 2·t4, 2·t4 + 1, as 2-byte stores. */
-    auto store_piece = [&](int tile, int jj, const float *v) {
-        const int m0 = (tile % args.m_tiles) * TN;
-        const int n_row = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g;
+    auto store_piece_at = [&](int m0, int n_row, int jj, const float *v) {
         const int tok = m0 + 8 * jj + 2 * t4;
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int row = n_row + (e >= 2 ? 8 : 0), tk = tok + (e & 1);
             if (tk < args.m && row < args.n) args.c[(int64_t)tk * args.n + row] = __float2bfloat16_rn(v[e]);
         }
+    };
+    /* m0: the tile's first token; n_row: this thread's first row */
+    auto store_piece = [&](int tile, int jj, const float *v) {
+        store_piece_at((tile % args.m_tiles) * TN, (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g, jj, v);
     };
     /* The same, transposed through the warp's 256-byte buffer so that 16 lanes store a token's 8
      * rows each: 16 bytes a lane, whole sectors (needs args.vec_c; the whole warp calls it). For
@@ -448,19 +450,47 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         mbar_wait(cl_recv, 0);
         SM90_TRACE(tr[SM90_TR_C_SUMMED] = clock64() - t_entry);
         owner = (w * P) % R, local = (w * P) / R;
+        if constexpr (DIRECT) {
+            /* the partials by explicit ld.shared, two in flight (through a generic pointer they
+             * were LD.E, one at a time), and the piece's place in C computed once (NOTES.md
+             * row 77) */
+            const int m0 = (tile % args.m_tiles) * TN;
+            const int n_row = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g;
 #pragma unroll 1
-        for (int r4 = 0; r4 < P; r4++) {
-            if (owner == me) {
-                float v[4] = {0.f, 0.f, 0.f, 0.f};
+            for (int r4 = 0; r4 < P; r4++) {
+                if (owner == me) {
+                    float v[4] = {0.f, 0.f, 0.f, 0.f};
+                    auto add = [&](const uint4 &x) {
+                        v[0] += __uint_as_float(x.x), v[1] += __uint_as_float(x.y);
+                        v[2] += __uint_as_float(x.z), v[3] += __uint_as_float(x.w);
+                    };
+                    int z = 0;
 #pragma unroll 1
-                for (int z = 0; z < R; z++) {
-                    const float4 x = *(const float4 *)(!DIRECT && z == me ? piece(stage, w * P + r4)
-                                                                          : piece(recv, z * maxp + local));
-                    v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
+                    for (; z + 1 < R; z += 2) {
+                        const uint4 x0 = lds128((const uint32_t *)piece(recv, z * maxp + local));
+                        const uint4 x1 = lds128((const uint32_t *)piece(recv, (z + 1) * maxp + local));
+                        add(x0), add(x1); /* rank order */
+                    }
+                    if (z < R) add(lds128((const uint32_t *)piece(recv, z * maxp + local)));
+                    store_piece_at(m0, n_row, r4, v);
                 }
-                store_piece(tile, r4, v);
+                if (++owner == R) owner = 0, local++;
             }
-            if (++owner == R) owner = 0, local++;
+        } else {
+#pragma unroll 1
+            for (int r4 = 0; r4 < P; r4++) {
+                if (owner == me) {
+                    float v[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+                    for (int z = 0; z < R; z++) {
+                        const float4 x =
+                            *(const float4 *)(z == me ? piece(stage, w * P + r4) : piece(recv, z * maxp + local));
+                        v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
+                    }
+                    store_piece(tile, r4, v);
+                }
+                if (++owner == R) owner = 0, local++;
+            }
         }
     };
 
