@@ -214,9 +214,9 @@ typedef struct qmm_gpu_caps {
 #define QMM_MAX_WGMMA_CONFIGS 8
 #define QMM_MAX_WGMMA_CLUSTER 8
 /* Time model of the Hopper wgmma kernel (src/perf/wgmma.c), constants fitted per GPU to bench
- * ops (tune/sm90.c). A CTA's k-block costs stage_us + us_per_mflop · its MFLOP alone on its SM,
- * and issue_us per consumer warpgroup (+ the same flop term) of the SM's throughput when several
- * CTAs share it; the busiest SM sets the pace. Split or stream-K tiles add round_trip_us per
+ * ops (tune/sm90.c). A CTA's k-block costs stage_us + us_per_mflop · its MFLOP along its chain of
+ * stages, plus issue_us per consumer warpgroup for every k-block of the CTAs sharing the busiest
+ * SM (the two add: co-resident CTAs do not overlap). Split or stream-K tiles add round_trip_us per
  * segment end and per batch of partial loads, and their partial traffic at partial_us_per_mb;
  * split-K in clusters adds cluster_us + cluster_us_per_kb per KB of a CTA's partial, a wave. */
 typedef struct qmm_wgmma_model {

@@ -1,9 +1,10 @@
 /* The shipped H200 description's predictions and plans against measured H200 cells (issue 11:
  * the model within 15 % on >= 80 % of cells, the plan within 5 % of the best measured
- * configuration on >= 95 %). Reads the committed bench results (QMM_SOURCE_DIR): the sixth
- * session's final build, `r7-final/ops.csv` but M = 64 from `r4-icache/ops.csv` (the final
- * build's 64-token kernels are r4's; NOTES.md rows 63, 66) — every contender of the five
- * Qwen3-4B projections at M = 1, 8, 9, 16, 32, 64, 128, 256, 2048.
+ * configuration on >= 95 %). Reads the committed bench results (QMM_SOURCE_DIR): the ninth
+ * session's final build (13d1c55), `r2-final/ops_new.csv` — every contender of the five
+ * Qwen3-4B projections at M = 1, 8, 9, 16, 32, 64, 128, 256, 2048, the cells the model was
+ * fitted to (NOTES.md row 76) — and the same binary's second pass `r2-final/ops_new2.csv`
+ * (M = 9..256), a check of the run's noise.
  * Each cell is planned again and its prediction compared with the measurement of that schedule
  * (the auto row, or the forced contender that ran the same schedule); a schedule nobody measured
  * counts as a miss. The tables are printed; a description with its model constants scaled must
@@ -17,7 +18,7 @@
 #ifndef QMM_SOURCE_DIR
 #define QMM_SOURCE_DIR "."
 #endif
-#define S6 QMM_SOURCE_DIR "/bench/results/2026-12-01-session6/"
+#define RUN QMM_SOURCE_DIR "/bench/results/2026-12-01-session9/r2-final/"
 
 #define MAX_CELLS 4096
 typedef struct cell {
@@ -54,8 +55,8 @@ static void field(const char *line, int idx, char *out, size_t cap)
     out[len] = 0;
 }
 
-/* Appends the passing rows of `path` with M == m (want_64) or M != 64; returns how many. */
-static int read_cells(const char *path, int want_64, cell *v, int *count)
+/* Appends the passing rows of `path`; returns how many. */
+static int read_cells(const char *path, cell *v, int *count)
 {
     FILE *f = fopen(path, "r");
     CHECKF(f != NULL, "cannot open %s", path);
@@ -76,7 +77,7 @@ static int read_cells(const char *path, int want_64, cell *v, int *count)
         }
         char x[11][32];
         for (int i = 0; i < 11; i++) field(line, col[i], x[i], sizeof x[i]);
-        if (strcmp(x[9], "pass") || (atoll(x[3]) == 64) != want_64 || *count >= MAX_CELLS) continue;
+        if (strcmp(x[9], "pass") || *count >= MAX_CELLS) continue;
         cell *c = &v[(*count)++];
         snprintf(c->proj, sizeof c->proj, "%s", x[0]);
         snprintf(c->contender, sizeof c->contender, "%s", x[4]);
@@ -101,18 +102,24 @@ static qmm_cuda_options options_of(const cell *c)
     return o;
 }
 
-static cell rows[MAX_CELLS];
-static int n_rows;
+/* The cells of one run. */
+typedef struct dataset {
+    const char *path;
+    cell rows[MAX_CELLS];
+    int n_rows;
+} dataset;
 
-static void load(void)
+static dataset fit_run = {.path = RUN "ops_new.csv"}, second_pass = {.path = RUN "ops_new2.csv"};
+
+static const dataset *load(dataset *ds)
 {
-    if (n_rows) return;
-    read_cells(S6 "r7-final/ops.csv", 0, rows, &n_rows);
-    read_cells(S6 "r4-icache/ops.csv", 1, rows, &n_rows);
+    if (!ds->n_rows) read_cells(ds->path, ds->rows, &ds->n_rows);
+    return ds;
 }
 
 /* The contender that ran plan p's schedule for (proj, m), or NULL. */
-static const cell *measured_schedule(const char *proj, int64_t m, const qmm_plan *p)
+static const cell *measured_schedule(const dataset *ds, const char *proj, int64_t m,
+                                     const qmm_plan *p)
 {
     const char *want = NULL;
     int split = 0;
@@ -126,8 +133,8 @@ static const cell *measured_schedule(const char *proj, int64_t m, const qmm_plan
         break;
     default: return NULL;
     }
-    for (int i = 0; i < n_rows; i++) {
-        const cell *c = &rows[i];
+    for (int i = 0; i < ds->n_rows; i++) {
+        const cell *c = &ds->rows[i];
         if (c->m != m || strcmp(c->proj, proj) || strcmp(c->contender, want) || (split && c->split != split))
             continue;
         if (p->path != QMM_PATH_MATVEC && p->path != QMM_PATH_DENSE &&
@@ -141,14 +148,15 @@ static const cell *measured_schedule(const char *proj, int64_t m, const qmm_plan
 /* Predicted / measured - 1 of every row whose contender is `which` ("auto": the default plan's
  * schedule, looked up among the contenders; else that forced contender's own row); prints the
  * table; returns the share within 15 % and the count in *n. */
-static double score(const qmm_device_desc *d, const char *which, int *n, int print)
+static double score(const dataset *ds, const qmm_device_desc *d, const char *which, int *n,
+                    int print)
 {
     int within = 0, count = 0;
     if (print)
         printf("    %-5s %5s %-9s %-8s %9s %9s %7s\n", "proj", "M", "contender", "plan", "measured",
                "predicted", "error");
-    for (int i = 0; i < n_rows; i++) {
-        const cell *c = &rows[i];
+    for (int i = 0; i < ds->n_rows; i++) {
+        const cell *c = &ds->rows[i];
         const int is_auto = !strcmp(which, "auto");
         if (is_auto ? strcmp(c->contender, "auto")
                     : strcmp(c->contender, "wgmma_s1") && strcmp(c->contender, "streamk") &&
@@ -162,7 +170,7 @@ static double score(const qmm_device_desc *d, const char *which, int *n, int pri
         const cell *ran = NULL;
         if (qmm_plan_call(d, c->m, c->n, c->k, &o, &p) != QMM_OK)
             why = "no plan";
-        else if (!(ran = is_auto ? measured_schedule(c->proj, c->m, &p) : c) ||
+        else if (!(ran = is_auto ? measured_schedule(ds, c->proj, c->m, &p) : c) ||
                  strcmp(qmm_path_name(p.path), ran->path) ||
                  (strcmp(ran->path, "matvec") && strcmp(ran->path, "dense") &&
                   (p.tile_m != ran->tile_m || p.tile_n != ran->tile_n)))
@@ -173,10 +181,13 @@ static double score(const qmm_device_desc *d, const char *which, int *n, int pri
             why = "no prediction";
         int ok = fabs(err) <= 0.15; /* false for NAN */
         within += ok;
+        char name[48];
+        snprintf(name, sizeof name, "%s%.0d", c->contender, /* cluster2 .. cluster8 */
+                 strcmp(c->contender, "cluster") ? 0 : c->split);
         if (print)
             printf("    %-5s %5lld %-9s %-8s %9.2f %9.2f %+6.1f%% %s%s\n", c->proj, (long long)c->m,
-                   c->contender, qmm_path_name(p.path), meas, p.predicted_us, 100 * err,
-                   ok ? "" : "MISS ", why);
+                   name, qmm_path_name(p.path), meas, p.predicted_us, 100 * err, ok ? "" : "MISS ",
+                   why);
     }
     *n = count;
     return count ? (double)within / count : 0;
@@ -190,76 +201,105 @@ static qmm_device_desc h200(void)
     return d;
 }
 
-/* Issue 11 asks >= 80 % of the auto cells within 15 % (what `qmm bench ops` prints beside
- * measured); the sixth session's model reaches 51 %: it was refit for its choices (the plan test
- * below), and it predicts the schedules it picks 15-27 % fast at M = 9..32; the dense path's
- * predictions keep the tiled planner's 400 TFLOP/s crossover rate where cuBLAS runs ~700
- * (NOTES.md row 66). A guard at what is reached, not the issue's criterion. */
+/* Issue 11: >= 80 % of the auto cells within 15 % (what `qmm bench ops` prints beside
+ * measured). 38 of 45 (NOTES.md row 76): the misses are the dense path's 6 (its prediction keeps
+ * the tiled planner's 400 TFLOP/s crossover rate where cuBLAS runs ~700 at M = 2048; k M = 256
+ * -26 %) and the matvec's gate M = 8 (+15.0 %). */
 static void auto_cells_within_15(void)
 {
-    load();
+    const dataset *ds = load(&fit_run);
     qmm_device_desc d = h200();
     int n = 0;
-    double share = score(&d, "auto", &n, 1);
+    double share = score(ds, &d, "auto", &n, 1);
     CHECK(n == 45); /* 5 projections x M = 1, 8, 9, 16, 32, 64, 128, 256, 2048 */
     printf("    auto cells within 15 %%: %.0f %% of %d\n", 100 * share, n);
-    CHECKF(share >= 0.50, "auto cells within 15 %%: %.0f %%, want >= 50 %%", 100 * share);
+    CHECKF(share >= 0.80, "auto cells within 15 %%: %.0f %%, want >= 80 %%", 100 * share);
 }
 
-/* The wgmma kernel's model on every forced schedule it was measured with (M = 1..2048): 69 %
- * within 15 % (the cluster splits at M = 64..256 the weakest), a guard at what is reached. */
+/* The wgmma kernel's model on every forced schedule it was measured with (M = 1..2048): 289 of
+ * 300 within 15 % (96 %; the misses: stream-K at gate M = 1, 8 and q, o, down M = 32, clusters
+ * of 2 q M = 9/16, of 6 k M = 9/16, of 7 q M = 32, of 3 down M = 32); a guard at what is
+ * reached. */
 static void wgmma_contenders_within_15(void)
 {
-    load();
+    const dataset *ds = load(&fit_run);
     qmm_device_desc d = h200();
     int n = 0;
-    double share = score(&d, "forced", &n, 1);
+    double share = score(ds, &d, "forced", &n, 1);
     CHECK(n == 300); /* 5 projections x 9 M x 2 (unsplit, stream-K) + 6 M x 7 cluster splits */
     printf("    wgmma_s1, streamk, cluster cells within 15 %%: %.0f %% of %d\n", 100 * share, n);
-    CHECKF(share >= 0.65, "wgmma contenders within 15 %%: %.0f %%, want >= 65 %%", 100 * share);
+    CHECKF(share >= 0.90, "wgmma contenders within 15 %%: %.0f %%, want >= 90 %%", 100 * share);
 }
 
-/* Issue 11: the plan within 5 % of the best measured configuration (every qmm contender of the
- * cell: matvec, tiled, split-K, dense, the wgmma schedules) on >= 95 % of cells; 93 % (42 of 45:
- * gate M = 64 stream-K 8 % behind unsplit, q M = 32 clusters of 3 9 % behind 2, q M = 8 the
- * matvec 9 % behind stream-K). A guard at what is reached. */
-static void plan_within_5_of_best(void)
+/* Plans within 5 % of the best measured configuration (every qmm contender of the cell: matvec,
+ * tiled, split-K, dense, the wgmma schedules); prints the table, returns how many. */
+static int plans_within_5(const dataset *ds, const qmm_device_desc *d, int *cells)
 {
-    load();
-    qmm_device_desc d = h200();
-    int cells = 0, within = 0;
-    for (int i = 0; i < n_rows; i++) {
-        const cell *c = &rows[i];
+    int within = 0;
+    *cells = 0;
+    for (int i = 0; i < ds->n_rows; i++) {
+        const cell *c = &ds->rows[i];
         if (strcmp(c->contender, "auto")) continue;
-        cells++;
+        (*cells)++;
         qmm_plan p;
-        CHECK_OK(qmm_plan_call(&d, c->m, c->n, c->k, NULL, &p));
-        const cell *ran = measured_schedule(c->proj, c->m, &p);
+        CHECK_OK(qmm_plan_call(d, c->m, c->n, c->k, NULL, &p));
+        const cell *ran = measured_schedule(ds, c->proj, c->m, &p);
         double best = INFINITY;
         const char *best_name = "";
-        for (int j = 0; j < n_rows; j++) {
-            const cell *o = &rows[j];
+        int best_split = 0;
+        for (int j = 0; j < ds->n_rows; j++) {
+            const cell *o = &ds->rows[j];
             if (o->m != c->m || strcmp(o->proj, c->proj) || !strcmp(o->contender, "auto") ||
                 !strcmp(o->contender, "cublas") || !strcmp(o->contender, "read") ||
                 !strcmp(o->contender, "wgmma"))
                 continue;
-            if (o->meas < best) best = o->meas, best_name = o->contender;
+            if (o->meas < best) best = o->meas, best_name = o->contender, best_split = o->split;
         }
         int ok = ran && ran->meas <= 1.05 * best;
         within += ok;
-        printf("    %-5s %5lld plan %-8s %d  %8.2f µs  best %-9s %8.2f µs %s\n", c->proj,
+        printf("    %-5s %5lld plan %-8s %d  %8.2f µs  best %-8s %d %8.2f µs %s\n", c->proj,
                (long long)c->m, qmm_path_name(p.path), p.split, ran ? ran->meas : NAN, best_name,
-               best, ok ? "" : ran ? "MISS" : "MISS (not measured)");
+               best_split, best, ok ? "" : ran ? "MISS" : "MISS (not measured)");
     }
+    return within;
+}
+
+/* Issue 11: the plan within 5 % of the best measured configuration on >= 95 % of cells: 45 of
+ * 45 (the plans of row 76 differ from the run's own in o M = 32 only: clusters of 4, 7.71 µs,
+ * for 5, 7.44). */
+static void plan_within_5_of_best(void)
+{
+    const dataset *ds = load(&fit_run);
+    qmm_device_desc d = h200();
+    int cells = 0, within = plans_within_5(ds, &d, &cells);
     CHECK(cells == 45);
     printf("    plans within 5 %% of the best measured: %d of %d\n", within, cells);
-    CHECKF(within >= 40, "plans within 5 %% of the best: %d of %d, want >= 40", within, cells);
+    CHECKF(within >= 0.95 * cells, "plans within 5 %% of the best: %d of %d, want >= 95 %%", within,
+           cells);
+}
+
+/* The same binary's second pass (M = 9..256, not fitted): both criteria again. 29 of 30 auto
+ * cells within 15 % (k M = 256, the dense path, -28 %), 29 of 30 plans within 5 % (k M = 256:
+ * the tuning table's dense path, 9.85 µs, where clusters of 5 took 9.33), 261 of 270 forced. */
+static void second_pass_meets_both(void)
+{
+    const dataset *ds = load(&second_pass);
+    qmm_device_desc d = h200();
+    int n = 0, nf = 0, cells = 0;
+    double share = score(ds, &d, "auto", &n, 0), forced = score(ds, &d, "forced", &nf, 0);
+    int within = plans_within_5(ds, &d, &cells);
+    CHECK(n == 30 && cells == 30 && nf == 270); /* 5 projections x M = 9, 16, 32, 64, 128, 256 */
+    printf("    auto cells within 15 %%: %.0f %% of %d; forced %.0f %% of %d; "
+           "plans within 5 %%: %d of %d\n", 100 * share, n, 100 * forced, nf, within, cells);
+    CHECKF(share >= 0.80, "second pass: auto cells within 15 %%: %.0f %%", 100 * share);
+    CHECKF(forced >= 0.90, "second pass: wgmma contenders within 15 %%: %.0f %%", 100 * forced);
+    CHECKF(within >= 0.95 * cells, "second pass: plans within 5 %%: %d of %d", within, cells);
 }
 
 /* The criterion can fail: a model off by 1.3x either way, or missing, is caught. */
 static void broken_models_fail(void)
 {
-    load();
+    const dataset *ds = load(&fit_run);
     static const double scale[] = {0.0, 0.75, 1.3};
     for (int i = 0; i < 3; i++) {
         qmm_device_desc d = h200();
@@ -273,10 +313,10 @@ static void broken_models_fail(void)
         if (scale[i] > 0) d.matvec_tbs /= scale[i];
         else d.matvec_tbs = 0;
         int na = 0, nb = 0;
-        double a = score(&d, "auto", &na, 0), b = score(&d, "forced", &nb, 0);
+        double a = score(ds, &d, "auto", &na, 0), b = score(ds, &d, "forced", &nb, 0);
         printf("    constants x %.2f: auto %.0f %%, wgmma contenders %.0f %% within 15 %%\n",
                scale[i], 100 * a, 100 * b);
-        CHECKF(a < 0.50 && b < 0.65, "constants x %.2f still pass (%.2f, %.2f)", scale[i], a, b);
+        CHECKF(a < 0.80 && b < 0.90, "constants x %.2f still pass (%.2f, %.2f)", scale[i], a, b);
     }
 }
 
@@ -306,7 +346,6 @@ static void model_rejects_bad_input(void)
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, auto_cells_within_15, wgmma_contenders_within_15, plan_within_5_of_best,
-               broken_models_fail,
-               model_rejects_bad_input);
+               second_pass_meets_both, broken_models_fail, model_rejects_bad_input);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -32,7 +32,7 @@ static qmm_device_desc sm90_tiled(void)
  * M = 1 (M = 2..8 back to the matvec after its rebuild, 2026-12-01), the wgmma kernel
  * from 9 to 384 tokens (where the tiles do not fill the GPU in whole waves: stream-K or, since
  * session 6, split-K in clusters where the refit model predicts it faster; narrow outputs dense
- * from M = 256), the dense path beyond.
+ * from M = 257), the dense path beyond.
  * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
  * rows. A change here is a change of what the GPU runs (the matvec's predictions at M = 1: its
  * fitted model since NOTES row 59, test_perf_fit; the path is unchanged). */
@@ -91,7 +91,7 @@ static void qwen3_4b_default_table(void)
 {
     qmm_device_desc d = sm90();
     CHECK(d.wgmma_min_m == 9 && d.wgmma_max_m == 384 && d.dense_force_m == 385);
-    CHECK(d.dense_narrow_n == 1024 && d.dense_narrow_m == 256);
+    CHECK(d.dense_narrow_n == 1024 && d.dense_narrow_m == 257);
     check_pinned(&d, 1);
 }
 

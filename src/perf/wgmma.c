@@ -4,15 +4,18 @@
  * the busiest SM, not bytes:
  *
  *   T = fixed + fill·(first stage + output tile, KB)
- *     + max(waves · s · (stage + flop·F),  w · (WG · issue + flop·F))
+ *     + waves · s · (stage + flop·F)  +  w · WG · issue
  *     + [split tiles] round_trip · (segment ends + ceil(peers / FIX)) + partial · MB (out + in)
  *     + [split-K in clusters, instead] waves · (cluster + cluster_kb · partial KB)
  *
  * s = k-blocks of the busiest CTA, w = k-blocks of all CTAs on the busiest SM, F = MFLOP of one
  * k-block (2·64·WG·TN·128), FIX = the fixup's partial loads in flight (as in the kernel). The
- * first term is one CTA alone on its SM (one stage after another); the second, several CTAs
- * sharing the SM's issue slots (gate at M = 1: 2 CTAs of 20 k-blocks take 10.9 µs, one 8.5).
- * Fit and residuals: tune/sm90.c and bench/NOTES.md row 59. */
+ * first k-block term is one CTA's chain of stages; the second, the SM's issue slots it shares
+ * with the CTAs resident beside it: added, not overlapped (split-K in clusters of 2 at 16
+ * tokens, 10 k-blocks a CTA: k 32 CTAs 5.8 µs, q 128 CTAs 6.0, gate 304 CTAs 9.8; NOTES.md
+ * row 76). A clustered launch occupies only the SMs its clusters fit on (slots / resident
+ * blocks a SM, slots from the occupancy API): its w is its k-blocks spread evenly over those.
+ * Fit and residuals: tune/sm90.c, NOTES.md rows 59, 76. */
 #include <math.h>
 #include <stdint.h>
 
@@ -93,13 +96,12 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
     const double f = 2.0 * 64 * wg * tn * 128 / 1e6; /* MFLOP a k-block */
     const double fill_kb = (4096.0 * wg + 256.0 * tn + 128.0 * wg * tn) / 1e3;
     const double slot_kb = 256.0 * wg * tn / 1e3; /* one fp32 partial of a tile */
-    /* k-blocks on the busiest SM; a clustered launch spreads each wave over its resident slots */
+    /* k-blocks on the busiest SM; a clustered launch's spread over the SMs its clusters occupy */
     const double w = clustered && slots > 0
-                         ? (double)cdiv(ctas, slots) * (double)slots / (double)sms * (double)s
+                         ? (double)ctas * (double)s * (double)bps / (double)slots
                          : (double)cdiv(ctas, sms) * (double)s;
-    double lat = (double)waves * (double)s * (c->stage_us + c->us_per_mflop * f);
-    double thr = w * (wg * c->issue_us + c->us_per_mflop * f);
-    double t = c->fixed_us + c->fill_us_per_kb * fill_kb + (lat > thr ? lat : thr);
+    const double chain = (double)waves * (double)s * (c->stage_us + c->us_per_mflop * f);
+    double t = c->fixed_us + c->fill_us_per_kb * fill_kb + chain + w * wg * c->issue_us;
     if (npart > 0)
         t += c->round_trip_us * (double)(segs + cdiv(peers, fixup_batch(tn, bps))) +
              c->partial_us_per_mb * 2.0 * slot_kb * (double)npart / 1e3;

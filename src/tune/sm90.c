@@ -55,26 +55,29 @@ static qmm_device_desc sm90(void)
             d.wgmma_cluster_ctas[c][s] = sm90_cluster_ctas[c][s];
     d.dense_force_m = 385;
     d.dense_narrow_n = 1024;
-    d.dense_narrow_m = 256; /* k/v at M = 128: clusters of 6 7.8 µs, dense 9.0 (NOTES row 64) */
+    d.dense_narrow_m = 257; /* k/v: M = 128 clusters of 6 7.8 µs, dense 9.0 (NOTES row 64); M = 256
+                             * clusters of 5 8.5, dense 9.5 since row 77 */
     d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
     d.dense_min_m = 128;
     /* The wgmma kernel's time model (src/perf/wgmma.c; refit with bench/fit_model.py): least
      * squares of the relative error, every constant >= 0, over the 300 forced cells (wgmma_s1,
-     * streamk, split-K in clusters of 2..8; M = 1..2048) the final sixth-session build was
-     * measured with (bench/results/2026-12-01-session6/r7-final, M = 64 from r4-icache): 69 %
-     * within 15 %, weakest at M = 64..256; its plans within 5 % of the best measured schedule on
-     * 28 of the 30 M = 9..256 cells (NOTES.md row 66). The fixed, fill and shared-SM issue terms
-     * fit to 0: the k-block terms absorb them. */
+     * streamk, split-K in clusters of 2..8; M = 1..2048) of the ninth session's final build
+     * (13d1c55, bench/results/2026-12-01-session9/r2-final/ops_new.csv): 289 within 15 %; its
+     * auto cells 38 of 45 within 15 % (the misses: the dense path's 6 and the matvec's gate
+     * M = 8), its plans within 5 % of the best measured contender on 45 of 45; on the run's
+     * second pass (ops_new2.csv, M = 9..256) 261 of 270, 29 of 30, 29 of 30 (NOTES.md row 76).
+     * The k-block's chain and its share of the SM's issue slots add up; the fixed term fits to
+     * 0 (the k-block terms absorb it). */
     d.wgmma_model = (qmm_wgmma_model){
         .fixed_us = 0.0,
-        .fill_us_per_kb = 0.0,
-        .stage_us = 0.4637,          /* NOTES 19: the per-stage handshake a k-block */
-        .us_per_mflop = 0.09738,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.41 µs */
-        .issue_us = 0.0,
-        .round_trip_us = 0.8687,     /* partial write + counter; a batch of partial loads */
-        .partial_us_per_mb = 0.2795, /* partials written and read: ~3.6 TB/s */
-        .cluster_us = 3.009,         /* two cluster barriers, the partners' skew, a wave */
-        .cluster_us_per_kb = 0.04388, /* a CTA's partial through distributed shared memory */
+        .fill_us_per_kb = 0.00449,   /* first stage + output tile: 0.33 µs at TN 128, WG 2 */
+        .stage_us = 0.247,           /* NOTES 19: the per-stage handshake of a CTA's k-block */
+        .us_per_mflop = 0.07579,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.32 µs */
+        .issue_us = 0.1909,          /* a warpgroup's k-block on its SM, beside the others there */
+        .round_trip_us = 0.725,      /* partial write + counter; a batch of partial loads */
+        .partial_us_per_mb = 0.1906, /* partials written and read: ~5.2 TB/s */
+        .cluster_us = 2.506,         /* two cluster barriers, the partners' skew, a wave */
+        .cluster_us_per_kb = 0.04797, /* a CTA's partial through distributed shared memory */
     };
     /* The matvec (groups of 128): fixed + weight bytes / rate + (M - 1)·N·row_token, least squares
      * of the relative error over the fifth session's auto cells at M = 1 (r10-final-e2e) and
