@@ -1,6 +1,6 @@
 """Refit the wgmma kernel's and the matvec's time models (src/perf/wgmma.c, src/plan_device.c)
 to bench ops CSVs; prints the constants for src/tune/sm90.c, the residuals, and what the plans
-would be (bench/NOTES.md rows 59, 76). The schedule below mirrors src/plan_sm90.c and the wgmma
+would be (bench/NOTES.md rows 59, 78). The schedule below mirrors src/plan_sm90.c and the wgmma
 choice of src/plan_call.c, the model src/perf/wgmma.c, for the H200's tuning rows;
 tests/test_perf_fit.c checks the C side against the same cells.
 

@@ -3,7 +3,7 @@
  * configuration on >= 95 %). Reads the committed bench results (QMM_SOURCE_DIR): the ninth
  * session's final build (13d1c55), `r2-final/ops_new.csv` — every contender of the five
  * Qwen3-4B projections at M = 1, 8, 9, 16, 32, 64, 128, 256, 2048, the cells the model was
- * fitted to (NOTES.md row 76) — and the same binary's second pass `r2-final/ops_new2.csv`
+ * fitted to (NOTES.md row 78) — and the same binary's second pass `r2-final/ops_new2.csv`
  * (M = 9..256), a check of the run's noise.
  * Each cell is planned again and its prediction compared with the measurement of that schedule
  * (the auto row, or the forced contender that ran the same schedule); a schedule nobody measured
@@ -202,7 +202,7 @@ static qmm_device_desc h200(void)
 }
 
 /* Issue 11: >= 80 % of the auto cells within 15 % (what `qmm bench ops` prints beside
- * measured). 38 of 45 (NOTES.md row 76): the misses are the dense path's 6 (its prediction keeps
+ * measured). 38 of 45 (NOTES.md row 78): the misses are the dense path's 6 (its prediction keeps
  * the tiled planner's 400 TFLOP/s crossover rate where cuBLAS runs ~700 at M = 2048; k M = 256
  * -26 %) and the matvec's gate M = 8 (+15.0 %). */
 static void auto_cells_within_15(void)
@@ -265,8 +265,8 @@ static int plans_within_5(const dataset *ds, const qmm_device_desc *d, int *cell
 }
 
 /* Issue 11: the plan within 5 % of the best measured configuration on >= 95 % of cells: 45 of
- * 45 (the plans of row 76 differ from the run's own in o M = 32 only: clusters of 4, 7.71 µs,
- * for 5, 7.44). */
+ * 45 (the plans of row 78 differ from the run's own in o M = 32, clusters of 4, 7.71 µs, for 5,
+ * 7.44; and k M = 256, clusters of 5, 9.3, for the dense path, 9.74, since row 77). */
 static void plan_within_5_of_best(void)
 {
     const dataset *ds = load(&fit_run);

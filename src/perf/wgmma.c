@@ -13,9 +13,9 @@
  * first k-block term is one CTA's chain of stages; the second, the SM's issue slots it shares
  * with the CTAs resident beside it: added, not overlapped (split-K in clusters of 2 at 16
  * tokens, 10 k-blocks a CTA: k 32 CTAs 5.8 µs, q 128 CTAs 6.0, gate 304 CTAs 9.8; NOTES.md
- * row 76). A clustered launch occupies only the SMs its clusters fit on (slots / resident
+ * row 78). A clustered launch occupies only the SMs its clusters fit on (slots / resident
  * blocks a SM, slots from the occupancy API): its w is its k-blocks spread evenly over those.
- * Fit and residuals: tune/sm90.c, NOTES.md rows 59, 76. */
+ * Fit and residuals: tune/sm90.c, NOTES.md rows 59, 78. */
 #include <math.h>
 #include <stdint.h>
 

@@ -65,7 +65,7 @@ static qmm_device_desc sm90(void)
      * (13d1c55, bench/results/2026-12-01-session9/r2-final/ops_new.csv): 289 within 15 %; its
      * auto cells 38 of 45 within 15 % (the misses: the dense path's 6 and the matvec's gate
      * M = 8), its plans within 5 % of the best measured contender on 45 of 45; on the run's
-     * second pass (ops_new2.csv, M = 9..256) 261 of 270, 29 of 30, 29 of 30 (NOTES.md row 76).
+     * second pass (ops_new2.csv, M = 9..256) 261 of 270, 29 of 30, 29 of 30 (NOTES.md row 78).
      * The k-block's chain and its share of the SM's issue slots add up; the fixed term fits to
      * 0 (the k-block terms absorb it). */
     d.wgmma_model = (qmm_wgmma_model){
