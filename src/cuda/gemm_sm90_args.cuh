@@ -1,0 +1,81 @@
+/* The wgmma kernel's argument block, its shared-memory layout and the schedule's arithmetic
+ * (which iterations a CTA owns), shared by the kernel (gemm_sm90_kernel.cuh) and its launcher
+ * (gemm_sm90.cu, where the design is described). */
+#ifndef QMM_CUDA_GEMM_SM90_ARGS_CUH
+#define QMM_CUDA_GEMM_SM90_ARGS_CUH
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+namespace qmm {
+
+struct Sm90Args {
+    const uint32_t *packed, *sb; /* device layout */
+    __nv_bfloat16 *c;            /* [m, n] */
+    float *partials;             /* [ctas][2][64·WG·TN], split or stream-K only */
+    uint32_t *counters;          /* [tiles], zero between calls */
+    int m, n, n_pad, groups, m_tiles, n_tiles;
+    int ctas, split; /* split > 0: split-K with `split` partitions; 0: stream-K over `ctas` */
+    int cluster;     /* split-K with the partitions of a tile in one cluster (= split), or 1 */
+    int iters;       /* tiles · groups */
+    /* the shares, without divisions of 64-bit numbers in the kernel: stream-K CTA p starts at
+     * p·q + min(p, r) (q, r = iters ÷ ctas); split-K partition z of a tile at z·q + min(z, r)
+     * (q, r = groups ÷ split) */
+    int q, r;
+    int vec_c; /* n % 8 == 0 and c 16-byte aligned: a lane stores 8 outputs at once */
+};
+
+template <int TN, int WG, int GPB> struct Sm90Shape {
+    static constexpr int ACT_BYTES = TN * 256;     /* two 64-wide k boxes of TN rows */
+    static constexpr int W_BYTES = WG * 4096;      /* 4·WG 16-row tiles of one block */
+    static constexpr int SB_BYTES = GPB * WG * 256; /* [GPB][64·WG rows] scale|bias */
+    static constexpr int TX_BYTES = ACT_BYTES + W_BYTES + SB_BYTES; /* a stage's copy-engine bytes */
+    static constexpr int STAGE_BYTES = (TX_BYTES + 1023) / 1024 * 1024; /* TMA boxes 1024-aligned */
+    static constexpr int THREADS = 128 * (WG + 1);
+    static constexpr int SLOT_FLOATS = 64 * WG * TN;
+    /* split-K in a cluster of R CTAs: a tile is 4·WG·TN/8 pieces (a warp's 16 rows × 8 tokens
+     * of fp32, 512 bytes); CTA z sums the pieces z, z + R, … */
+    static constexpr int PIECES = 4 * WG * TN / 8;
+    /* a whole tile's outputs go out as 16-byte stores through a 256-byte buffer a consumer warp
+     * at TN = 128 only: the smaller tiles' kernels were 5–13 % slower with that epilogue
+     * compiled in (NOTES.md row 75) */
+    static constexpr bool VEC_STORES = TN >= 128;
+    static constexpr int VEC_BYTES = VEC_STORES ? 4 * WG * 256 : 0;
+};
+
+/* After the ring: its barriers, the cluster's two, the last-CTA flag; then the epilogue's
+ * transpose buffers (VEC_BYTES). */
+template <int STAGES> constexpr int sm90_bar_bytes()
+{
+    return ((2 * STAGES + 2) * 8 + 16 + 15) / 16 * 16;
+}
+template <int TN, int WG, int STAGES, int GPB> constexpr size_t sm90_smem_bytes()
+{
+    return (size_t)STAGES * Sm90Shape<TN, WG, GPB>::STAGE_BYTES + 1024 /* alignment */ +
+           sm90_bar_bytes<STAGES>() + Sm90Shape<TN, WG, GPB>::VEC_BYTES;
+}
+
+/* First iteration of CTA p (p = ctas gives iters). */
+__device__ __forceinline__ int cta_start(const Sm90Args &a, int p)
+{
+    if (p >= a.ctas) return a.iters;
+    if (a.split > 0) {
+        const int t = p / a.split, z = p - t * a.split;
+        return t * a.groups + z * a.q + min(z, a.r);
+    }
+    return p * a.q + min(p, a.r);
+}
+
+/* The CTA whose range holds iteration i. */
+__device__ __forceinline__ int cta_of(const Sm90Args &a, int i)
+{
+    if (a.split > 0) {
+        const int t = i / a.groups, g = i - t * a.groups, edge = a.r * (a.q + 1);
+        return t * a.split + (g < edge ? g / (a.q + 1) : a.r + (g - edge) / a.q);
+    }
+    const int edge = a.r * (a.q + 1);
+    return i < edge ? i / (a.q + 1) : a.r + (i - edge) / a.q;
+}
+
+} // namespace qmm
+#endif

@@ -1,0 +1,551 @@
+/* The Hopper W4A16 kernel (one template, instantiated per tuning-table row by gemm_sm90.cu,
+ * which describes the design): a producer warp fills the shared-memory ring, consumer
+ * warpgroups dequantize and run wgmma, and a segment ends in a store, a workspace fixup or a
+ * cluster sum. Included by gemm_sm90.cu only (it defines the trace build's device buffer). */
+#ifndef QMM_CUDA_GEMM_SM90_KERNEL_CUH
+#define QMM_CUDA_GEMM_SM90_KERNEL_CUH
+
+#include "gemm_sm90_args.cuh"
+#include "hopper.cuh"
+#include "tune/sm90.h"
+#include "common.cuh" /* dequant_pair */
+
+namespace qmm {
+
+__device__ __forceinline__ uint4 lds128(const uint32_t *p)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(smem_u32(p)));
+    return v;
+}
+
+__device__ __forceinline__ uint32_t lds32(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(smem_u32(p)));
+    return v;
+}
+
+/* Two 8×8 bf16 matrices stored transposed: lanes 8i … 8i + 7 give the addresses of rows 0…7 of
+ * matrix i, and row j receives column j of the fragment (a thread's register holds row lane / 4,
+ * columns 2·(lane % 4) and + 1, as in a wgmma accumulator). */
+__device__ __forceinline__ void stmatrix_x2_trans(uint32_t addr, uint32_t m0, uint32_t m1)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};\n" ::"r"(addr), "r"(m0), "r"(m1)
+                 : "memory");
+}
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
+{
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(const uint32_t *)&v;
+}
+
+__device__ __forceinline__ uint32_t word_at(const uint4 &v, int j)
+{
+    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+}
+
+/* One stage's A fragments for this thread: eight k16 steps × 4 registers. */
+struct Frag {
+    uint32_t a[8][4];
+};
+
+#ifdef QMM_SM90_TRACE
+/* An experiment build (bench/probe/sm90_trace.cu): per CTA of the last launch, where its time
+ * went (SM90_TR_* slots; clocks since the CTA's entry, sums of cycles spent waiting). */
+enum {
+    SM90_TR_ENTRY_NS, SM90_TR_SMID, SM90_TR_P_FIRST, SM90_TR_P_EMPTY_WAIT, SM90_TR_P_LAST,
+    SM90_TR_C_FIRST, SM90_TR_C_FULL_WAIT, SM90_TR_C_MMA_WAIT, SM90_TR_C_DEQUANT,
+    SM90_TR_C_LOOP_DONE, SM90_TR_C_STORED, SM90_TR_KBLOCKS, SM90_TR_P_W0, SM90_TR_P_WALL,
+    SM90_TR_P_PDL, SM90_TR_C_BAR1, SM90_TR_C_SUMMED, SM90_TR_SLOTS
+};
+#define SM90_TR_MAX_CTAS 4096
+__device__ unsigned long long sm90_trace_buf[SM90_TR_MAX_CTAS * SM90_TR_SLOTS];
+__device__ int sm90_trace_grid;
+#define SM90_TRACE(...) __VA_ARGS__
+#else
+#define SM90_TRACE(...)
+#endif
+
+// a (tensor map) is [m, k] bf16; packed/sb the device layout (groups of 128/GPB); c is [m, n] bf16.
+template <int TN, int WG, int STAGES, int BPS, int GPB>
+__global__ void __launch_bounds__(128 * (WG + 1), BPS)
+    gemm_sm90_w4_bf16_kernel(const __grid_constant__ CUtensorMap amap, const Sm90Args args)
+{
+    using S = Sm90Shape<TN, WG, GPB>;
+    static_assert((2 * S::PIECES + QMM_SM90_MAX_CLUSTER - 1) * 512 <= STAGES * S::STAGE_BYTES,
+                  "a cluster CTA stages its partial and receives its pieces in its ring");
+    constexpr int KPG = 8 / GPB; /* k16 steps per group */
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint64_t *full = (uint64_t *)(smem + STAGES * S::STAGE_BYTES);
+    uint64_t *empty = full + STAGES;
+    uint64_t *cl_ready = empty + STAGES; /* cluster: the other CTAs' rings are free to write */
+    uint64_t *cl_recv = cl_ready + 1;    /* cluster: every piece this CTA sums has arrived */
+    int *last_flag = (int *)(cl_recv + 1);
+    uint8_t *scratch = smem + STAGES * S::STAGE_BYTES + sm90_bar_bytes<STAGES>(); /* VEC_BYTES: [4·WG warps][256 B] */
+
+    const int wg = threadIdx.x / 128;
+    /* registers moved from the producer warpgroup (40 left) to the consumers, where the cap at
+     * entry is short; the consumers can take what the block was given at launch and the
+     * producer released (setmaxnreg.inc waits for it otherwise): 168·384 − 40·128 ≥ 232·256,
+     * 80·256 − 40·128 ≥ 120·128. 0 = keep the cap. */
+    constexpr int CONS_REGS = WG == 2 && BPS == 1 ? 232 : WG == 1 && BPS == 3 ? 120 : 0;
+    /* one k-block's wgmmas left in flight across the next one's issue: TN = 128 only; the
+     * 64-token tiles ran 30-40 % slower with it (NOTES.md row 63) */
+    constexpr bool PIPE = BPS == 1 && TN == 128;
+    const int p = blockIdx.x;
+    const int begin = cta_start(args, p), end = cta_start(args, p + 1);
+    SM90_TRACE(const long long t_entry = clock64(); long long tr_t = 0; unsigned long long tr[SM90_TR_SLOTS] = {};
+               unsigned long long *tr_out = sm90_trace_buf + (size_t)min(p, SM90_TR_MAX_CTAS - 1) * SM90_TR_SLOTS;
+               if (threadIdx.x == 0) {
+                   unsigned long long gt;
+                   unsigned smid;
+                   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+                   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+                   tr_out[SM90_TR_ENTRY_NS] = gt, tr_out[SM90_TR_SMID] = smid;
+                   tr_out[SM90_TR_KBLOCKS] = (unsigned long long)(end - begin);
+                   if (p == 0) sm90_trace_grid = gridDim.x;
+               })
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1); /* lane 0's expect_tx; the copies complete the bytes */
+            mbar_init(&empty[s], 4 * WG);
+        }
+        if (args.cluster > 1) mbar_init(cl_ready, args.cluster - 1), mbar_init(cl_recv, 1);
+        mbar_fence_init();
+    }
+    __syncthreads();
+    /* the barriers' initialisation visible to the cluster before any remote arrival: every
+     * thread arrives now and waits before its first remote operation (or before exiting) */
+    if (args.cluster > 1) cluster_arrive_relaxed();
+
+    if (wg == 0) {
+        /* ---- producer: warp 0 ---- */
+        if (CONS_REGS) regs_dealloc<40>();
+        const int lane = threadIdx.x;
+        if (lane < 32) {
+            if (lane == 0) prefetch_tensor_map(&amap);
+            const uint64_t pol = policy_evict_first();
+            const int n_it = end - begin;
+            const int pre = n_it < STAGES ? n_it : STAGES;
+            /* the (tile, group) of an iteration to load, advanced without divisions */
+            struct Pos {
+                int grp, mt, nt;
+            };
+            const int t0 = begin / args.groups;
+            Pos wp = {begin - t0 * args.groups, t0 % args.m_tiles, t0 / args.m_tiles}, ap = wp;
+            auto advance = [&](Pos &q) {
+                if (++q.grp == args.groups) {
+                    q.grp = 0;
+                    if (++q.mt == args.m_tiles) q.mt = 0, q.nt++;
+                }
+            };
+            auto load_weights = [&](int s, Pos &q) {
+                if (lane == 0) {
+                    uint8_t *st = smem + s * S::STAGE_BYTES;
+                    mbar_arrive_expect_tx(&full[s], S::TX_BYTES);
+                    /* 128-row block nt·WG/2, group grp: 8 KB; a 64-row tile is half of it */
+                    const int64_t block = q.nt * WG / 2, half = WG == 1 ? q.nt % 2 : 0;
+                    bulk_copy(st + S::ACT_BYTES, args.packed + (block * args.groups + q.grp) * 2048 + half * 1024,
+                              S::W_BYTES, &full[s], pol);
+                    /* the block's GPB groups of scale|bias pairs for these 64·WG rows: 256·WG bytes each */
+                    for (int g = 0; g < GPB; g++)
+                        bulk_copy_plain(st + S::ACT_BYTES + S::W_BYTES + g * WG * 256,
+                                        args.sb + (int64_t)(q.grp * GPB + g) * args.n_pad + q.nt * 64 * WG, WG * 256,
+                                        &full[s]);
+                }
+                advance(q);
+            };
+            auto load_act = [&](int s, Pos &q) {
+                if (lane == 0) tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, q.mt * TN, q.grp * 2, &full[s]);
+                advance(q);
+            };
+            /* Weights never depend on the previous kernel: the first PRE_W stages' are requested
+             * before the wait, the activations after it. From 32 tokens on, a stage's activations
+             * (8–32 KB) outweigh its weights (4–8 KB), and requested behind every first-stage
+             * weight copy they started the consumers 2–3 µs after launch: there one stage of
+             * weights goes first, then each stage's activations and the weights a stage ahead
+             * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74). */
+            constexpr int PRE_W = TN <= 16 ? STAGES : 1;
+            const int pre_w = pre < PRE_W ? pre : PRE_W;
+            for (int j = 0; j < pre_w; j++) {
+                load_weights(j, wp);
+                SM90_TRACE(if (j == 0) tr[SM90_TR_P_W0] = clock64() - t_entry);
+            }
+            SM90_TRACE(tr[SM90_TR_P_WALL] = clock64() - t_entry);
+            pdl_wait(); /* activations come from the previous kernel */
+            SM90_TRACE(tr[SM90_TR_P_PDL] = clock64() - t_entry);
+            for (int j = 0; j < pre; j++) {
+                load_act(j, ap);
+                if (j + pre_w < pre) load_weights(j + pre_w, wp);
+            }
+            SM90_TRACE(tr[SM90_TR_P_FIRST] = clock64() - t_entry);
+            for (int j = pre, s = 0, phase = 0; j < n_it; j++) {
+                SM90_TRACE(tr_t = clock64());
+                mbar_wait(&empty[s], (uint32_t)phase);
+                SM90_TRACE(tr[SM90_TR_P_EMPTY_WAIT] += clock64() - tr_t);
+                load_weights(s, wp);
+                load_act(s, ap);
+                if (++s == STAGES) s = 0, phase ^= 1;
+            }
+            if (lane == 0) pdl_launch_dependents();
+            SM90_TRACE(if (lane == 0) {
+                tr_out[SM90_TR_P_FIRST] = tr[SM90_TR_P_FIRST], tr_out[SM90_TR_P_EMPTY_WAIT] = tr[SM90_TR_P_EMPTY_WAIT];
+                tr_out[SM90_TR_P_LAST] = clock64() - t_entry;
+                tr_out[SM90_TR_P_W0] = tr[SM90_TR_P_W0], tr_out[SM90_TR_P_WALL] = tr[SM90_TR_P_WALL];
+                tr_out[SM90_TR_P_PDL] = tr[SM90_TR_P_PDL];
+            })
+        }
+        if (args.cluster > 1) cluster_wait(); /* pairs the arrival at the start */
+    } else {
+    /* ---- consumers: warpgroup c computes weight rows [64c, 64c + 64) of the tile ---- */
+    if (CONS_REGS) regs_alloc<CONS_REGS ? CONS_REGS : 40>();
+    pdl_wait(); /* C, the partials and the counters may still be in use by the previous kernel */
+    const int c = wg - 1, ct = threadIdx.x - 128 * wg, warp = ct / 32, lane = ct % 32;
+    const int g = lane / 4, t4 = lane % 4;
+
+    /* NACC independent accumulators, k16 step kk into acc[kk % NACC]: a chain of dependent small
+     * wgmmas runs at its latency (measured: ~1200 cycles for the 8 steps of one n8 group), while
+     * independent chains overlap. They are summed in a fixed order at the end of a segment. */
+    constexpr int NACC = BPS > 1 ? 1 : TN <= 16 ? 8 : 128 / TN; /* several CTAs a SM: registers are short */
+    float accs[NACC][TN / 2], acc[TN / 2];
+#pragma unroll
+    for (int u = 0; u < NACC; u++)
+#pragma unroll
+        for (int i = 0; i < TN / 2; i++) accs[u][i] = 0.f;
+    const int my_off = ((c * (TN / 8)) * 128 + ct) * 4; /* this thread's float4 r4 at + r4 * 512 */
+
+    /* Wait for a stage and build this thread's eight k16 A fragments of it in f (distinct
+     * registers, so the wgmmas that read them issue back to back). */
+    auto prepare = [&](Frag &f, int s, int phase) {
+        SM90_TRACE(tr_t = clock64());
+        mbar_spin(&full[s], (uint32_t)phase);
+        SM90_TRACE(const long long tr_ready = clock64(); tr[SM90_TR_C_FULL_WAIT] += tr_ready - tr_t;
+                   if (!tr[SM90_TR_C_FIRST]) tr[SM90_TR_C_FIRST] = tr_ready - t_entry);
+        const uint8_t *st = smem + s * S::STAGE_BYTES;
+        const uint32_t *wt = (const uint32_t *)(st + S::ACT_BYTES) + (c * 4 + warp) * 256;
+        const uint32_t *sbt = (const uint32_t *)(st + S::ACT_BYTES + S::W_BYTES) + c * 64 + warp * 16;
+        const uint4 lo = lds128(wt + 16 * g + 4 * t4), hi = lds128(wt + 16 * (g + 8) + 4 * t4);
+        uint32_t sbl = lds32(sbt + g), sbh = lds32(sbt + g + 8);
+        uint32_t sl = (sbl & 0xFFFFu) * 0x10001u, bl = (sbl >> 16) * 0x10001u;
+        uint32_t sh = (sbh & 0xFFFFu) * 0x10001u, bh = (sbh >> 16) * 0x10001u;
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) {
+            if constexpr (GPB > 1) {
+                if (kk > 0 && kk % KPG == 0) { /* step kk starts group kk / KPG of the block */
+                    const uint32_t *sbj = sbt + (kk / KPG) * 64 * WG;
+                    sbl = lds32(sbj + g), sbh = lds32(sbj + g + 8);
+                    sl = (sbl & 0xFFFFu) * 0x10001u, bl = (sbl >> 16) * 0x10001u;
+                    sh = (sbh & 0xFFFFu) * 0x10001u, bh = (sbh >> 16) * 0x10001u;
+                }
+            }
+            const int wj = kk / 2, sft = (kk % 2) * 8;
+            const uint32_t wl = word_at(lo, wj), wh = word_at(hi, wj);
+            f.a[kk][0] = dequant_pair(wl, sft, sl, bl), f.a[kk][1] = dequant_pair(wh, sft, sh, bh);
+            f.a[kk][2] = dequant_pair(wl, sft + 4, sl, bl), f.a[kk][3] = dequant_pair(wh, sft + 4, sh, bh);
+        }
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) fence_reg(f.a[kk][i]);
+        SM90_TRACE(tr[SM90_TR_C_DEQUANT] += clock64() - tr_ready);
+    };
+
+    /* Store outputs 4·jj … 4·jj + 3 of this thread (8 tokens × the warp's 16 rows a jj): rows
+     * g, g + 8 of tokens 2·t4, 2·t4 + 1, as 2-byte stores. */
+    auto store_piece_at = [&](int m0, int n_row, int jj, const float *v) {
+        const int tok = m0 + 8 * jj + 2 * t4;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int row = n_row + (e >= 2 ? 8 : 0), tk = tok + (e & 1);
+            if (tk < args.m && row < args.n) args.c[(int64_t)tk * args.n + row] = __float2bfloat16_rn(v[e]);
+        }
+    };
+    /* m0: the tile's first token; n_row: this thread's first row */
+    auto store_piece = [&](int tile, int jj, const float *v) {
+        store_piece_at((tile % args.m_tiles) * TN, (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g, jj, v);
+    };
+    /* The same, transposed through the warp's 256-byte buffer so that 16 lanes store a token's 8
+     * rows each: 16 bytes a lane, whole sectors (needs args.vec_c; the whole warp calls it). For
+     * a whole tile's stores (gate M = 256 stream-K −7 %); a cluster owner's few pieces were
+     * slightly slower with it (NOTES.md row 75). */
+    auto store_piece_vec = [&](int tile, int jj, const float *v) {
+        const int m0 = (tile % args.m_tiles) * TN;
+        const int n_row0 = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16;
+        uint8_t *buf = scratch + (c * 4 + warp) * 256;
+        /* token t's rows 8h … 8h + 7 at t·32 + 16·(h ^ bit 2 of t): no bank conflicts */
+        const int lt = lane & 7, lh = (lane >> 3) & 1;
+        uint8_t *mine = buf + lt * 32 + ((lh ^ (lt >> 2)) << 4);
+        stmatrix_x2_trans(smem_u32(mine), pack_bf16x2(v[0], v[1]), pack_bf16x2(v[2], v[3]));
+        __syncwarp();
+        const int tk = m0 + 8 * jj + lt, row = n_row0 + 8 * lh; /* n % 8 == 0: all 8 rows or none */
+        if (lane < 16 && tk < args.m && row < args.n)
+            *(uint4 *)(args.c + (int64_t)tk * args.n + row) = lds128((const uint32_t *)mine);
+        __syncwarp(); /* the buffer is free for the next piece */
+    };
+
+    /* Split-K in a cluster of R CTAs (one segment a CTA, its partition of the tile). Piece gp
+     * (warp gp / P's k-slice gp % P, P = TN / 8) is summed by CTA gp % R, into whose ring every
+     * rank z puts its partial of the piece, at recv[z][gp / R]: the other ranks by st.async,
+     * whose bytes complete on the owner's cl_recv (no cluster-wide fence, no barrier), once the
+     * owner has said its ring is idle (cl_ready). The owner adds the R partials of a piece in
+     * rank order from zero, the order of the workspace fixup too. 128-token tiles send from the
+     * accumulators; the others first stage their partial in the ring and send in a rolled loop
+     * (sent from registers, the 64-token kernels spilled; the 8/16-token ones were 2-4 % slower,
+     * NOTES.md row 71). */
+    auto cluster_reduce = [&](int tile) {
+        constexpr int P = TN / 8;
+        constexpr bool DIRECT = TN == 128;
+        const int R = args.cluster, me = (int)cluster_rank(), w = c * 4 + warp;
+        const int maxp = (S::PIECES + R - 1) / R;
+        float *recv = (float *)smem;              /* [R][maxp][32 lanes] float4 */
+        float *stage = recv + R * maxp * 32 * 4; /* [PIECES][32 lanes] float4, unless DIRECT */
+        auto piece = [&](float *base, int i) { return base + (i * 32 + lane) * 4; };
+        named_barrier(1, 128 * WG); /* every consumer warp is past its last stage: the ring is idle */
+        if constexpr (!DIRECT) {
+#pragma unroll
+            for (int r4 = 0; r4 < P; r4++)
+                *(float4 *)piece(stage, w * P + r4) =
+                    make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
+        }
+        cluster_wait(); /* pairs the arrival at the start */
+        if (c == 0 && ct == 0)
+            for (int z = 0; z < R; z++)
+                if (z != me) mbar_arrive_remote(cl_ready, (uint32_t)z);
+        const int mine = S::PIECES / R + (me < S::PIECES % R ? 1 : 0);
+        if (c == 0 && ct == 0) mbar_arrive_expect_tx(cl_recv, (uint32_t)((R - 1) * mine * 512));
+        mbar_wait(cl_ready, 0);
+        SM90_TRACE(tr[SM90_TR_C_BAR1] = clock64() - t_entry);
+        int owner = (w * P) % R, local = (w * P) / R;
+        if constexpr (DIRECT) {
+#pragma unroll
+            for (int r4 = 0; r4 < P; r4++) {
+                const float4 v = make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
+                float *dst = piece(recv, me * maxp + local);
+                if (owner == me) *(float4 *)dst = v; /* read back by this thread only */
+                else st_async_f4(dst, (uint32_t)owner, v, cl_recv);
+                if (++owner == R) owner = 0, local++;
+            }
+        } else {
+#pragma unroll 1
+            for (int r4 = 0; r4 < P; r4++) { /* its own pieces stay in the stage */
+                if (owner != me)
+                    st_async_f4(piece(recv, me * maxp + local), (uint32_t)owner,
+                                *(const float4 *)piece(stage, w * P + r4), cl_recv);
+                if (++owner == R) owner = 0, local++;
+            }
+        }
+        mbar_wait(cl_recv, 0);
+        SM90_TRACE(tr[SM90_TR_C_SUMMED] = clock64() - t_entry);
+        owner = (w * P) % R, local = (w * P) / R;
+        if constexpr (DIRECT) {
+            /* the partials by explicit ld.shared, two in flight (through a generic pointer they
+             * were LD.E, one at a time), and the piece's place in C computed once (NOTES.md
+             * row 77) */
+            const int m0 = (tile % args.m_tiles) * TN;
+            const int n_row = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g;
+#pragma unroll 1
+            for (int r4 = 0; r4 < P; r4++) {
+                if (owner == me) {
+                    float v[4] = {0.f, 0.f, 0.f, 0.f};
+                    auto add = [&](const uint4 &x) {
+                        v[0] += __uint_as_float(x.x), v[1] += __uint_as_float(x.y);
+                        v[2] += __uint_as_float(x.z), v[3] += __uint_as_float(x.w);
+                    };
+                    int z = 0;
+#pragma unroll 1
+                    for (; z + 1 < R; z += 2) {
+                        const uint4 x0 = lds128((const uint32_t *)piece(recv, z * maxp + local));
+                        const uint4 x1 = lds128((const uint32_t *)piece(recv, (z + 1) * maxp + local));
+                        add(x0), add(x1); /* rank order */
+                    }
+                    if (z < R) add(lds128((const uint32_t *)piece(recv, z * maxp + local)));
+                    store_piece_at(m0, n_row, r4, v);
+                }
+                if (++owner == R) owner = 0, local++;
+            }
+        } else {
+#pragma unroll 1
+            for (int r4 = 0; r4 < P; r4++) {
+                if (owner == me) {
+                    float v[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+                    for (int z = 0; z < R; z++) {
+                        const float4 x =
+                            *(const float4 *)(z == me ? piece(stage, w * P + r4) : piece(recv, z * maxp + local));
+                        v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
+                    }
+                    store_piece(tile, r4, v);
+                }
+                if (++owner == R) owner = 0, local++;
+            }
+        }
+    };
+
+    /* The end of this CTA's segment of a tile: store it, or add the partial to the tile's. */
+    auto finish_segment = [&](int tile, bool tile_end) {
+#pragma unroll
+        for (int i = 0; i < TN / 2; i++) {
+            acc[i] = accs[0][i];
+#pragma unroll
+            for (int u = 1; u < NACC; u++) acc[i] += accs[u][i];
+        }
+        if (args.cluster > 1) {
+            cluster_reduce(tile);
+            return;
+        }
+        const int t_first = tile * args.groups;
+        bool store = begin <= t_first && tile_end; /* the segment is the whole tile */
+        if (!store) {
+            /* write the partial, then count; the last CTA of the tile sums and stores. Ordering:
+             * the block barrier puts every thread's partial before thread 0's release-acquire
+             * count, and the second barrier puts that before every thread's reads. */
+            float *slot = args.partials + (int64_t)(p * 2 + (begin >= t_first ? 0 : 1)) * S::SLOT_FLOATS;
+#pragma unroll
+            for (int r4 = 0; r4 < TN / 8; r4++)
+                *(float4 *)(slot + my_off + r4 * 512) =
+                    make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
+            named_barrier(1, 128 * WG);
+            const int pa = cta_of(args, t_first), pb = cta_of(args, t_first + args.groups - 1);
+            if (ct == 0 && c == 0) {
+                const uint32_t old = atom_add_acq_rel_gpu(&args.counters[tile], 1u);
+                *last_flag = old == (uint32_t)(pb - pa);
+            }
+            named_barrier(1, 128 * WG);
+            store = *last_flag != 0;
+            if (store) {
+                /* every partial, this CTA's included, is in the workspace: sum in CTA order,
+                 * with the loads of up to FIX partials in flight at once */
+                constexpr int FIX = BPS > 1 ? (TN <= 8 ? 4 : TN <= 16 ? 2 : 1) : TN <= 16 ? 8 : TN <= 32 ? 4 : TN <= 64 ? 2 : 1;
+#pragma unroll
+                for (int i = 0; i < TN / 2; i++) acc[i] = 0.f;
+                for (int q0 = pa; q0 <= pb; q0 += FIX) {
+                    float4 v[FIX][TN / 8];
+#pragma unroll
+                    for (int u = 0; u < FIX; u++) {
+                        const int q = q0 + u;
+                        if (q > pb) break;
+                        const float *qs = args.partials +
+                                          (int64_t)(q * 2 + (cta_start(args, q) >= t_first ? 0 : 1)) * S::SLOT_FLOATS;
+#pragma unroll
+                        for (int r4 = 0; r4 < TN / 8; r4++) v[u][r4] = __ldcg((const float4 *)(qs + my_off + r4 * 512));
+                    }
+#pragma unroll
+                    for (int u = 0; u < FIX; u++) {
+                        if (q0 + u > pb) break;
+#pragma unroll
+                        for (int r4 = 0; r4 < TN / 8; r4++) {
+                            acc[4 * r4] += v[u][r4].x, acc[4 * r4 + 1] += v[u][r4].y;
+                            acc[4 * r4 + 2] += v[u][r4].z, acc[4 * r4 + 3] += v[u][r4].w;
+                        }
+                    }
+                }
+                if (ct == 0 && c == 0) args.counters[tile] = 0; /* ready for the next call */
+            }
+        }
+        if (S::VEC_STORES && store && args.vec_c) {
+#pragma unroll
+            for (int jj = 0; jj < TN / 8; jj++) store_piece_vec(tile, jj, acc + 4 * jj);
+        } else if (store) {
+#pragma unroll
+            for (int jj = 0; jj < TN / 8; jj++) store_piece(tile, jj, acc + 4 * jj);
+        }
+#pragma unroll
+        for (int u = 0; u < NACC; u++)
+#pragma unroll
+            for (int i = 0; i < TN / 2; i++) accs[u][i] = 0.f;
+    };
+
+    /* The pipeline, one CTA a SM: k-block i + 1 is dequantized into the other fragment buffer
+     * while i's wgmmas run (PIPE: the wgmmas of i are issued, then those of i − 1 awaited, their
+     * stage released and i + 1 dequantized into i − 1's buffer); two buffers, alternating.
+     * Several CTAs a SM: one buffer, each k-block's wgmmas awaited before the next is
+     * dequantized (the other CTAs fill the gap). */
+    int tile = begin / args.groups;
+    int s = 0, phase = 0;
+    int pending = -1; /* PIPE: the stage whose wgmmas may still run */
+    Frag fa, fb;
+    auto step = [&](Frag &cur, Frag &nxt, int it) {
+        const uint32_t act = smem_u32(smem + s * S::STAGE_BYTES);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) {
+            const uint64_t desc = desc_k128b(act + (kk / 4) * TN * 128 + (kk % 4) * 32);
+            WgmmaRS<TN>::mma(accs[kk % NACC], cur.a[kk][0], cur.a[kk][1], cur.a[kk][2], cur.a[kk][3], desc);
+        }
+        wgmma_commit();
+        const int done = s;
+        if (++s == STAGES) s = 0, phase ^= 1;
+        if (PIPE) {
+            /* one group in flight: the previous k-block's wgmmas are done, so its stage is
+             * released and its fragment buffer refilled */
+            SM90_TRACE(tr_t = clock64());
+            wgmma_wait<1>();
+            SM90_TRACE(tr[SM90_TR_C_MMA_WAIT] += clock64() - tr_t);
+#pragma unroll
+            for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) fence_reg(nxt.a[kk][i]);
+            __syncwarp();
+            if (pending >= 0 && lane == 0) mbar_arrive(&empty[pending]);
+            pending = done;
+            if (it + 1 < end) prepare(nxt, s, phase);
+            return;
+        }
+        if (BPS == 1 && it + 1 < end) prepare(nxt, s, phase); /* overlaps the wgmmas */
+        SM90_TRACE(tr_t = clock64());
+        wgmma_wait<0>();
+        SM90_TRACE(tr[SM90_TR_C_MMA_WAIT] += clock64() - tr_t);
+#pragma unroll
+        for (int u = 0; u < NACC; u++)
+#pragma unroll
+            for (int i = 0; i < TN / 2; i++) fence_reg(accs[u][i]);
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) fence_reg(cur.a[kk][i]);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[done]);
+    };
+    /* The loop segment by segment, the segment's end once after its k-blocks: inlined into
+     * each step (as it was), the rarely run epilogue split the hot loop ~64 KB apart and a third
+     * of the consumers' stalls were instruction fetches (ncu, NOTES.md row 61); merged into the
+     * k-block loop's latch, it made ptxas drain the wgmmas every k-block (C7517). */
+    if (begin < end) prepare(fa, s, phase);
+    for (int it = begin; it < end;) {
+        const int tile_stop = (tile + 1) * args.groups, stop = min(end, tile_stop);
+        for (; it < stop; it++) {
+            if (BPS == 1 && ((it - begin) & 1)) step(fb, fa, it);
+            else step(fa, fb, it);
+            if (BPS > 1 && it + 1 < stop) prepare(fa, s, phase); /* one fragment buffer live */
+        }
+        if (PIPE) { /* drain before the segment's end */
+            wgmma_wait<0>();
+#pragma unroll
+            for (int u = 0; u < NACC; u++)
+#pragma unroll
+                for (int i = 0; i < TN / 2; i++) fence_reg(accs[u][i]);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[pending]);
+            pending = -1;
+        }
+        SM90_TRACE(tr[SM90_TR_C_LOOP_DONE] = clock64() - t_entry);
+        finish_segment(tile, stop == tile_stop);
+        tile++;
+        if (BPS > 1 && it < end) prepare(fa, s, phase);
+    }
+    SM90_TRACE(if (c == 0 && ct == 0) {
+        for (int i = SM90_TR_C_FIRST; i <= SM90_TR_C_LOOP_DONE; i++) tr_out[i] = tr[i];
+        tr_out[SM90_TR_C_BAR1] = tr[SM90_TR_C_BAR1], tr_out[SM90_TR_C_SUMMED] = tr[SM90_TR_C_SUMMED];
+        tr_out[SM90_TR_C_STORED] = clock64() - t_entry;
+    })
+    }
+}
+
+} // namespace qmm
+#endif
