@@ -202,9 +202,9 @@ static qmm_device_desc h200(void)
 }
 
 /* Issue 11: >= 80 % of the auto cells within 15 % (what `qmm bench ops` prints beside
- * measured). 38 of 45 (NOTES.md row 78): the misses are the dense path's 6 (its prediction keeps
- * the tiled planner's 400 TFLOP/s crossover rate where cuBLAS runs ~700 at M = 2048; k M = 256
- * -26 %) and the matvec's gate M = 8 (+15.0 %). */
+ * measured). 39 of 45 (NOTES.md rows 78-79): the misses are the dense path's 5 at M = 2048 (its
+ * prediction keeps the tiled planner's 400 TFLOP/s crossover rate where cuBLAS runs ~700) and
+ * the matvec's gate M = 8 (+15.0 %). */
 static void auto_cells_within_15(void)
 {
     const dataset *ds = load(&fit_run);
@@ -278,9 +278,9 @@ static void plan_within_5_of_best(void)
            cells);
 }
 
-/* The same binary's second pass (M = 9..256, not fitted): both criteria again. 29 of 30 auto
- * cells within 15 % (k M = 256, the dense path, -28 %), 29 of 30 plans within 5 % (k M = 256:
- * the tuning table's dense path, 9.85 µs, where clusters of 5 took 9.33), 261 of 270 forced. */
+/* The same binary's second pass (M = 9..256, not fitted): both criteria again. 30 of 30 auto
+ * cells within 15 %, 30 of 30 plans within 5 % (before row 79 k M = 256 ran the dense path,
+ * 9.85 µs, where clusters of 5 took 9.33: a miss of both), 261 of 270 forced. */
 static void second_pass_meets_both(void)
 {
     const dataset *ds = load(&second_pass);

@@ -63,9 +63,10 @@ static qmm_device_desc sm90(void)
      * squares of the relative error, every constant >= 0, over the 300 forced cells (wgmma_s1,
      * streamk, split-K in clusters of 2..8; M = 1..2048) of the ninth session's final build
      * (13d1c55, bench/results/2026-12-01-session9/r2-final/ops_new.csv): 289 within 15 %; its
-     * auto cells 38 of 45 within 15 % (the misses: the dense path's 6 and the matvec's gate
-     * M = 8), its plans within 5 % of the best measured contender on 45 of 45; on the run's
-     * second pass (ops_new2.csv, M = 9..256) 261 of 270, 29 of 30, 29 of 30 (NOTES.md row 78).
+     * auto cells 39 of 45 within 15 % (the misses: the dense path's 5 at M = 2048 and the
+     * matvec's gate M = 8), its plans within 5 % of the best measured contender on 45 of 45; on
+     * the run's second pass (ops_new2.csv, M = 9..256) 261 of 270, 30 of 30, 30 of 30 (NOTES.md
+     * rows 78-79: k/v at M = 256 on the wgmma kernel).
      * The k-block's chain and its share of the SM's issue slots add up; the fixed term fits to
      * 0 (the k-block terms absorb it). */
     d.wgmma_model = (qmm_wgmma_model){
