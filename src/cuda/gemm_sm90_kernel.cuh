@@ -257,7 +257,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     };
 
     /* Store outputs 4·jj … 4·jj + 3 of this thread (8 tokens × the warp's 16 rows a jj): rows
-     * g, g + 8 of tokens 2·t4, 2·t4 + 1, as 2-byte stores. */
+     * g, g + 8 of tokens 2·t4, 2·t4 + 1, as 2-byte stores (m0: the tile's first token; n_row:
+     * this thread's first row). */
     auto store_piece_at = [&](int m0, int n_row, int jj, const float *v) {
         const int tok = m0 + 8 * jj + 2 * t4;
 #pragma unroll
@@ -266,17 +267,18 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             if (tk < args.m && row < args.n) args.c[(int64_t)tk * args.n + row] = __float2bfloat16_rn(v[e]);
         }
     };
-    /* m0: the tile's first token; n_row: this thread's first row */
+    /* a tile's first token, and the first of this warp's 16 rows in it */
+    auto tile_m0 = [&](int tile) { return (tile % args.m_tiles) * TN; };
+    auto warp_row0 = [&](int tile) { return (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16; };
     auto store_piece = [&](int tile, int jj, const float *v) {
-        store_piece_at((tile % args.m_tiles) * TN, (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g, jj, v);
+        store_piece_at(tile_m0(tile), warp_row0(tile) + g, jj, v);
     };
     /* The same, transposed through the warp's 256-byte buffer so that 16 lanes store a token's 8
      * rows each: 16 bytes a lane, whole sectors (needs args.vec_c; the whole warp calls it). For
      * a whole tile's stores (gate M = 256 stream-K −7 %); a cluster owner's few pieces were
      * slightly slower with it (NOTES.md row 75). */
     auto store_piece_vec = [&](int tile, int jj, const float *v) {
-        const int m0 = (tile % args.m_tiles) * TN;
-        const int n_row0 = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16;
+        const int m0 = tile_m0(tile), n_row0 = warp_row0(tile);
         uint8_t *buf = scratch + (c * 4 + warp) * 256;
         /* token t's rows 8h … 8h + 7 at t·32 + 16·(h ^ bit 2 of t): no bank conflicts */
         const int lt = lane & 7, lh = (lane >> 3) & 1;
@@ -347,8 +349,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             /* the partials by explicit ld.shared, two in flight (through a generic pointer they
              * were LD.E, one at a time), and the piece's place in C computed once (NOTES.md
              * row 77) */
-            const int m0 = (tile % args.m_tiles) * TN;
-            const int n_row = (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16 + g;
+            const int m0 = tile_m0(tile), n_row = warp_row0(tile) + g;
 #pragma unroll 1
             for (int r4 = 0; r4 < P; r4++) {
                 if (owner == me) {
