@@ -212,6 +212,12 @@ typedef struct qmm_llm_cuda_options {
                             dependent launch, so each is resident and waiting before its
                             predecessor ends; 0: plain launches (the comparison). Same results
                             bit for bit. Off with offload_weights */
+    int persistent_decode; /* 1: each decode step (batch 1) is one persistent kernel for all
+                              layers and the LM head, its weights streamed through every SM's
+                              shared memory without gaps between layers (one CTA a SM, a
+                              cooperative launch); 0 (default): the fused step of five kernels a
+                              layer. Needs resident weights of groups of 128, fused projections,
+                              one GPU; otherwise session creation fails with QMM_ERR_UNSUPPORTED */
 } qmm_llm_cuda_options;
 
 qmm_llm_cuda_options qmm_llm_cuda_options_default(void);

@@ -78,6 +78,35 @@ static void bad_integers_are_refused(void)
     }
 }
 
+/* The choice options take only their listed values, refused with the choices named before anything
+ * is loaded; --decode defaults to fused (the session line on CUDA, the help text here). */
+static void bad_choices_are_refused(void)
+{
+    static const char *cases[][2] = {
+        {"run --prompt-len 4 --decode bogus", "'bogus' for --decode: want one of fused, persistent"},
+        {"run --prompt-len 4 --decode Persistent", "'Persistent' for --decode"},
+        {"run --prompt-len 4 --decode ''", "'' for --decode"},
+        {"run --prompt-len 4 --decode", "--decode needs a value"},
+        {"run --prompt-len 4 --offload-weights --decode persistent", "needs resident weights"},
+        {"chat --decode bogus", "qmm chat: bad value 'bogus' for --decode"},
+        {"run --prompt-len 4 --pdl maybe", "'maybe' for --pdl: want one of off, on"},
+    };
+    char out[8192];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, "%.4s --model qwen3-0.6b --device cpu %s", cases[i][0],
+                 cases[i][0] + 4);
+        int rc = run(args, out, sizeof out);
+        printf("    %-58s -> %d\n", cases[i][0], rc);
+        CHECKF(rc == 2, "%s: exit %d, want 2; output:\n%.500s", cases[i][0], rc, out);
+        CHECKF(strstr(out, cases[i][1]) != NULL, "%s: no '%s' in:\n%.500s", cases[i][0],
+               cases[i][1], out);
+        CHECKF(!strstr(out, "model "), "%s: the model was loaded", cases[i][0]);
+    }
+    int rc = run("run --help", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "--decode fused (default)") != NULL);
+}
+
 static void unknown_model_is_named(void)
 {
     char out[8192];
@@ -101,6 +130,16 @@ static void tiny_checkpoint_runs(void)
     int rc = run(args, out, sizeof out);
     CHECKF(rc == 0, "exit %d:\n%s", rc, out);
     CHECK(strstr(out, "generated (3):") != NULL);
+    /* --decode persistent is accepted; the CPU engine has no decode kernels to choose from, so
+     * the same tokens come out */
+    char ref[128] = "";
+    const char *gen = strstr(out, "generated (3):");
+    if (gen) sscanf(gen, "%127[^\n]", ref);
+    snprintf(args, sizeof args, "run --model %s --prompt-len 5 --max-new-tokens 3 --device cpu "
+             "--threads 1 --max-seq 8 --decode persistent", mlx);
+    rc = run(args, out, sizeof out);
+    CHECKF(rc == 0, "exit %d:\n%s", rc, out);
+    CHECKF(ref[0] && strstr(out, ref) != NULL, "want '%s' in:\n%s", ref, out);
     /* a max-seq too small for prompt + new tokens is the session's error, not a crash */
     snprintf(args, sizeof args, "run --model %s --prompt-len 5 --max-new-tokens 3 --device cpu "
              "--threads 1 --max-seq 6", mlx);
@@ -117,7 +156,8 @@ int main(int argc, char **argv)
     const char *base = getenv("TMPDIR");
     snprintf(g_dir, sizeof g_dir, "%s/qmm_cli_XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(g_dir)) return 1;
-    TEST_TABLE(cases, bad_integers_are_refused, unknown_model_is_named, tiny_checkpoint_runs);
+    TEST_TABLE(cases, bad_integers_are_refused, bad_choices_are_refused, unknown_model_is_named,
+               tiny_checkpoint_runs);
     int rc = test_main(argc, argv, cases, TEST_COUNT(cases));
     nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return rc;

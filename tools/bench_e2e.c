@@ -36,6 +36,7 @@ static void usage(FILE *f)
             "                     [--split-k on,off] [--seed S] [--profile] [--no-verify]\n"
             "                     [--out FILE.md] [--json FILE.json] [--device cuda|cpu]\n"
             "                     [--fuse on|off] [--pdl on|off] [--tp 1,2]\n"
+            "                     [--decode fused|persistent]\n"
             "  each repeat runs in a fresh process; variants alternate; medians are reported\n"
             "  --device cpu times the CPU reference forward instead (split-K does not apply)\n");
 }
@@ -136,6 +137,8 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
         argv[k++] = a->fuse ? "on" : "off";
         argv[k++] = "--pdl";
         argv[k++] = a->pdl ? "on" : "off";
+        argv[k++] = "--decode";
+        argv[k++] = a->persistent ? "persistent" : "fused";
         if (verify) argv[k++] = "--verify";
         argv[k] = NULL;
         execv("/proc/self/exe", argv);
@@ -285,9 +288,11 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
             strchr(a->model, '/') ? "checkpoint" : "synthetic, seeded", cmd);
     fprintf(md, "Correctness before timing: GPU vs CPU reference, 8-token prompt: %s  \n", verify);
     if (!a->cpu)
-        fprintf(md, "Projections: %s. Engine kernels: PDL %s.  \n",
+        fprintf(md, "Projections: %s. Engine kernels: PDL %s. Decode step: %s.  \n",
                 a->fuse ? "fused (q|k|v and gate|up stacked, 4 matmuls a layer)"
-                        : "separate (7 matmuls a layer)", a->pdl ? "on" : "off");
+                        : "separate (7 matmuls a layer)", a->pdl ? "on" : "off",
+                a->persistent ? "persistent (one kernel for all layers and the head)"
+                              : "fused (five kernels a layer)");
     fprintf(md, "Protocol: each repeat a fresh process (%d untimed generations, then one timed); "
             "variants alternate; median of %d [min - max]. Prefill tok/s = prompt tokens / time "
             "of the forward that yields the first token; decode tok/s = (new tokens - 1) / time "
@@ -348,6 +353,7 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                 a->repeats, a->verify ? verify : "null");
         fprintf(j, "  \"device\": \"%s\",\n  \"fused_projections\": %s,\n  \"pdl\": %s,\n",
                 a->cpu ? "cpu" : "cuda", a->fuse ? "true" : "false", a->pdl ? "true" : "false");
+        fprintf(j, "  \"decode_step\": \"%s\",\n", a->persistent ? "persistent" : "fused");
         fprintf(j, "  \"results\": [\n");
         int first = 1;
         for (int li = 0; li < a->nlen; li++) {
@@ -423,6 +429,9 @@ int bench_e2e_main(int argc, char **argv)
             } else if (!strcmp(o, "--pdl")) {
                 bad = strcmp(v, "on") && strcmp(v, "off");
                 a.pdl = !strcmp(v, "on");
+            } else if (!strcmp(o, "--decode")) {
+                bad = strcmp(v, "fused") && strcmp(v, "persistent");
+                a.persistent = !strcmp(v, "persistent");
             } else if (!strcmp(o, "--device")) {
                 bad = strcmp(v, "cpu") && strcmp(v, "cuda");
                 a.cpu = !strcmp(v, "cpu");

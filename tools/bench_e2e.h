@@ -17,6 +17,7 @@ typedef struct e2e_args {
     int cpu; /* --device cpu: the CPU reference forward (no verify, no profile) */
     int fuse; /* --fuse on (default): stacked q|k|v and gate|up weights in every variant */
     int pdl;  /* --pdl on (default): engine kernels with programmatic dependent launch */
+    int persistent; /* --decode persistent: one kernel a decode step (default: fused) */
     long long seed;
 } e2e_args;
 

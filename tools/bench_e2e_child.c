@@ -72,6 +72,7 @@ int e2e_child_main(const e2e_args *a, int split_k)
     o.split_k = split_k;
     o.fuse_projections = a->fuse;
     o.pdl = a->pdl;
+    o.persistent_decode = a->persistent;
     qmm_llm_cuda_session *s = NULL;
     qmm_llm_cpu_session *cs = NULL;
     qmm_llm_timing t;

@@ -18,12 +18,13 @@ static void usage(FILE *f)
             "usage: qmm chat --model DIR|FILE|synthetic:PRESET [--tokenizer DIR] [--system TEXT]\n"
             "                [--think on|off] [--max-new-tokens N] [--max-seq N] [--device D]\n"
             "                [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]\n"
-            "                [--threads T] [--json]\n"
+            "                [--threads T] [--json] [--decode fused|persistent]\n"
             "  Reads one user message per line from stdin (a terminal or a pipe) and streams each\n"
             "  reply to stdout, followed by an empty line; a summary per turn goes to stderr.\n"
             "  The KV cache is kept between turns (each turn feeds only its new tokens).\n"
             "  --think off: the template's empty <think></think> block, no reasoning\n"
             "  --json: one JSON object per turn (fed and generated ids, text) instead of text\n"
+            "  --decode: fused (default) or persistent decode steps, as in qmm run (CUDA)\n"
             "  defaults: --max-new-tokens 512, --max-seq min(max_position_embeddings, 8192);\n"
             "  sampling from generation_config.json as in qmm run\n"
             "  exit: 0 at the end of input, 2 usage or environment (including a full context)\n");
@@ -128,6 +129,7 @@ int cmd_chat(int argc, char **argv)
     co.use_graph = o.graph;
     co.fuse_projections = o.fuse;
     co.pdl = o.pdl;
+    co.persistent_decode = o.persistent;
     gen_engine e;
     qmm_sampler *sp = NULL;
     qmm_status st = qmm_sampler_create(c->vocab_size, &s.gc.sampling, (uint64_t)o.seed, &sp);

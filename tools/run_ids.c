@@ -58,9 +58,10 @@ static qmm_status cuda_generate(const qmm_llm_model *m, long long max_seq,
     qmm_status st = qmm_llm_cuda_session_create(m, max_seq, o, &s);
     if (!st) {
         fprintf(g_info, "device cuda: session of %lld positions ready in %.0f ms (split-K %s, graph %s, "
-               "fused projections %s, weights %s)\n", max_seq, qmm_now_ms() - t1,
+               "fused projections %s, weights %s, decode %s)\n", max_seq, qmm_now_ms() - t1,
                o->split_k ? "on" : "off", o->use_graph ? "on" : "off",
-               o->fuse_projections ? "on" : "off", o->offload_weights ? "streamed" : "resident");
+               o->fuse_projections ? "on" : "off", o->offload_weights ? "streamed" : "resident",
+               o->persistent_decode ? "persistent" : "fused");
         if (warm) st = qmm_llm_cuda_generate(s, ids, n, max_new, out, t);
         if (!st && warm) st = qmm_llm_cuda_reset(s);
         if (!st) st = qmm_llm_cuda_generate(s, ids, n, max_new, out, t);
@@ -114,7 +115,8 @@ int run_ids(const run_opts *o)
     long long prompt_len = o->prompt_len, max_new = o->max_new, max_seq = o->max_seq,
               seed = o->seed;
     int split_k = o->split_k, graph = o->graph, fuse = o->fuse, pdl = o->pdl, threads = (int)o->threads,
-        offload = o->offload, buffers = (int)o->buffers, resident = o->resident;
+        offload = o->offload, buffers = (int)o->buffers, resident = o->resident,
+        persistent = o->persistent;
     int use_cuda = run_use_cuda("run", o);
     g_info = o->json ? stderr : stdout;
     int32_t *ids = NULL;
@@ -169,6 +171,7 @@ int run_ids(const run_opts *o)
         o.use_graph = graph;
         o.fuse_projections = fuse;
         o.pdl = pdl;
+        o.persistent_decode = persistent;
         if (!offload) {
             st = cuda_generate(m, max_seq, &o, ids, n, max_new, out, &t, NULL, NULL, NULL, 0);
         } else {

@@ -9,6 +9,7 @@
 
 int run_parse(const char *cmd, int argc, char **argv, run_opts *o, void (*usage)(FILE *))
 {
+    static const char *const decodes[] = {"fused", "persistent", NULL}; /* index = persistent */
     memset(o, 0, sizeof *o);
     o->device = "auto";
     o->max_new = 16;
@@ -34,6 +35,7 @@ int run_parse(const char *cmd, int argc, char **argv, run_opts *o, void (*usage)
             !strcmp(a, "--top-k") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
             !strcmp(a, "--think") || !strcmp(a, "--system") || !strcmp(a, "--split-k") ||
             !strcmp(a, "--graph") || !strcmp(a, "--fuse") || !strcmp(a, "--pdl") ||
+            !strcmp(a, "--decode") ||
             (!chat && (!strcmp(a, "--prompt") || !strcmp(a, "--prompt-ids") ||
                        !strcmp(a, "--prompt-len") || !strcmp(a, "--buffers") ||
                        !strcmp(a, "--resident") || !strcmp(a, "--chat-template")))))
@@ -62,6 +64,7 @@ int run_parse(const char *cmd, int argc, char **argv, run_opts *o, void (*usage)
         else if (!strcmp(a, "--graph")) ok = cli_on_off(cmd, a, v, &o->graph);
         else if (!strcmp(a, "--fuse")) ok = cli_on_off(cmd, a, v, &o->fuse);
         else if (!strcmp(a, "--pdl")) ok = cli_on_off(cmd, a, v, &o->pdl);
+        else if (!strcmp(a, "--decode")) ok = cli_choice(cmd, a, v, decodes, &o->persistent);
         else if (!strcmp(a, "--think")) ok = cli_on_off(cmd, a, v, &o->think);
         else if (!strcmp(a, "--chat-template")) ok = cli_on_off(cmd, a, v, &o->chat_template);
         if (!ok) return EXIT_USAGE;
@@ -78,6 +81,11 @@ int run_parse(const char *cmd, int argc, char **argv, run_opts *o, void (*usage)
     if (o->offload && (o->prompt || chat)) {
         fprintf(stderr, "qmm %s: --offload-weights runs with token ids (--prompt-ids or "
                 "--prompt-len)\n", cmd);
+        return EXIT_USAGE;
+    }
+    if (o->offload && o->persistent) { /* the session would refuse it after the resident run */
+        fprintf(stderr, "qmm run: --decode persistent needs resident weights: not with "
+                "--offload-weights\n");
         return EXIT_USAGE;
     }
     if (o->json && o->offload) {

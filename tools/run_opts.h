@@ -13,6 +13,7 @@ typedef struct run_opts {
     double temperature, top_p, min_p;
     int have_max_new, have_temperature, have_top_k, have_top_p, have_min_p, have_seed;
     int split_k, graph, fuse, pdl, offload, resident, json, think, chat_template;
+    int persistent; /* --decode: 0 fused (default), 1 persistent */
 } run_opts;
 
 /* Parse argv[1..argc) for command cmd ("run" or "chat"); returns -1 to go on, else the exit code

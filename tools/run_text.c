@@ -62,6 +62,7 @@ int run_text(const run_opts *o)
     co.use_graph = o->graph;
     co.fuse_projections = o->fuse;
     co.pdl = o->pdl;
+    co.persistent_decode = o->persistent;
     gen_engine e;
     qmm_sampler *sp = NULL;
     gen_result r;

@@ -152,6 +152,10 @@ static int check_opts(const run_opts *o, int ranks)
                         "cpu, no --offload-weights)\n");
         return EXIT_USAGE;
     }
+    if (o->persistent) { /* the persistent decode kernel runs on one GPU */
+        fprintf(stderr, "qmm run: --decode persistent is one GPU's decode step, not with --tp\n");
+        return EXIT_USAGE;
+    }
     if (ranks > 1 && !tp_have_nccl()) {
         fprintf(stderr, "qmm run: --tp %d needs NCCL, and this qmm was built without it (CUDA "
                         "and nccl.h / libnccl at configure time)\n", ranks);

@@ -16,5 +16,6 @@ qmm_llm_cuda_options qmm_llm_cuda_options_default(void)
     o.offload_weights = 0;
     o.offload_buffers = 2;
     o.pdl = 1;
+    o.persistent_decode = 0;
     return o;
 }

@@ -94,6 +94,39 @@ expect "plan --group 128: decode takes the matvec" 0 "path  *matvec" -- \
 expect "plan --group 48 is refused" 2 "bad value '48' for --group" -- \
     "$qmm" plan --policy device --group 48 --m 1 --n 128 --k 128
 
+echo "-- --decode fused|persistent (run, chat)"
+expect "run --decode bogus is refused" 2 "qmm run: bad value 'bogus' for --decode: want one of fused, persistent" -- \
+    "$qmm" run --model "$tiny" --prompt-len 2 --decode bogus
+expect "chat --decode bogus is refused" 2 "qmm chat: bad value 'bogus' for --decode" -- \
+    "$qmm" chat --model "$tiny" --decode bogus
+expect "run --decode without a value says so" 2 "--decode needs a value" -- \
+    "$qmm" run --model "$tiny" --prompt-len 2 --decode
+expect "run --decode persistent with --offload-weights is refused" 2 "needs resident weights" -- \
+    "$qmm" run --model "$tiny" --prompt-len 2 --decode persistent --offload-weights
+expect "run --help: --decode defaults to fused" 0 "--decode fused \(default\)" -- "$qmm" run --help
+expect "chat --help lists --decode" 0 "--decode fused\|persistent" -- "$qmm" chat --help
+# the CPU engine has no decode kernels to choose: the option is accepted and changes nothing
+expect "run --decode persistent is accepted (cpu)" 0 "generated \(2\)" -- \
+    "$qmm" run --model "$tiny" --prompt-ids 1,2 --max-new-tokens 2 --device cpu --decode persistent
+expect "run --decode fused is accepted (cpu)" 0 "generated \(2\)" -- \
+    "$qmm" run --model "$tiny" --prompt-ids 1,2 --max-new-tokens 2 --device cpu --decode fused
+expect "chat --decode persistent is accepted (cpu)" 0 "turn 1: fed" -- \
+    bash -c "printf 'hi\n' | '$qmm' chat --model '$tiny' --max-new-tokens 2 --device cpu --decode persistent"
+if [ "$dev" = cuda ]; then
+    expect "run on CUDA decodes fused by default" 0 "decode fused\)" -- \
+        "$qmm" run --model "$tiny" --prompt-ids 1,2 --max-new-tokens 2 --device cuda
+    # the tiny model may not suit the persistent kernel: then the session says why (exit 2)
+    "$qmm" run --model "$tiny" --prompt-ids 1,2 --max-new-tokens 2 --device cuda --decode persistent \
+        >"$work/pd" 2>&1
+    rc=$?
+    if { [ $rc = 0 ] && grep -q "decode persistent)" "$work/pd"; } ||
+       { [ $rc = 2 ] && grep -q "persistent decode step" "$work/pd"; }; then
+        pass=$((pass + 1)); echo "ok   run --decode persistent reaches the CUDA session"
+    else
+        fail=$((fail + 1)); echo "FAIL run --decode persistent on CUDA: exit $rc"; head -c 600 "$work/pd"
+    fi
+fi
+
 echo "-- errors name the right file and give a reason"
 expect "a missing model directory is named as given" 2 "/nonexistent/dir: no such file" "!/nonexistent/config.json" -- \
     "$qmm" run --model /nonexistent/dir --prompt-len 2

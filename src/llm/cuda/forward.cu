@@ -137,6 +137,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
     cudaStream_t st = s->stream;
     llm_launch ln;
     Q_TRY(llm_tp_usable(s));
+    if (m == 1 && final && s->pd) return llm_cuda_decode_persistent(s, prof);
     if (m == 1 && final && llm_decode_fusable(s))
         return s->tp ? llm_tp_decode_fused(s, prof) : llm_cuda_decode_fused(s, prof);
 

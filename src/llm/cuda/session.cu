@@ -51,6 +51,7 @@ extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
     if (s->decode_graph) cudaGraphExecDestroy(s->decode_graph);
     for (int i = 0; i < s->ngraphs; i++) cudaGraphExecDestroy(s->graphs[i].exec);
     llm_offload_destroy(s);
+    llm_persistent_destroy(s);
     if (s->layers) {
         for (int64_t l = 0; l < s->cfg.num_layers; l++) {
             for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++) qmm_cuda_weight_free(s->layers[l].lin[i]);
@@ -362,6 +363,7 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
         free(ct);
         free(sn);
     }
+    if (!st && o.persistent_decode) st = llm_persistent_create(s);
     if (!st) {
         /* setup copies and memsets went to the legacy stream, which a non-blocking stream does
          * not wait for (and a pageable cudaMemcpy may return before its DMA ends): finish them */

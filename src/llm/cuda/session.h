@@ -93,6 +93,7 @@ struct qmm_llm_cuda_session {
     int sm_count;
     llm_offload *off;            /* NULL: every weight resident */
     llm_tp *tp;                  /* NULL: one GPU; else this rank's share (tp_session.cu) */
+    struct llm_persistent *pd;   /* NULL: the fused step; else the persistent one's state */
     int64_t max_seq, chunk, pos; /* pos mirrors *d_pos between calls */
 
     llm_cuda_layer *layers;
@@ -166,6 +167,12 @@ static inline llm_dims llm_dims_of(const qmm_llm_cuda_session *s)
  * residual adds into the o and down matvecs, SwiGLU into gate|up: five kernels a layer. */
 bool llm_decode_fusable(const qmm_llm_cuda_session *s);
 qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof);
+/* The persistent decode step (decode_persistent.cu): one kernel for every layer and the head,
+ * between the embedding and the argmax. create checks the session can take it (resident fused
+ * weights of groups of 128, one GPU) and allocates its state into s->pd. */
+qmm_status llm_persistent_create(qmm_llm_cuda_session *s);
+void llm_persistent_destroy(qmm_llm_cuda_session *s);
+qmm_status llm_cuda_decode_persistent(qmm_llm_cuda_session *s, llm_prof *prof);
 /* One matvec of a fused step (decode_fused.cu): w's arrays into p (m = 1), launched with the
  * context's SM count, PDL when asked. */
 namespace qmm { struct MatvecArgs; }

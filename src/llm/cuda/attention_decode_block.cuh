@@ -1,0 +1,407 @@
+/*
+ * The decode attention of one (KV head, split) as a device function of 256 threads (see
+ * attention_decode.cu for the algorithm): the fused decode kernel runs it as a block, the
+ * persistent decode step (decode_persistent.cu) on its first eight warps. Sync supplies the
+ * block barrier (sync()) and the dependency wait before the first read of q|k|v (wait()).
+ * Returns true in the block that wrote the heads' outputs (one split, or the merging block).
+ * The caller synchronises the 256 threads before reusing the shared memory.
+ */
+#ifndef QMM_LLM_ATTENTION_DECODE_BLOCK_CUH
+#define QMM_LLM_ATTENTION_DECODE_BLOCK_CUH
+
+#include <math.h>
+
+#include "llm/cuda/llm_kernels.cuh"
+
+namespace qmm_llm {
+
+constexpr int AD_T = 64, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = AD_T, AD_MAX_SPLITS = 64;
+
+__device__ __forceinline__ void ad_cp16(void *smem, const void *gmem, bool valid)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    int bytes = valid ? 16 : 0; /* 0: zero-fill, nothing read */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void ad_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void ad_wait_group()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Rows per split and splits with work at len cached positions (host and device agree). */
+__host__ __device__ inline void ad_split(int64_t len, int nsplit, int64_t *chunk, int *active)
+{
+    if (len <= AD_SINGLE || nsplit <= 1) {
+        *chunk = len;
+        *active = 1;
+        return;
+    }
+    int64_t c = (len + nsplit - 1) / nsplit;
+    c = (c + AD_T - 1) / AD_T * AD_T;
+    *chunk = c;
+    *active = (int)((len + c - 1) / c);
+}
+
+/* Shared memory of one block, in bytes, and the offsets of its parts. */
+template <int HD, int G>
+struct ad_layout {
+    static constexpr int KV = AD_STAGES * 2 * AD_T * HD * 2; /* [stage][K|V][row][HD] bf16 */
+    static constexpr int QS = KV;                            /* [G + 1][HD] f32: q heads, new k */
+    static constexpr int S = QS + (G + 1) * HD * 4;          /* [G][T] scores */
+    static constexpr int P = S + G * AD_T * 4;               /* [T][G] probabilities */
+    static constexpr int TAB = P + AD_T * G * 4;             /* cos[HD/2] sin[HD/2] wq[HD] wk[HD] */
+    static constexpr int ST = TAB + 3 * HD * 4;              /* alpha, m, l [G] */
+    static constexpr int NEW = ST + (3 * G * 4 + 15) / 16 * 16; /* new k, v: [2][HD] bf16 */
+    static constexpr int FLAG = NEW + 2 * HD * 2;
+    static constexpr int BYTES = FLAG + 16;
+    static constexpr int NPG = AD_THREADS / (HD / 2); /* P·V row groups */
+    static_assert(NPG * G * HD * 4 <= KV, "the merge buffer reuses the K/V ring");
+    static_assert((2 * G * AD_MAX_SPLITS + 16) * 4 + AD_THREADS * 16 <= KV, "so does the splits' merge");
+};
+
+// q [heads*HD], k, v [kv_heads*HD] (this row's projections); qw, kw [HD]; cos_t, sin_t
+// [max_seq, HD/2]; kc, vc the layer's cache [kv_heads, max_seq, HD]; partials heads·nsplit·(HD + 2)
+// floats (outputs, then (m, l) pairs); counters [kv_heads] (zero between launches); out [heads*HD].
+template <int HD, int G, class Sync>
+__device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
+                             const bf16 *__restrict__ v, const bf16 *__restrict__ qw,
+                             const bf16 *__restrict__ kw, const float *__restrict__ cos_t,
+                             const float *__restrict__ sin_t, float eps,
+                             const int32_t *__restrict__ pos, int64_t max_seq, int nsplit,
+                             bf16 *__restrict__ kc, bf16 *__restrict__ vc,
+                             float *__restrict__ partials, int *__restrict__ counters,
+                             bf16 *__restrict__ out, int kvh, int split, int kv_heads,
+                             unsigned char *smem, Sync sync)
+{
+    using L = ad_layout<HD, G>;
+    constexpr int HALF = HD / 2, CPR = HD / 8; /* 16-byte pieces per row */
+    bf16 *ring = reinterpret_cast<bf16 *>(smem);
+    float *qs = reinterpret_cast<float *>(smem + L::QS);
+    float *S = reinterpret_cast<float *>(smem + L::S);
+    float *P = reinterpret_cast<float *>(smem + L::P);
+    float *tab = reinterpret_cast<float *>(smem + L::TAB);
+    float *alpha_s = reinterpret_cast<float *>(smem + L::ST), *m_s = alpha_s + G, *l_s = m_s + G;
+    bf16 *newk = reinterpret_cast<bf16 *>(smem + L::NEW), *newv = newk + HD;
+    int *flag = reinterpret_cast<int *>(smem + L::FLAG);
+    /* partials: [heads][nsplit][HD] outputs (16-byte rows for the merge), then [heads][nsplit][2] (m, l) */
+    float *ml_all = partials + (int64_t)kv_heads * G * nsplit * HD;
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31, warp = tid >> 5;
+    /* *pos and the rows before it are final before this forward began (pdl.cuh) */
+    const int64_t p = *pos, len = p + 1;
+    int64_t chunk;
+    int active;
+    ad_split(len, nsplit, &chunk, &active);
+    if (split >= active) return false;
+    const int64_t start = (int64_t)split * chunk, end = min(len, start + chunk);
+    const int ntiles = (int)((end - start + AD_T - 1) / AD_T);
+    const bool owner = end == len;
+    const bf16 *Kg = kc + (int64_t)kvh * max_seq * HD, *Vg = vc + (int64_t)kvh * max_seq * HD;
+
+    /* a thread copies the same 16-byte column of rows row0, row0 + RSTEP, ... of K and V */
+    constexpr int RSTEP = AD_THREADS / CPR;
+    const int col8 = (tid % CPR) * 8, row0 = tid / CPR;
+    auto load_tile = [&](int i) {
+        bf16 *ks = ring + (size_t)(i % AD_STAGES) * 2 * AD_T * HD, *vs = ks + AD_T * HD;
+        const int64_t r0 = start + (int64_t)i * AD_T + row0;
+#pragma unroll
+        for (int rr = 0; rr < AD_T; rr += RSTEP) {
+            const int64_t r = r0 + rr;
+            const bool valid = r < p && r < end; /* row p is patched, rows past end unused */
+            const int64_t off = (valid ? r : 0) * HD + col8;
+            const int so = (row0 + rr) * HD + col8;
+            ad_cp16(ks + so, Kg + off, valid);
+            ad_cp16(vs + so, Vg + off, valid);
+        }
+    };
+    for (int i = 0; i < AD_STAGES; i++) {
+        if (i < ntiles) load_tile(i);
+        ad_commit();
+    }
+    for (int i = tid; i < HALF; i += AD_THREADS) {
+        tab[i] = cos_t[p * HALF + i];
+        tab[HALF + i] = sin_t[p * HALF + i];
+    }
+    for (int i = tid; i < HD; i += AD_THREADS) {
+        tab[HD + i] = __bfloat162float(qw[i]);
+        tab[2 * HD + i] = __bfloat162float(kw[i]);
+    }
+
+    sync.wait();
+    sync.sync(); /* the tables */
+
+    /* q heads of this group (and the new k, v when this block owns the position): warp g takes
+     * head g in registers, lane holding dims lane + 32u (so the pairs (j, j + HD/2) of the
+     * rotation share a lane): load, Σx² in the order of llm_head_norm_rope's reference, norm,
+     * RoPE */
+    const int nh = G + (owner ? 1 : 0);
+    if (owner)
+        for (int d = tid; d < HD; d += AD_THREADS) {
+            bf16 x = v[(int64_t)kvh * HD + d];
+            newv[d] = x;
+            vc[((int64_t)kvh * max_seq + p) * HD + d] = x;
+        }
+    for (int g = warp; g < nh; g += AD_THREADS / 32) {
+        constexpr int U = HD / 32;
+        const bf16 *src = g < G ? q + ((int64_t)kvh * G + g) * HD : k + (int64_t)kvh * HD;
+        float xv[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) xv[u] = __bfloat162float(src[lane + 32 * u]);
+        float ss = 0.0f;
+#pragma unroll
+        for (int u = 0; u < U; u++) ss += xv[u] * xv[u];
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        const float inv = 1.0f / sqrtf(ss / (float)HD + eps);
+        const float *w = tab + (g < G ? HD : 2 * HD);
+#pragma unroll
+        for (int u = 0; u < U / 2; u++) { /* as llm_head_norm_rope */
+            const int j = lane + 32 * u;
+            const float a = xv[u], b = xv[u + U / 2];
+            const float ya = __fmul_rn(__fmul_rn(a, inv), w[j]);
+            const float yb = __fmul_rn(__fmul_rn(b, inv), w[j + HALF]);
+            const float c = tab[j], s = tab[HALF + j];
+            const bf16 oa = __float2bfloat16_rn(__fsub_rn(__fmul_rn(ya, c), __fmul_rn(yb, s)));
+            const bf16 ob = __float2bfloat16_rn(__fadd_rn(__fmul_rn(yb, c), __fmul_rn(ya, s)));
+            if (g < G) {
+                qs[g * HD + j] = __bfloat162float(oa);
+                qs[g * HD + j + HALF] = __bfloat162float(ob);
+            } else {
+                newk[j] = oa;
+                newk[j + HALF] = ob;
+                bf16 *ko = kc + ((int64_t)kvh * max_seq + p) * HD;
+                ko[j] = oa;
+                ko[j + HALF] = ob;
+            }
+        }
+    }
+
+    const float scale = 1.0f / sqrtf((float)HD);
+    constexpr int NPG = L::NPG, RPG = AD_T / NPG;
+    const int c8 = lane & 7, sub = lane >> 3;     /* scores: 8 lanes per row */
+    const int dp = tid % HALF, pg = tid / HALF;   /* P·V: dims 2dp, 2dp+1 of rows pg*RPG.. */
+    float m_run = -INFINITY, l_run = 0.0f;        /* warp g < G: head g's running state */
+    float acc[G][2];
+#pragma unroll
+    for (int g = 0; g < G; g++) acc[g][0] = acc[g][1] = 0.0f;
+
+    for (int t = 0; t < ntiles; t++) {
+        ad_wait_group<AD_STAGES - 1>();
+        sync.sync(); /* the tile landed; q, new k, v are ready */
+        bf16 *ks = ring + (size_t)(t % AD_STAGES) * 2 * AD_T * HD, *vs = ks + AD_T * HD;
+        const int64_t r0 = start + (int64_t)t * AD_T;
+        const int nvalid = (int)min((int64_t)AD_T, end - r0);
+        if (owner && p < r0 + AD_T) { /* block-uniform: the new row is in this tile */
+            const int row = (int)(p - r0);
+            for (int d = tid; d < HD; d += AD_THREADS) {
+                ks[row * HD + d] = newk[d];
+                vs[row * HD + d] = newv[d];
+            }
+            sync.sync();
+        }
+#pragma unroll
+        for (int pass = 0; pass < AD_T / 32; pass++) {
+            const int row = pass * 32 + warp * 4 + sub;
+            float s[G];
+#pragma unroll
+            for (int g = 0; g < G; g++) s[g] = 0.0f;
+#pragma unroll
+            for (int j = 0; j < HD / 64; j++) {
+                const uint4 kk = *reinterpret_cast<const uint4 *>(ks + row * HD + j * 64 + c8 * 8);
+                const __nv_bfloat162 *k2 = reinterpret_cast<const __nv_bfloat162 *>(&kk);
+                float kf[8];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float2 f = __bfloat1622float2(k2[e]);
+                    kf[2 * e] = f.x, kf[2 * e + 1] = f.y;
+                }
+#pragma unroll
+                for (int g = 0; g < G; g++) {
+                    const float4 *qv = reinterpret_cast<const float4 *>(qs + g * HD + j * 64 + c8 * 8);
+                    const float4 a = qv[0], b = qv[1];
+                    s[g] = fmaf(a.x, kf[0], s[g]);
+                    s[g] = fmaf(a.y, kf[1], s[g]);
+                    s[g] = fmaf(a.z, kf[2], s[g]);
+                    s[g] = fmaf(a.w, kf[3], s[g]);
+                    s[g] = fmaf(b.x, kf[4], s[g]);
+                    s[g] = fmaf(b.y, kf[5], s[g]);
+                    s[g] = fmaf(b.z, kf[6], s[g]);
+                    s[g] = fmaf(b.w, kf[7], s[g]);
+                }
+            }
+            float mine = 0.0f; /* lane c8 stores head c8's score */
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                s[g] += __shfl_xor_sync(0xffffffffu, s[g], 1);
+                s[g] += __shfl_xor_sync(0xffffffffu, s[g], 2);
+                s[g] += __shfl_xor_sync(0xffffffffu, s[g], 4);
+                mine = c8 == g ? s[g] : mine;
+            }
+            if (c8 < G) S[c8 * AD_T + row] = row < nvalid ? mine * scale : -INFINITY;
+        }
+        sync.sync();
+        if (warp < G) { /* online softmax of head `warp` over this tile */
+            const float a = S[warp * AD_T + lane], b = S[warp * AD_T + lane + 32];
+            float mt = fmaxf(a, b);
+            for (int o = 16; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
+            const float mnew = fmaxf(m_run, mt); /* finite: every tile holds a valid row */
+            const float pa = expf(a - mnew), pb = expf(b - mnew);
+            float ps = pa + pb;
+            for (int o = 16; o > 0; o >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o);
+            const float alpha = expf(m_run - mnew);
+            l_run = l_run * alpha + ps;
+            m_run = mnew;
+            P[lane * G + warp] = pa;
+            P[(lane + 32) * G + warp] = pb;
+            if (lane == 0) alpha_s[warp] = alpha;
+        }
+        sync.sync();
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            acc[g][0] *= alpha_s[g];
+            acc[g][1] *= alpha_s[g];
+        }
+#pragma unroll 4
+        for (int rr = 0; rr < RPG; rr++) {
+            const int row = pg * RPG + rr;
+            const float2 vv =
+                __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(vs + row * HD + 2 * dp));
+            float pr[G];
+            if constexpr (G % 4 == 0) { /* the row's probabilities in 16-byte loads */
+#pragma unroll
+                for (int g = 0; g < G; g += 4) {
+                    const float4 f = *reinterpret_cast<const float4 *>(P + row * G + g);
+                    pr[g] = f.x, pr[g + 1] = f.y, pr[g + 2] = f.z, pr[g + 3] = f.w;
+                }
+            } else {
+#pragma unroll
+                for (int g = 0; g < G; g++) pr[g] = P[row * G + g];
+            }
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                acc[g][0] = fmaf(pr[g], vv.x, acc[g][0]);
+                acc[g][1] = fmaf(pr[g], vv.y, acc[g][1]);
+            }
+        }
+        sync.sync(); /* the stage, S and P are free again */
+        if (t + AD_STAGES < ntiles) load_tile(t + AD_STAGES);
+        ad_commit();
+    }
+    ad_wait_group<0>();
+    sync.sync();
+
+    /* merge the row groups in a fixed order (the K/V ring is free now) */
+    float *red = reinterpret_cast<float *>(smem); /* [NPG][G][HD] */
+#pragma unroll
+    for (int g = 0; g < G; g++) {
+        red[(pg * G + g) * HD + 2 * dp] = acc[g][0];
+        red[(pg * G + g) * HD + 2 * dp + 1] = acc[g][1];
+    }
+    if (warp < G && lane == 0) {
+        m_s[warp] = m_run;
+        l_s[warp] = l_run;
+    }
+    sync.sync();
+    for (int i = tid; i < G * HD; i += AD_THREADS) {
+        const int g = i / HD, d = i % HD, h = kvh * G + g;
+        float o = 0.0f;
+        for (int r = 0; r < NPG; r++) o += red[(r * G + g) * HD + d];
+        if (active == 1) {
+            out[(int64_t)h * HD + d] = __float2bfloat16_rn(o / l_s[g]);
+        } else {
+            partials[((int64_t)h * nsplit + split) * HD + d] = o;
+            if (d == 0) {
+                float *ml = ml_all + ((int64_t)h * nsplit + split) * 2;
+                ml[0] = m_s[g];
+                ml[1] = l_s[g];
+            }
+        }
+    }
+    if (active > 1) { /* the last block of this KV head merges the splits */
+        __threadfence();
+        sync.sync();
+        if (tid == 0) {
+            const int ticket = atomicAdd(&counters[kvh], 1);
+            *flag = ticket == active - 1;
+            if (*flag) counters[kvh] = 0; /* every split has arrived: ready for the next launch */
+        }
+        sync.sync();
+        if (*flag) {
+            __threadfence();
+            /* the splits' (m, l) into shared memory at once (the ring is free), each head's max
+             * and weights exp(m - M) once (a warp a head); then each thread sums four outputs over
+             * a contiguous range of splits (eight 16-byte loads in flight), and the ranges are
+             * added in order: the same order every time */
+            constexpr int E4 = G * HD / 4, PARTS = AD_THREADS / E4;
+            float *wsp = reinterpret_cast<float *>(smem), *lsp = wsp + G * AD_MAX_SPLITS;
+            float *Lh = lsp + G * AD_MAX_SPLITS;
+            float4 *red4 = reinterpret_cast<float4 *>(Lh + 16); /* [PARTS][E4] */
+            for (int i = tid; i < G * active; i += AD_THREADS) {
+                const int g = i / active, sp = i % active;
+                const float *ml = ml_all + ((int64_t)(kvh * G + g) * nsplit + sp) * 2;
+                wsp[g * AD_MAX_SPLITS + sp] = __ldcg(ml);
+                lsp[g * AD_MAX_SPLITS + sp] = __ldcg(ml + 1);
+            }
+            sync.sync();
+            for (int g = warp; g < G; g += AD_THREADS / 32) {
+                float M = -INFINITY;
+                for (int sp = lane; sp < active; sp += 32) M = fmaxf(M, wsp[g * AD_MAX_SPLITS + sp]);
+                for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+                float Ls = 0.0f;
+                for (int sp = lane; sp < active; sp += 32) {
+                    const float f = expf(wsp[g * AD_MAX_SPLITS + sp] - M);
+                    wsp[g * AD_MAX_SPLITS + sp] = f;
+                    Ls += lsp[g * AD_MAX_SPLITS + sp] * f;
+                }
+                for (int o = 16; o > 0; o >>= 1) Ls += __shfl_xor_sync(0xffffffffu, Ls, o);
+                if (lane == 0) Lh[g] = Ls;
+            }
+            sync.sync();
+            if (tid < E4 * PARTS) {
+                const int q4 = tid % E4, part = tid / E4, g = q4 / (HD / 4);
+                const int sp0 = part * active / PARTS, sp1 = (part + 1) * active / PARTS;
+                const float4 *base = reinterpret_cast<const float4 *>(
+                                         partials + (int64_t)(kvh * G + g) * nsplit * HD) + q4 % (HD / 4);
+                const float *w = wsp + g * AD_MAX_SPLITS;
+                float4 O = make_float4(0.f, 0.f, 0.f, 0.f);
+                for (int sp = sp0; sp < sp1; sp += 8) {
+                    float4 v[8];
+#pragma unroll
+                    for (int u = 0; u < 8; u++)
+                        if (sp + u < sp1) v[u] = __ldcg(base + (int64_t)(sp + u) * (HD / 4));
+#pragma unroll
+                    for (int u = 0; u < 8; u++)
+                        if (sp + u < sp1) {
+                            const float f = w[sp + u];
+                            O.x = fmaf(v[u].x, f, O.x), O.y = fmaf(v[u].y, f, O.y);
+                            O.z = fmaf(v[u].z, f, O.z), O.w = fmaf(v[u].w, f, O.w);
+                        }
+                }
+                red4[part * E4 + q4] = O;
+            }
+            sync.sync();
+            for (int q4 = tid; q4 < E4; q4 += AD_THREADS) {
+                const int g = q4 / (HD / 4), h = kvh * G + g, d = (q4 % (HD / 4)) * 4;
+                float4 O = red4[q4];
+                for (int part = 1; part < PARTS; part++) {
+                    const float4 r = red4[part * E4 + q4];
+                    O.x += r.x, O.y += r.y, O.z += r.z, O.w += r.w;
+                }
+                const float L = Lh[g];
+                bf16 *o = out + (int64_t)h * HD + d;
+                o[0] = __float2bfloat16_rn(O.x / L);
+                o[1] = __float2bfloat16_rn(O.y / L);
+                o[2] = __float2bfloat16_rn(O.z / L);
+                o[3] = __float2bfloat16_rn(O.w / L);
+            }
+        }
+    }
+    return active == 1 || *flag;
+}
+
+} // namespace qmm_llm
+
+#endif
