@@ -43,7 +43,7 @@ struct llm_persistent {
     float *partials;   /* [ctas][2][128] */
     unsigned *rb_count, *done;
     unsigned *first;   /* device [5][ctas + 1] (decode_persistent.cuh) */
-    int ctas, stages, rb_stride, nsplit;
+    int ctas, rb_stride, nsplit;
     size_t smem;
     void (*kernel)(const PdArgs);
     unsigned long long *trace; /* QMM_PD_TRACE builds */
@@ -53,8 +53,8 @@ struct llm_persistent {
 #include <stdio.h>
 #include <algorithm>
 /* Experiment build: the last step's phase stamps, summarised on stderr at session end (the
- * median CTA's wait end, staged input and end, the last CTA's end; µs from the first CTA's
- * start). */
+ * median CTA's wait end, staged input, loop end and end, the last CTA's end, µs from the first
+ * CTA's start; the median time warp 0 waited for full stages). */
 static void pd_trace_dump(const llm_persistent *pd, int L)
 {
     const size_t n = (size_t)pd->ctas * 1024 * 8;
@@ -226,7 +226,6 @@ qmm_status llm_persistent_create(qmm_llm_cuda_session *s)
         for (int cc = 0; cc <= sms; cc++) first[(size_t)w * (sms + 1) + cc] = (unsigned)(P * cc / sms);
     }
     const size_t fixed = (256 + 32 + 128) * 4 + (5 * (size_t)(sms + 1) + 3) / 4 * 16 + (uni + 127) / 128 * 128;
-    pd->stages = PD_STAGES;
     pd->smem = (size_t)PD_STAGES * (PD_PIECE + 16) + fixed;
     if (pd->smem > (size_t)optin)
         return qmm_fail(QMM_ERR_UNSUPPORTED, "the persistent decode step needs %zu bytes of shared "

@@ -1,15 +1,15 @@
 /*
  * The persistent decode step's kernel (decode_persistent.cu has the host side and the design).
- * One CTA a SM: warps 0..15 consume, warp 16 produces.
+ * One CTA a SM: warps 0..15 consume, warps 16 and 17 produce (the even and the odd stages).
  *
- * The producer walks the step's matvec phases in order and copies this CTA's pieces of each
+ * The producers walk the step's matvec phases in order and copy this CTA's pieces of each
  * weight into a ring of shared memory (one bulk copy of the 8 KB of codes, one of the 512 B of
- * scale|bias, completing on the stage's mbarrier). It never waits for activations, only for a
+ * scale|bias, completing on the stage's mbarrier). They never wait for activations, only for a
  * free stage, so the weights of the next phase arrive while the consumers wait for this one.
  *
- * The consumers: the two warp sets (warps 0..7, 8..15) take alternate pieces, warp w the 16-row
- * tile w % 8 of each (one m16n8k16 chain of 8 mma on the codes as 128 + q, the staged
- * activations as B); a unit's sums of the two sets are added in set order at its end.
+ * The consumers: the two warp sets (warps 0..7, 8..15) take the even and the odd stages, warp w
+ * the 16-row tile w % 8 of each piece (two chains of 4 m16n8k16 mma on the codes as 128 + q, the
+ * staged activations as B); a unit's sums of the two sets are added in set order at its end.
  */
 #ifndef QMM_LLM_DECODE_PERSISTENT_CUH
 #define QMM_LLM_DECODE_PERSISTENT_CUH
