@@ -70,7 +70,9 @@ static void pd_trace_dump(const llm_persistent *pd, int L)
         for (int c = 0; c < pd->ctas; c++) {
             const unsigned long long *r = &t[((size_t)c * 1024 + ph) * 8];
             if (!r[0] || r[0] < t0) continue;
-            w.push_back((r[1] - t0) / 1e3), st.push_back((r[2] - t0) / 1e3), e.push_back((r[3] - t0) / 1e3);
+            /* the attention phase has no staging: its column stays 0 */
+            w.push_back((r[1] - t0) / 1e3), st.push_back(r[2] > t0 ? (r[2] - t0) / 1e3 : 0.0);
+            e.push_back((r[3] - t0) / 1e3);
             le.push_back(r[4] > t0 ? (r[4] - t0) / 1e3 : 0.0), fw.push_back(r[5] / 1e3);
         }
         if (e.empty()) continue;
