@@ -158,11 +158,7 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
     p.ldc = c->vocab_size;
     if ((q = mv(s, p, s->head, between))) return q;
     llm_mark(prof, st, "lm head matmul");
-    QMM_CUDA_TRY(launch_argmax_partial(s->logits, c->vocab_size, s->pair_v, s->pair_i, st,
-                                       llm_launch_as(s, &ln, "argmax", 2.0 * (double)c->vocab_size)));
-    QMM_CUDA_TRY(launch_argmax_finish(s->pair_v, s->pair_i, s->npairs, s->d_tokens, s->d_pos, 1,
-                                      s->d_err, st,
-                                      llm_launch_as(s, &ln, "argmax", 8.0 * s->npairs)));
+    QMM_CUDA_TRY(llm_launch_argmax(s, 1));
     llm_mark(prof, st, "argmax");
     return QMM_OK;
 }

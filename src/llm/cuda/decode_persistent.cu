@@ -270,7 +270,6 @@ qmm_status llm_cuda_decode_persistent(qmm_llm_cuda_session *s, llm_prof *prof)
     const qmm_llm_config *c = &s->cfg;
     const llm_persistent *pd = s->pd;
     cudaStream_t st = s->stream;
-    llm_launch ln;
     llm_mark(prof, st, "start");
     QMM_CUDA_TRY(launch_embed(s->embed, s->d_tokens, s->d_pos, 1, s->x, s->d_err, st));
     llm_mark(prof, st, "embedding");
@@ -311,11 +310,7 @@ qmm_status llm_cuda_decode_persistent(qmm_llm_cuda_session *s, llm_prof *prof)
     QMM_CUDA_TRY(cudaLaunchKernelEx(&cfg, pd->kernel, a));
     llm_mark(prof, st, "persistent step (all layers, lm head)");
 
-    QMM_CUDA_TRY(launch_argmax_partial(s->logits, c->vocab_size, s->pair_v, s->pair_i, st,
-                                       llm_launch_as(s, &ln, "argmax", 2.0 * (double)c->vocab_size)));
-    QMM_CUDA_TRY(launch_argmax_finish(s->pair_v, s->pair_i, s->npairs, s->d_tokens, s->d_pos, 1,
-                                      s->d_err, st,
-                                      llm_launch_as(s, &ln, "argmax", 8.0 * s->npairs)));
+    QMM_CUDA_TRY(llm_launch_argmax(s, 1));
     llm_mark(prof, st, "argmax");
     return QMM_OK;
 }

@@ -111,14 +111,18 @@ __device__ __forceinline__ void pd_stamp(unsigned long long *, int, int) {}
 __device__ __forceinline__ void pd_stamp_add(unsigned long long *, int, int, unsigned long long) {}
 #endif
 
-/* Consumer thread 0 waits for *p >= target (a bug would hang the step: trap after 30 s). */
+/* One thread spins until *p >= target (acquire); a bug would hang the step: trap after 30 s. */
+__device__ __forceinline__ void pd_spin_until(const unsigned *p, unsigned target)
+{
+    const unsigned long long t0 = global_ns();
+    for (unsigned i = 0; pd_ld_acquire(p) < target; i++)
+        if ((i & 1023u) == 1023u && global_ns() - t0 > 30000000000ull) asm volatile("trap;");
+}
+
+/* Consumer thread 0 waits for *p >= target, then the consumers' barrier. */
 __device__ __forceinline__ void pd_wait_count(const unsigned *p, unsigned target)
 {
-    if (threadIdx.x == 0) {
-        const unsigned long long t0 = global_ns();
-        for (unsigned i = 0; pd_ld_acquire(p) < target; i++)
-            if ((i & 1023u) == 1023u && global_ns() - t0 > 30000000000ull) asm volatile("trap;");
-    }
+    if (threadIdx.x == 0) pd_spin_until(p, target);
     qmm::named_barrier(1, PD_CONSUMERS);
 }
 
@@ -397,9 +401,7 @@ __device__ void pd_fixup(const PdArgs &a, const PdMatrix &M, const unsigned *fir
     if (tid == 0) {
         unsigned others = 0;
         for (int cc = c0; cc < cta; cc++) others += first[cc] < first[cc + 1];
-        const unsigned long long t0 = global_ns();
-        for (unsigned i = 0; pd_ld_acquire(cnt) < others; i++)
-            if ((i & 1023u) == 1023u && global_ns() - t0 > 30000000000ull) asm volatile("trap;");
+        pd_spin_until(cnt, others);
         *cnt = 0; /* every part arrived: ready for the next step */
     }
     qmm::named_barrier(1, PD_CONSUMERS);
@@ -495,11 +497,7 @@ struct PdAttnSync {
     __device__ void sync() const { qmm::named_barrier(2, 256); }
     __device__ void wait() const
     {
-        if (threadIdx.x == 0) {
-            const unsigned long long t0 = global_ns();
-            for (unsigned i = 0; pd_ld_acquire(done) < target; i++)
-                if ((i & 1023u) == 1023u && global_ns() - t0 > 30000000000ull) asm volatile("trap;");
-        }
+        if (threadIdx.x == 0) pd_spin_until(done, target);
     }
 };
 

@@ -53,6 +53,18 @@ const qmm_llm::llm_launch *llm_launch_as(qmm_llm_cuda_session *s, qmm_llm::llm_l
 /* c[m, N] = a[m, K] · Wᵀ. split-K off: the same plan with the split held at 1 (AUTO with
  * split = 1), so the control differs from the default only by the split. name: the family in
  * the in-graph profile. */
+/* The greedy token of the logits (two-stage argmax); the position advances by m. */
+cudaError_t llm_launch_argmax(qmm_llm_cuda_session *s, int m)
+{
+    qmm_llm::llm_launch ln;
+    const int64_t V = s->cfg.vocab_size;
+    cudaError_t e = launch_argmax_partial(s->logits, V, s->pair_v, s->pair_i, s->stream,
+                                          llm_launch_as(s, &ln, "argmax", 2.0 * (double)V));
+    if (e != cudaSuccess) return e;
+    return launch_argmax_finish(s->pair_v, s->pair_i, s->npairs, s->d_tokens, s->d_pos, m, s->d_err,
+                                s->stream, llm_launch_as(s, &ln, "argmax", 8.0 * s->npairs));
+}
+
 void llm_note_matmul(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w, const char *name)
 {
     if (!s->splan) return;
@@ -127,7 +139,6 @@ static cudaError_t add_norm(qmm_llm_cuda_session *s, const bf16 *proj, const flo
 
 qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof *prof)
 {
-    const qmm_llm_config *c = &s->cfg;
     const auto [H, hd, heads, kvh, L, I, eps, layer_cache, attn_bytes] = llm_dims_of(s);
     const bool fused_attention = m == 1 && !s->attention_ref;
     /* bytes for the in-graph profile (decode: one row) */
@@ -225,10 +236,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
             Q_TRY(llm_tp_gather_logits(s));
             llm_mark(prof, st, "all-gather");
         }
-        K_TRY(launch_argmax_partial(s->logits, c->vocab_size, s->pair_v, s->pair_i, st,
-                                    llm_launch_as(s, &ln, "argmax", 2.0 * (double)c->vocab_size)));
-        K_TRY(launch_argmax_finish(s->pair_v, s->pair_i, s->npairs, s->d_tokens, s->d_pos, m,
-                                   s->d_err, st, llm_launch_as(s, &ln, "argmax", 8.0 * s->npairs)));
+        K_TRY(llm_launch_argmax(s, m));
         llm_mark(prof, st, "argmax");
     } else {
         K_TRY(launch_advance(s->d_pos, m, st));

@@ -195,6 +195,9 @@ void llm_mark(llm_prof *p, cudaStream_t stream, const char *name);
 const qmm_llm::llm_launch *llm_launch_as(qmm_llm_cuda_session *s, qmm_llm::llm_launch *ln, const char *name,
                                 double bytes);
 void llm_note_matmul(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w, const char *name);
+/* The final forward's greedy token (two-stage argmax, launched as llm_launch_as says); the device
+ * position advances by m. */
+cudaError_t llm_launch_argmax(qmm_llm_cuda_session *s, int m);
 
 /* Wait for the session's stream; under tensor parallelism with the collectives' timeout. */
 qmm_status llm_sync(qmm_llm_cuda_session *s);
