@@ -3,10 +3,12 @@
  * KV-cache append, and split-KV (flash-decoding) attention whose splits are merged in a fixed
  * order by the last block of each KV head (no second launch).
  *
- * Grid (kv_heads, nsplit), 256 threads. nsplit is fixed when the graph is captured (it fills the
- * GPU at the longest context); at run time the position decides how many splits do work: up to
- * AD_SINGLE positions one block per KV head (no merge), beyond that splits of whole 64-row tiles,
- * at most nsplit of them. Idle blocks exit at once.
+ * Grid (kv_heads, max(nsplit, G)), 256 threads (G query heads a KV head). nsplit is fixed when
+ * the graph is captured (it fills the GPU at the longest context); at run time the position
+ * decides how many splits do work: up to AD_SINGLE positions one block per query head (no merge;
+ * the block chain is the latency there, bench/NOTES.md row 90), beyond that splits of whole
+ * 64-row tiles, at most nsplit of them, each for the G heads of its KV head. Idle blocks exit at
+ * once.
  *
  * A block streams its rows through shared memory in tiles of AD_T positions with a cp.async ring
  * of AD_STAGES tiles. Rows before the new position are already in the cache (written by earlier
@@ -33,7 +35,8 @@ struct AdBlockSync {
     __device__ void wait() const { pdl_wait_trigger(stamp); }
 };
 
-// Grid (kv_heads, nsplit): block (x, y) is KV head x's split y (attention_decode_block.cuh).
+// Grid (kv_heads, max(nsplit, G)): block (x, y) is KV head x's split y, or its query head y
+// while the context is one split (attention_decode_block.cuh).
 template <int HD, int G>
 __global__ void __launch_bounds__(AD_THREADS)
     attn_decode_fused_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
@@ -47,9 +50,9 @@ __global__ void __launch_bounds__(AD_THREADS)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     stamp_start(stamp);
-    attn_decode_block<HD, G>(q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq, nsplit, kc, vc,
-                             partials, counters, out, blockIdx.x, blockIdx.y, gridDim.x, smem,
-                             AdBlockSync{stamp});
+    attn_decode_block<HD, G, AdBlockSync, true>(q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq,
+                                                nsplit, kc, vc, partials, counters, out, blockIdx.x,
+                                                blockIdx.y, gridDim.x, smem, AdBlockSync{stamp});
     __syncthreads();
     stamp_end(stamp);
 }
@@ -79,9 +82,11 @@ static cudaError_t launch_fused_inst(int kv_heads, int nsplit, const bf16 *q, co
     static int opted[64]; /* per device: the opt-in above 48 KB of shared memory is made */
     cudaError_t e = llm_opt_in_smem(attn_decode_fused_kernel<HD, G>, bytes, opted);
     if (e != cudaSuccess) return e;
-    e = llm_launch_kernel(attn_decode_fused_kernel<HD, G>, dim3(kv_heads, nsplit), dim3(AD_THREADS),
-                          bytes, stream, ln, q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq,
-                          nsplit, kc, vc, partials, counters, out, stamp_of(ln));
+    /* at least G blocks a KV head: one a query head while the context is one split */
+    const dim3 grid(kv_heads, nsplit > G ? nsplit : G);
+    e = llm_launch_kernel(attn_decode_fused_kernel<HD, G>, grid, dim3(AD_THREADS), bytes, stream, ln,
+                          q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq, nsplit, kc, vc, partials,
+                          counters, out, stamp_of(ln));
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

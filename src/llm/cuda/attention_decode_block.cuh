@@ -15,7 +15,7 @@
 
 namespace qmm_llm {
 
-constexpr int AD_T = 64, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = AD_T, AD_MAX_SPLITS = 64;
+constexpr int AD_T = 64, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = 2 * AD_T, AD_MAX_SPLITS = 64;
 
 __device__ __forceinline__ void ad_cp16(void *smem, const void *gmem, bool valid)
 {
@@ -65,7 +65,12 @@ struct ad_layout {
 // q [heads*HD], k, v [kv_heads*HD] (this row's projections); qw, kw [HD]; cos_t, sin_t
 // [max_seq, HD/2]; kc, vc the layer's cache [kv_heads, max_seq, HD]; partials heads·nsplit·(HD + 2)
 // floats (outputs, then (m, l) pairs); counters [kv_heads] (zero between launches); out [heads*HD].
-template <int HD, int G, class Sync>
+//
+// ONE_HEAD: with a single split (len <= AD_SINGLE), blocks split = 0..G-1 take one query head of
+// the group each (block 0 appends the new K/V row): the same result, a G-th of the block's
+// chain (scores, softmax, P·V) on G times the SMs. The caller launches max(nsplit, G) blocks a KV
+// head and expects G writers a KV head at short contexts.
+template <int HD, int G, class Sync, bool ONE_HEAD = false>
 __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                              const bf16 *__restrict__ v, const bf16 *__restrict__ qw,
                              const bf16 *__restrict__ kw, const float *__restrict__ cos_t,
@@ -74,7 +79,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
                              bf16 *__restrict__ kc, bf16 *__restrict__ vc,
                              float *__restrict__ partials, int *__restrict__ counters,
                              bf16 *__restrict__ out, int kvh, int split, int kv_heads,
-                             unsigned char *smem, Sync sync)
+                             unsigned char *smem, Sync sync, bool append = true)
 {
     using L = ad_layout<HD, G>;
     constexpr int HALF = HD / 2, CPR = HD / 8; /* 16-byte pieces per row */
@@ -96,6 +101,16 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
     int64_t chunk;
     int active;
     ad_split(len, nsplit, &chunk, &active);
+    if constexpr (ONE_HEAD && G > 1) {
+        if (active == 1) {
+            if (split >= G) return false;
+            /* query head kvh·G + split as the head of a group of one (q and out shifted) */
+            const int64_t shift = ((int64_t)kvh * (G - 1) + split) * HD;
+            return attn_decode_block<HD, 1, Sync>(q + shift, k, v, qw, kw, cos_t, sin_t, eps, pos,
+                                                  max_seq, 1, kc, vc, partials, counters, out + shift,
+                                                  kvh, 0, kv_heads, smem, sync, split == 0);
+        }
+    }
     if (split >= active) return false;
     const int64_t start = (int64_t)split * chunk, end = min(len, start + chunk);
     const int ntiles = (int)((end - start + AD_T - 1) / AD_T);
@@ -143,7 +158,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
         for (int d = tid; d < HD; d += AD_THREADS) {
             bf16 x = v[(int64_t)kvh * HD + d];
             newv[d] = x;
-            vc[((int64_t)kvh * max_seq + p) * HD + d] = x;
+            if (append) vc[((int64_t)kvh * max_seq + p) * HD + d] = x;
         }
     for (int g = warp; g < nh; g += AD_THREADS / 32) {
         constexpr int U = HD / 32;
@@ -172,9 +187,11 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             } else {
                 newk[j] = oa;
                 newk[j + HALF] = ob;
-                bf16 *ko = kc + ((int64_t)kvh * max_seq + p) * HD;
-                ko[j] = oa;
-                ko[j + HALF] = ob;
+                if (append) {
+                    bf16 *ko = kc + ((int64_t)kvh * max_seq + p) * HD;
+                    ko[j] = oa;
+                    ko[j + HALF] = ob;
+                }
             }
         }
     }
@@ -321,24 +338,36 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
         }
     }
     if (active > 1) { /* the last block of this KV head merges the splits */
-        __threadfence();
-        sync.sync();
+        sync.sync(); /* the block's partials are written */
         if (tid == 0) {
-            const int ticket = atomicAdd(&counters[kvh], 1);
-            *flag = ticket == active - 1;
+            /* release: this block's partials (ordered before it by the barrier) are visible
+             * before its ticket; acquire: the last block sees every split's */
+            unsigned *counter = reinterpret_cast<unsigned *>(&counters[kvh]);
+            const unsigned ticket = qmm::atom_add_acq_rel_gpu(counter, 1u);
+            *flag = (int)ticket == active - 1;
             if (*flag) counters[kvh] = 0; /* every split has arrived: ready for the next launch */
         }
         sync.sync();
         if (*flag) {
-            __threadfence();
-            /* the splits' (m, l) into shared memory at once (the ring is free), each head's max
-             * and weights exp(m - M) once (a warp a head); then each thread sums four outputs over
-             * a contiguous range of splits (eight 16-byte loads in flight), and the ranges are
-             * added in order: the same order every time */
+            /* each thread sums four outputs over a contiguous range of splits, eight 16-byte
+             * loads in flight, and the ranges are added in order: the same order every time.
+             * Its first eight outputs are requested with the splits' (m, l), before the
+             * weights exp(m - M) are known (one round trip, not two); the (m, l) go to shared
+             * memory (the ring is free) and each head's max and weights are computed once (a
+             * warp a head). */
             constexpr int E4 = G * HD / 4, PARTS = AD_THREADS / E4;
             float *wsp = reinterpret_cast<float *>(smem), *lsp = wsp + G * AD_MAX_SPLITS;
             float *Lh = lsp + G * AD_MAX_SPLITS;
             float4 *red4 = reinterpret_cast<float4 *>(Lh + 16); /* [PARTS][E4] */
+            const int q4 = tid % E4, part = tid / E4, gq = q4 / (HD / 4);
+            const int sp0 = part * active / PARTS, sp1 = (part + 1) * active / PARTS;
+            const float4 *base = reinterpret_cast<const float4 *>(
+                                     partials + (int64_t)(kvh * G + gq) * nsplit * HD) + q4 % (HD / 4);
+            float4 v[8];
+            if (tid < E4 * PARTS)
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    if (sp0 + u < sp1) v[u] = __ldcg(base + (int64_t)(sp0 + u) * (HD / 4));
             for (int i = tid; i < G * active; i += AD_THREADS) {
                 const int g = i / active, sp = i % active;
                 const float *ml = ml_all + ((int64_t)(kvh * G + g) * nsplit + sp) * 2;
@@ -361,17 +390,13 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             }
             sync.sync();
             if (tid < E4 * PARTS) {
-                const int q4 = tid % E4, part = tid / E4, g = q4 / (HD / 4);
-                const int sp0 = part * active / PARTS, sp1 = (part + 1) * active / PARTS;
-                const float4 *base = reinterpret_cast<const float4 *>(
-                                         partials + (int64_t)(kvh * G + g) * nsplit * HD) + q4 % (HD / 4);
-                const float *w = wsp + g * AD_MAX_SPLITS;
+                const float *w = wsp + gq * AD_MAX_SPLITS;
                 float4 O = make_float4(0.f, 0.f, 0.f, 0.f);
                 for (int sp = sp0; sp < sp1; sp += 8) {
-                    float4 v[8];
+                    if (sp > sp0)
 #pragma unroll
-                    for (int u = 0; u < 8; u++)
-                        if (sp + u < sp1) v[u] = __ldcg(base + (int64_t)(sp + u) * (HD / 4));
+                        for (int u = 0; u < 8; u++)
+                            if (sp + u < sp1) v[u] = __ldcg(base + (int64_t)(sp + u) * (HD / 4));
 #pragma unroll
                     for (int u = 0; u < 8; u++)
                         if (sp + u < sp1) {
@@ -383,11 +408,11 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
                 red4[part * E4 + q4] = O;
             }
             sync.sync();
-            for (int q4 = tid; q4 < E4; q4 += AD_THREADS) {
-                const int g = q4 / (HD / 4), h = kvh * G + g, d = (q4 % (HD / 4)) * 4;
-                float4 O = red4[q4];
-                for (int part = 1; part < PARTS; part++) {
-                    const float4 r = red4[part * E4 + q4];
+            for (int e = tid; e < E4; e += AD_THREADS) {
+                const int g = e / (HD / 4), h = kvh * G + g, d = (e % (HD / 4)) * 4;
+                float4 O = red4[e];
+                for (int pr = 1; pr < PARTS; pr++) {
+                    const float4 r = red4[pr * E4 + e];
                     O.x += r.x, O.y += r.y, O.z += r.z, O.w += r.w;
                 }
                 const float L = Lh[g];

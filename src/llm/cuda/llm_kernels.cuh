@@ -96,8 +96,8 @@ int attention_supported(int hd, int group);
  * (q [heads*hd]) and the new k (k [kv_heads*hd]) are RMS-normalised (qw, kw [hd]) and rotated
  * (cos_t/sin_t [max_seq, hd/2]) as launch_qk_norm_rope does; k and v (v [kv_heads*hd]) are
  * written to kc, vc [kv_heads, max_seq, hd] at p; out [heads*hd] = softmax(q·k / sqrt(hd)) · v
- * over positions 0..p. Grid (kv_heads, nsplit): up to 128 positions one block per KV head, beyond
- * that splits of >= 64 rows, merged by the last block of each KV head (partials
+ * over positions 0..p. Grid (kv_heads, max(nsplit, heads/kv_heads)): up to 128 positions one
+ * block per query head, beyond that splits of >= 64 rows, merged by the last block of each KV head (partials
  * [heads, nsplit, hd + 2]; counters [kv_heads], zero before the first launch and after every
  * launch). hd 64 or 128, heads/kv_heads in {1, 2, 4, 8}, nsplit in [1, 64]. */
 cudaError_t launch_attention_decode_fused(
