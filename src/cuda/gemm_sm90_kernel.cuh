@@ -12,6 +12,18 @@
 
 namespace qmm {
 
+/* A consumer warp releases a stage by lane 0's arrive after a __syncwarp (4 arrivals a
+ * warpgroup). The diagnostic build -DQMM_SM90_ALL_LANES_ARRIVE has every lane arrive instead, so
+ * that compute-sanitizer's racecheck, which does not see the __syncwarp (a NOP in SASS), sees each
+ * reading lane's own release (bench/results/2026-12-02-session11/racecheck-analysis.md). */
+#ifdef QMM_SM90_ALL_LANES_ARRIVE
+#define SM90_EMPTY_ARRIVALS 128
+#define SM90_ARRIVING_LANE true
+#else
+#define SM90_EMPTY_ARRIVALS 4
+#define SM90_ARRIVING_LANE (lane == 0)
+#endif
+
 __device__ __forceinline__ uint4 lds128(const uint32_t *p)
 {
     uint4 v;
@@ -114,7 +126,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(&full[s], 1); /* lane 0's expect_tx; the copies complete the bytes */
-            mbar_init(&empty[s], 4 * WG);
+            mbar_init(&empty[s], SM90_EMPTY_ARRIVALS * WG);
         }
         if (args.cluster > 1) mbar_init(cl_ready, args.cluster - 1), mbar_init(cl_recv, 1);
         mbar_fence_init();
@@ -493,7 +505,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
 #pragma unroll
                 for (int i = 0; i < 4; i++) fence_reg(nxt.a[kk][i]);
             __syncwarp();
-            if (pending >= 0 && lane == 0) mbar_arrive(&empty[pending]);
+            if (pending >= 0 && SM90_ARRIVING_LANE) mbar_arrive(&empty[pending]);
             pending = done;
             if (it + 1 < end) prepare(nxt, s, phase);
             return;
@@ -511,7 +523,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
 #pragma unroll
             for (int i = 0; i < 4; i++) fence_reg(cur.a[kk][i]);
         __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[done]);
+        if (SM90_ARRIVING_LANE) mbar_arrive(&empty[done]);
     };
     /* The loop segment by segment, the segment's end once after its k-blocks: inlined into
      * each step (as it was), the rarely run epilogue split the hot loop ~64 KB apart and a third
@@ -532,7 +544,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
 #pragma unroll
                 for (int i = 0; i < TN / 2; i++) fence_reg(accs[u][i]);
             __syncwarp();
-            if (lane == 0) mbar_arrive(&empty[pending]);
+            if (SM90_ARRIVING_LANE) mbar_arrive(&empty[pending]);
             pending = -1;
         }
         SM90_TRACE(tr[SM90_TR_C_LOOP_DONE] = clock64() - t_entry);
