@@ -67,9 +67,9 @@ struct ad_layout {
 // floats (outputs, then (m, l) pairs); counters [kv_heads] (zero between launches); out [heads*HD].
 //
 // ONE_HEAD: with a single split (len <= AD_SINGLE), blocks split = 0..G-1 take one query head of
-// the group each (block 0 appends the new K/V row): the same result, a G-th of the block's
-// chain (scores, softmax, P·V) on G times the SMs. The caller launches max(nsplit, G) blocks a KV
-// head and expects G writers a KV head at short contexts.
+// the group each (block 0 appends the new K/V row): each head's arithmetic as in the block of G
+// heads, a G-th of the block's chain (scores, softmax, P·V) on G times the SMs. The caller
+// launches max(nsplit, G) blocks a KV head and expects G writers a KV head at short contexts.
 template <int HD, int G, class Sync, bool ONE_HEAD = false>
 __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                              const bf16 *__restrict__ v, const bf16 *__restrict__ qw,
