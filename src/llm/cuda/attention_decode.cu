@@ -13,32 +13,83 @@
  * A block streams its rows through shared memory in tiles of AD_T positions with a cp.async ring
  * of AD_STAGES tiles. Rows before the new position are already in the cache (written by earlier
  * forwards), so the first tiles are requested before pdl_wait(): they arrive while the q|k|v
- * projection finishes. Per tile: scores (8 lanes per row, 16-byte loads, 3 shuffles), an online
- * softmax per query head (one warp each), then P·V with each thread owning two dims of every
- * head over a quarter of the rows. The new row never comes from the cache: rows at or past the
- * new position are zero-filled and the block that owns the position patches its K and V into
- * the tile from registers (that block also writes them to the cache).
+ * projection finishes. Per tile, on the tensor cores with the G heads as the mma's columns:
+ * scores K·qᵀ (four warps of 16 rows), an online softmax per query head (one warp each, fp32),
+ * then Vᵀ·Pᵀ with P as bf16 hi + lo (a warp per 16 dims; attention_decode_block.cuh). The
+ * per-thread fp32 version before it took 2 µs a tile for one head, 4–5 µs for four (the
+ * phases of the -DQMM_AD_TRACE build, bench/NOTES.md row 93). The new row never comes from the
+ * cache: rows at or past the new position are zero-filled and the block that owns the position
+ * patches its K and V into the tile from registers (that block also writes them to the cache).
  *
- * Numerics as llm_head_norm_rope / llm_attend_row (fp32; q, k rounded to bf16 after RoPE; no
- * contractions in the norm and rotation); the sums run in another order, so results agree within
- * rounding, not bitwise. The merge order is fixed: the same inputs give the same bits.
+ * Numerics as llm_head_norm_rope / llm_attend_row (fp32; q, k rounded to bf16 after RoPE, so
+ * their products are exact in the mma; no contractions in the norm and rotation; P·V to ~2^-16 of
+ * fp32 by the hi + lo split); the sums run in another order, so results agree within rounding,
+ * not bitwise. The merge order is fixed: the same inputs give the same bits.
  */
 #include "llm/cuda/attention_decode_block.cuh"
 #include "llm/cuda/pdl.cuh"
+#ifdef QMM_AD_TRACE
+#include <stdio.h>
+#include <algorithm>
+#include <vector>
+#endif
 
 namespace qmm_llm {
+
+#ifdef QMM_AD_TRACE
+/* Experiment build: the phases of every block of the last launch, µs after the first block's
+ * entry: 0 entry, 1 dependency wait done, 2 first tile landed, 3 tiles done, 4 partials written,
+ * 5 ticket taken, 6 the merge's (m, l) loaded, 7 end. */
+constexpr int AD_TRACE_BLOCKS = 4096;
+__device__ unsigned long long ad_trace[AD_TRACE_BLOCKS * 8];
+__device__ __forceinline__ unsigned long long ad_now()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+void attention_decode_trace_print(void)
+{
+    std::vector<unsigned long long> t(AD_TRACE_BLOCKS * 8);
+    if (cudaMemcpyFromSymbol(t.data(), ad_trace, t.size() * 8) != cudaSuccess) return;
+    unsigned long long t0 = ~0ull;
+    for (int b = 0; b < AD_TRACE_BLOCKS; b++)
+        if (t[b * 8]) t0 = std::min(t0, t[b * 8]);
+    static const char *name[8] = {"entry",    "wait done", "tile 0",   "tiles done",
+                                  "partials", "ticket",    "merge ml", "end"};
+    fprintf(stderr, "ad_trace (us after the first entry; blocks that reached the phase)\n");
+    for (int i = 0; i < 8; i++) {
+        std::vector<double> v;
+        for (int b = 0; b < AD_TRACE_BLOCKS; b++)
+            if (t[b * 8] && t[b * 8 + i] >= t0) v.push_back((t[b * 8 + i] - t0) * 1e-3);
+        if (v.empty()) continue;
+        std::sort(v.begin(), v.end());
+        fprintf(stderr, "  %-10s n %4zu  min %6.2f  p10 %6.2f  med %6.2f  p90 %6.2f  max %6.2f\n",
+                name[i], v.size(), v[0], v[v.size() / 10], v[v.size() / 2], v[v.size() * 9 / 10],
+                v.back());
+    }
+}
+#endif
 
 /* The kernel's barrier and dependency wait (PDL; a no-op in a plain launch). */
 struct AdBlockSync {
     unsigned long long *stamp;
     __device__ void sync() const { __syncthreads(); }
     __device__ void wait() const { pdl_wait_trigger(stamp); }
+#ifdef QMM_AD_TRACE
+    __device__ void phase(int i) const
+    {
+        const unsigned b = blockIdx.y * gridDim.x + blockIdx.x;
+        if (threadIdx.x == 0 && b < AD_TRACE_BLOCKS) ad_trace[b * 8 + i] = ad_now();
+    }
+#endif
 };
 
 // Grid (kv_heads, max(nsplit, G)): block (x, y) is KV head x's split y, or its query head y
-// while the context is one split (attention_decode_block.cuh).
+// while the context is one split (attention_decode_block.cuh). Three blocks a SM, as many as
+// the shared memory holds (80 registers, no spills; uncapped, the mma version took 112).
 template <int HD, int G>
-__global__ void __launch_bounds__(AD_THREADS)
+__global__ void __launch_bounds__(AD_THREADS, 3)
     attn_decode_fused_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                              const bf16 *__restrict__ v, const bf16 *__restrict__ qw,
                              const bf16 *__restrict__ kw, const float *__restrict__ cos_t,
@@ -50,6 +101,15 @@ __global__ void __launch_bounds__(AD_THREADS)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     stamp_start(stamp);
+#ifdef QMM_AD_TRACE
+    {
+        const unsigned b = blockIdx.y * gridDim.x + blockIdx.x;
+        if (threadIdx.x == 0 && b < AD_TRACE_BLOCKS) {
+            ad_trace[b * 8] = ad_now();
+            for (int i = 1; i < 8; i++) ad_trace[b * 8 + i] = 0;
+        }
+    }
+#endif
     attn_decode_block<HD, G, AdBlockSync, true>(q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq,
                                                 nsplit, kc, vc, partials, counters, out, blockIdx.x,
                                                 blockIdx.y, gridDim.x, smem, AdBlockSync{stamp});

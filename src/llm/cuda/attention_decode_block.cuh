@@ -12,10 +12,19 @@
 #include <math.h>
 
 #include "llm/cuda/llm_kernels.cuh"
+#include "llm/cuda/mma_sync.cuh"
 
 namespace qmm_llm {
 
 constexpr int AD_T = 64, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = 2 * AD_T, AD_MAX_SPLITS = 64;
+
+/* Experiment build -DQMM_AD_TRACE: thread 0 of a block stamps %globaltimer at the phases of the
+ * chain (Sync::phase; attention_decode.cu keeps the last launch's stamps and prints them). */
+#ifdef QMM_AD_TRACE
+#define AD_STAMP(i) sync.phase(i)
+#else
+#define AD_STAMP(i) ((void)0)
+#endif
 
 __device__ __forceinline__ void ad_cp16(void *smem, const void *gmem, bool valid)
 {
@@ -29,6 +38,14 @@ template <int N>
 __device__ __forceinline__ void ad_wait_group()
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Where piece c (16 bytes) of row r of a K or V tile sits: piece c ^ (r & 7) of the row (an XOR
+ * swizzle), so that ldmatrix's eight rows of one piece fall on eight distinct bank groups. */
+template <int HD>
+__device__ __forceinline__ int ad_at(int row, int piece)
+{
+    return row * HD + (piece ^ (row & 7)) * 8;
 }
 
 /* Rows per split and splits with work at len cached positions (host and device agree). */
@@ -48,18 +65,18 @@ __host__ __device__ inline void ad_split(int64_t len, int nsplit, int64_t *chunk
 /* Shared memory of one block, in bytes, and the offsets of its parts. */
 template <int HD, int G>
 struct ad_layout {
-    static constexpr int KV = AD_STAGES * 2 * AD_T * HD * 2; /* [stage][K|V][row][HD] bf16 */
+    static constexpr int KV = AD_STAGES * 2 * AD_T * HD * 2; /* [stage][K|V][row][HD] bf16, ad_at */
     static constexpr int QS = KV;                            /* [G + 1][HD] f32: q heads, new k */
     static constexpr int S = QS + (G + 1) * HD * 4;          /* [G][T] scores */
-    static constexpr int P = S + G * AD_T * 4;               /* [T][G] probabilities */
-    static constexpr int TAB = P + AD_T * G * 4;             /* cos[HD/2] sin[HD/2] wq[HD] wk[HD] */
+    static constexpr int PS = AD_T + 8;                      /* a head's P row (bf16), padded */
+    static constexpr int P = S + G * AD_T * 4;               /* [hi|lo][8][PS] probabilities */
+    static constexpr int TAB = P + 2 * 8 * PS * 2;           /* cos[HD/2] sin[HD/2] wq[HD] wk[HD] */
     static constexpr int ST = TAB + 3 * HD * 4;              /* alpha, m, l [G] */
     static constexpr int NEW = ST + (3 * G * 4 + 15) / 16 * 16; /* new k, v: [2][HD] bf16 */
     static constexpr int FLAG = NEW + 2 * HD * 2;
     static constexpr int BYTES = FLAG + 16;
-    static constexpr int NPG = AD_THREADS / (HD / 2); /* P·V row groups */
-    static_assert(NPG * G * HD * 4 <= KV, "the merge buffer reuses the K/V ring");
-    static_assert((2 * G * AD_MAX_SPLITS + 16) * 4 + AD_THREADS * 16 <= KV, "so does the splits' merge");
+    static_assert((2 * G * AD_MAX_SPLITS + 16) * 4 + AD_THREADS * 16 <= KV,
+                  "the splits' merge reuses the K/V ring");
 };
 
 // q [heads*HD], k, v [kv_heads*HD] (this row's projections); qw, kw [HD]; cos_t, sin_t
@@ -128,7 +145,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             const int64_t r = r0 + rr;
             const bool valid = r < p && r < end; /* row p is patched, rows past end unused */
             const int64_t off = (valid ? r : 0) * HD + col8;
-            const int so = (row0 + rr) * HD + col8;
+            const int so = ad_at<HD>(row0 + rr, col8 / 8);
             ad_cp16(ks + so, Kg + off, valid);
             ad_cp16(vs + so, Vg + off, valid);
         }
@@ -147,6 +164,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
     }
 
     sync.wait();
+    AD_STAMP(1);
     sync.sync(); /* the tables */
 
     /* q heads of this group (and the new k, v when this block owns the position): warp g takes
@@ -196,111 +214,97 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
         }
     }
 
+    /* Per tile on the tensor cores (bf16 mma.sync m16n8k16, fp32 accumulation), the G heads as the
+     * mma's n = 8 columns (heads >= G are zero columns, discarded):
+     *   scores Sᵀ = K·qᵀ: warp w < 4 the rows 16w..16w+15, K by ldmatrix, q's fragments held;
+     *   softmax: warp g < G head g (fp32), P stored as bf16 hi + lo (P = hi + lo to ~2^-16);
+     *   Oᵀ += Vᵀ·Pᵀ (hi, then lo): warp w < HD/16 the dims 16w..16w+15, Vᵀ by ldmatrix.trans.
+     * A lane's D fragment: rows (or dims) g8 and g8 + 8 of its 16, heads 2·t4 and 2·t4 + 1. */
     const float scale = 1.0f / sqrtf((float)HD);
-    constexpr int NPG = L::NPG, RPG = AD_T / NPG;
-    const int c8 = lane & 7, sub = lane >> 3;     /* scores: 8 lanes per row */
-    const int dp = tid % HALF, pg = tid / HALF;   /* P·V: dims 2dp, 2dp+1 of rows pg*RPG.. */
-    float m_run = -INFINITY, l_run = 0.0f;        /* warp g < G: head g's running state */
-    float acc[G][2];
-#pragma unroll
-    for (int g = 0; g < G; g++) acc[g][0] = acc[g][1] = 0.0f;
+    constexpr int MT = AD_T / 16, KSTEPS = HD / 16, DT = HD / 16, PS = L::PS;
+    const int g8 = lane >> 2, t4 = lane & 3, h0 = 2 * t4;
+    bf16 *Ph = reinterpret_cast<bf16 *>(P), *Pl = Ph + 8 * PS;
+    float m_run = -INFINITY, l_run = 0.0f; /* warp g < G: head g's running state */
+    float o[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* warp w < DT: Oᵀ of dims 16w.. */
+    uint32_t qf[KSTEPS][2];                /* warp w < MT: q's B fragments */
 
     for (int t = 0; t < ntiles; t++) {
         ad_wait_group<AD_STAGES - 1>();
         sync.sync(); /* the tile landed; q, new k, v are ready */
+        if (t == 0) {
+            AD_STAMP(2);
+            if (warp < MT) /* q rounded to bf16 after RoPE: exact in bf16 again */
+#pragma unroll
+                for (int kk = 0; kk < KSTEPS; kk++) {
+                    const float *qg = qs + g8 * HD + kk * 16 + h0;
+                    qf[kk][0] = g8 < G ? pack_bf16(qg[0], qg[1]) : 0u;
+                    qf[kk][1] = g8 < G ? pack_bf16(qg[8], qg[9]) : 0u;
+                }
+        }
         bf16 *ks = ring + (size_t)(t % AD_STAGES) * 2 * AD_T * HD, *vs = ks + AD_T * HD;
         const int64_t r0 = start + (int64_t)t * AD_T;
         const int nvalid = (int)min((int64_t)AD_T, end - r0);
         if (owner && p < r0 + AD_T) { /* block-uniform: the new row is in this tile */
             const int row = (int)(p - r0);
             for (int d = tid; d < HD; d += AD_THREADS) {
-                ks[row * HD + d] = newk[d];
-                vs[row * HD + d] = newv[d];
+                ks[ad_at<HD>(row, d / 8) + d % 8] = newk[d];
+                vs[ad_at<HD>(row, d / 8) + d % 8] = newv[d];
             }
             sync.sync();
         }
+        if (warp < MT) {
+            float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            const int j = lane >> 3, row = warp * 16 + (j & 1) * 8 + (lane & 7);
 #pragma unroll
-        for (int pass = 0; pass < AD_T / 32; pass++) {
-            const int row = pass * 32 + warp * 4 + sub;
-            float s[G];
-#pragma unroll
-            for (int g = 0; g < G; g++) s[g] = 0.0f;
-#pragma unroll
-            for (int j = 0; j < HD / 64; j++) {
-                const uint4 kk = *reinterpret_cast<const uint4 *>(ks + row * HD + j * 64 + c8 * 8);
-                const __nv_bfloat162 *k2 = reinterpret_cast<const __nv_bfloat162 *>(&kk);
-                float kf[8];
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float2 f = __bfloat1622float2(k2[e]);
-                    kf[2 * e] = f.x, kf[2 * e + 1] = f.y;
-                }
-#pragma unroll
-                for (int g = 0; g < G; g++) {
-                    const float4 *qv = reinterpret_cast<const float4 *>(qs + g * HD + j * 64 + c8 * 8);
-                    const float4 a = qv[0], b = qv[1];
-                    s[g] = fmaf(a.x, kf[0], s[g]);
-                    s[g] = fmaf(a.y, kf[1], s[g]);
-                    s[g] = fmaf(a.z, kf[2], s[g]);
-                    s[g] = fmaf(a.w, kf[3], s[g]);
-                    s[g] = fmaf(b.x, kf[4], s[g]);
-                    s[g] = fmaf(b.y, kf[5], s[g]);
-                    s[g] = fmaf(b.z, kf[6], s[g]);
-                    s[g] = fmaf(b.w, kf[7], s[g]);
-                }
+            for (int kk = 0; kk < KSTEPS; kk++) {
+                uint32_t a[4];
+                ldsm_x4(a, ks + ad_at<HD>(row, 2 * kk + (j >> 1)));
+                mma_16816(sc, a, qf[kk][0], qf[kk][1]);
             }
-            float mine = 0.0f; /* lane c8 stores head c8's score */
-#pragma unroll
-            for (int g = 0; g < G; g++) {
-                s[g] += __shfl_xor_sync(0xffffffffu, s[g], 1);
-                s[g] += __shfl_xor_sync(0xffffffffu, s[g], 2);
-                s[g] += __shfl_xor_sync(0xffffffffu, s[g], 4);
-                mine = c8 == g ? s[g] : mine;
+            const int ra = warp * 16 + g8, rb = ra + 8;
+            if (h0 < G) {
+                S[h0 * AD_T + ra] = ra < nvalid ? sc[0] * scale : -INFINITY;
+                S[h0 * AD_T + rb] = rb < nvalid ? sc[2] * scale : -INFINITY;
             }
-            if (c8 < G) S[c8 * AD_T + row] = row < nvalid ? mine * scale : -INFINITY;
+            if (h0 + 1 < G) {
+                S[(h0 + 1) * AD_T + ra] = ra < nvalid ? sc[1] * scale : -INFINITY;
+                S[(h0 + 1) * AD_T + rb] = rb < nvalid ? sc[3] * scale : -INFINITY;
+            }
         }
         sync.sync();
         if (warp < G) { /* online softmax of head `warp` over this tile */
             const float a = S[warp * AD_T + lane], b = S[warp * AD_T + lane + 32];
             float mt = fmaxf(a, b);
-            for (int o = 16; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
+            for (int o2 = 16; o2 > 0; o2 >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o2));
             const float mnew = fmaxf(m_run, mt); /* finite: every tile holds a valid row */
             const float pa = expf(a - mnew), pb = expf(b - mnew);
             float ps = pa + pb;
-            for (int o = 16; o > 0; o >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o);
+            for (int o2 = 16; o2 > 0; o2 >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o2);
             const float alpha = expf(m_run - mnew);
             l_run = l_run * alpha + ps;
             m_run = mnew;
-            P[lane * G + warp] = pa;
-            P[(lane + 32) * G + warp] = pb;
+            const bf16 ha = __float2bfloat16_rn(pa), hb = __float2bfloat16_rn(pb);
+            Ph[warp * PS + lane] = ha;
+            Ph[warp * PS + lane + 32] = hb;
+            Pl[warp * PS + lane] = __float2bfloat16_rn(pa - __bfloat162float(ha));
+            Pl[warp * PS + lane + 32] = __float2bfloat16_rn(pb - __bfloat162float(hb));
             if (lane == 0) alpha_s[warp] = alpha;
         }
         sync.sync();
+        if (warp < DT) {
+            const float al0 = h0 < G ? alpha_s[h0] : 0.0f, al1 = h0 + 1 < G ? alpha_s[h0 + 1] : 0.0f;
+            o[0] *= al0, o[1] *= al1, o[2] *= al0, o[3] *= al1;
+            const int j = lane >> 3;
 #pragma unroll
-        for (int g = 0; g < G; g++) {
-            acc[g][0] *= alpha_s[g];
-            acc[g][1] *= alpha_s[g];
-        }
-#pragma unroll 4
-        for (int rr = 0; rr < RPG; rr++) {
-            const int row = pg * RPG + rr;
-            const float2 vv =
-                __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(vs + row * HD + 2 * dp));
-            float pr[G];
-            if constexpr (G % 4 == 0) { /* the row's probabilities in 16-byte loads */
-#pragma unroll
-                for (int g = 0; g < G; g += 4) {
-                    const float4 f = *reinterpret_cast<const float4 *>(P + row * G + g);
-                    pr[g] = f.x, pr[g + 1] = f.y, pr[g + 2] = f.z, pr[g + 3] = f.w;
-                }
-            } else {
-#pragma unroll
-                for (int g = 0; g < G; g++) pr[g] = P[row * G + g];
-            }
-#pragma unroll
-            for (int g = 0; g < G; g++) {
-                acc[g][0] = fmaf(pr[g], vv.x, acc[g][0]);
-                acc[g][1] = fmaf(pr[g], vv.y, acc[g][1]);
+            for (int kk = 0; kk < MT; kk++) {
+                uint32_t a[4];
+                ldsm_x4_trans(a, vs + ad_at<HD>(kk * 16 + (j >> 1) * 8 + (lane & 7), 2 * warp + (j & 1)));
+                const int pr = g8 * PS + kk * 16 + h0;
+                const bool ok = g8 < G;
+                mma_16816(o, a, ok ? *reinterpret_cast<const uint32_t *>(Ph + pr) : 0u,
+                          ok ? *reinterpret_cast<const uint32_t *>(Ph + pr + 8) : 0u);
+                mma_16816(o, a, ok ? *reinterpret_cast<const uint32_t *>(Pl + pr) : 0u,
+                          ok ? *reinterpret_cast<const uint32_t *>(Pl + pr + 8) : 0u);
             }
         }
         sync.sync(); /* the stage, S and P are free again */
@@ -308,37 +312,33 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
         ad_commit();
     }
     ad_wait_group<0>();
-    sync.sync();
-
-    /* merge the row groups in a fixed order (the K/V ring is free now) */
-    float *red = reinterpret_cast<float *>(smem); /* [NPG][G][HD] */
-#pragma unroll
-    for (int g = 0; g < G; g++) {
-        red[(pg * G + g) * HD + 2 * dp] = acc[g][0];
-        red[(pg * G + g) * HD + 2 * dp + 1] = acc[g][1];
-    }
     if (warp < G && lane == 0) {
         m_s[warp] = m_run;
         l_s[warp] = l_run;
     }
     sync.sync();
-    for (int i = tid; i < G * HD; i += AD_THREADS) {
-        const int g = i / HD, d = i % HD, h = kvh * G + g;
-        float o = 0.0f;
-        for (int r = 0; r < NPG; r++) o += red[(r * G + g) * HD + d];
-        if (active == 1) {
-            out[(int64_t)h * HD + d] = __float2bfloat16_rn(o / l_s[g]);
-        } else {
-            partials[((int64_t)h * nsplit + split) * HD + d] = o;
-            if (d == 0) {
-                float *ml = ml_all + ((int64_t)h * nsplit + split) * 2;
-                ml[0] = m_s[g];
-                ml[1] = l_s[g];
+    AD_STAMP(3);
+
+    /* the heads' outputs (one split) or this split's partials and (m, l), from the D fragments */
+    if (warp < DT)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int g = h0 + (e & 1), d = warp * 16 + g8 + (e >> 1) * 8, h = kvh * G + g;
+            if (g >= G) continue;
+            if (active == 1) {
+                out[(int64_t)h * HD + d] = __float2bfloat16_rn(o[e] / l_s[g]);
+            } else {
+                partials[((int64_t)h * nsplit + split) * HD + d] = o[e];
+                if (d == 0) {
+                    float *ml = ml_all + ((int64_t)h * nsplit + split) * 2;
+                    ml[0] = m_s[g];
+                    ml[1] = l_s[g];
+                }
             }
         }
-    }
     if (active > 1) { /* the last block of this KV head merges the splits */
         sync.sync(); /* the block's partials are written */
+        AD_STAMP(4);
         if (tid == 0) {
             /* release: this block's partials (ordered before it by the barrier) are visible
              * before its ticket; acquire: the last block sees every split's */
@@ -348,6 +348,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             if (*flag) counters[kvh] = 0; /* every split has arrived: ready for the next launch */
         }
         sync.sync();
+        AD_STAMP(5);
         if (*flag) {
             /* each thread sums four outputs over a contiguous range of splits, eight 16-byte
              * loads in flight, and the ranges are added in order: the same order every time.
@@ -375,6 +376,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
                 lsp[g * AD_MAX_SPLITS + sp] = __ldcg(ml + 1);
             }
             sync.sync();
+            AD_STAMP(6);
             for (int g = warp; g < G; g += AD_THREADS / 32) {
                 float M = -INFINITY;
                 for (int sp = lane; sp < active; sp += 32) M = fmaxf(M, wsp[g * AD_MAX_SPLITS + sp]);
@@ -424,6 +426,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             }
         }
     }
+    AD_STAMP(7);
     return active == 1 || *flag;
 }
 

@@ -22,19 +22,11 @@
 #include <math.h>
 
 #include "llm/cuda/llm_kernels.cuh"
+#include "llm/cuda/mma_sync.cuh"
 
 namespace qmm_llm {
 
 constexpr int TC_BQ = 64, TC_BK = 64, TC_WARPS = 4;
-
-__device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], uint32_t b0,
-                                          uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 /* 2^x, the hardware's approximation (flush to zero below the normal range: P underflows to 0). */
 __device__ __forceinline__ float ex2(float x)
@@ -42,12 +34,6 @@ __device__ __forceinline__ float ex2(float x)
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
-{
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); /* .x (low half) = lo */
-    return *reinterpret_cast<uint32_t *>(&v);
 }
 
 /* Two consecutive bf16 at p (4-byte aligned) as one register; zero when !ok. */
@@ -62,22 +48,6 @@ __device__ __forceinline__ void tc_cp16(void *smem, const void *gmem, bool valid
     int bytes = valid ? 16 : 0; /* 0: zero-fill, nothing read */
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(bytes)
                  : "memory");
-}
-
-/* Four 8x8 bf16 matrices (lane l gives the row address of matrix l / 8), as stored or transposed. */
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const bf16 *p)
-{
-    unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const bf16 *p)
-{
-    unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
 }
 
 template <int HD> struct tc_layout {

@@ -109,6 +109,9 @@ cudaError_t launch_attention_decode_fused(
 /* The grid's splits for a session of max_seq positions: about two blocks per SM at the longest
  * context, never more than its 64-row tiles, at most 64. */
 int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count);
+#ifdef QMM_AD_TRACE
+void attention_decode_trace_print(void); /* experiment build: attention_decode.cu */
+#endif
 
 /* ---- swiglu_argmax.cu ---- */
 

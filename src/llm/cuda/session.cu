@@ -36,6 +36,9 @@ static qmm_status upload(void *dst, const void *src, size_t bytes)
 
 extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
 {
+#ifdef QMM_AD_TRACE
+    if (s) qmm_llm::attention_decode_trace_print(); /* the last decode attention's phases */
+#endif
     if (!s) return;
     if (s->tp && s->stream && llm_sync(s)) {
         /* aborted (now, after the bounded wait, or before): a collective of the stream may never
