@@ -224,6 +224,7 @@ static void attention_decode_matches_cpu(void)
         /* other groups and head dims (the test checkpoints use hd 64, 2 per KV head) */
         {64, 2, 2, 1, 16, 0},       {64, 2, 2, 700, 1000, 0},   {64, 8, 1, 300, 512, 0},
         {128, 1, 4, 129, 300, 0},   {128, 8, 2, 1000, 1024, 0}, {128, 2, 8, 77, 128, 0},
+        {128, 8, 2, 3000, 4096, 0}, /* 47 splits of eight heads: the merge walks them all */
         {64, 4, 3, 3000, 3000, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_attention_case(&cases[i]);
