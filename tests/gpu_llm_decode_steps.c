@@ -87,27 +87,10 @@ static void fused_attention_matches_reference(void)
         enum { STEPS = 300 };
         test_llm f;
         if (!test_llm_init(&f, synthetic(cfgs[ci]), STEPS)) continue;
-        const int64_t V = f.V;
-        float *a = f.a, *b = f.b;
         qmm_llm_cuda_session *fs = session(f.m, 1000, 1, 1, 0), *rs = session(f.m, 1000, 1, 1, 1);
-        double worst = 0;
-        if (fs && rs) {
-            for (int i = 0; i < STEPS; i++) {
-                int32_t tf, tr;
-                CHECK_OK(qmm_llm_cuda_decode(fs, f.ids[i], a, &tf));
-                CHECK_OK(qmm_llm_cuda_decode(rs, f.ids[i], b, &tr));
-                double err = test_rel_err_f32(a, b, V);
-                if (err > worst) worst = err;
-                /* the reference session runs the unfused step: the fused matvecs' rounding
-                 * (RMSNorm's scale after the matmul) adds to the attention's */
-                CHECKF(err <= 2e-2, "config %d, position %d: fused vs reference rel err %.3g", ci, i,
-                       err);
-                double gap = 0; /* other tokens only as a near tie under the reference logits */
-                CHECKF(tf == tr || test_near_tie(b, V, tf, &gap),
-                       "position %d: tokens %d vs %d, gap %.4g", i, tf, tr, gap);
-            }
-            CHECK(qmm_llm_cuda_position(fs) == STEPS);
-        }
+        /* the reference session runs the unfused step: the fused matvecs' rounding (RMSNorm's
+         * scale after the matmul) adds to the attention's */
+        const double worst = fs && rs ? test_decode_pair(&f, fs, rs, STEPS, 2e-2, "fused", ci) : 0;
         printf("    config %d: %d positions, worst logits rel err %.3g\n", ci, STEPS, worst);
         qmm_llm_cuda_session_destroy(fs);
         qmm_llm_cuda_session_destroy(rs);

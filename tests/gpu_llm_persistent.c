@@ -48,22 +48,7 @@ static void matches_reference_step(void)
         test_llm f;
         if (!test_llm_init(&f, synthetic(cfgs[ci]), STEPS)) continue;
         qmm_llm_cuda_session *ps = session(f.m, 1000, 1, 1, 0), *rs = session(f.m, 1000, 0, 1, 1);
-        double worst = 0;
-        if (ps && rs) {
-            for (int i = 0; i < STEPS; i++) {
-                int32_t tp, tr;
-                CHECK_OK(qmm_llm_cuda_decode(ps, f.ids[i], f.a, &tp));
-                CHECK_OK(qmm_llm_cuda_decode(rs, f.ids[i], f.b, &tr));
-                double err = test_rel_err_f32(f.a, f.b, f.V);
-                if (err > worst) worst = err;
-                CHECKF(err <= 2e-2, "config %d, position %d: persistent vs reference rel err %.3g",
-                       ci, i, err);
-                double gap = 0;
-                CHECKF(tp == tr || test_near_tie(f.b, f.V, tp, &gap),
-                       "config %d, position %d: tokens %d vs %d, gap %.4g", ci, i, tp, tr, gap);
-            }
-            CHECK(qmm_llm_cuda_position(ps) == STEPS);
-        }
+        const double worst = ps && rs ? test_decode_pair(&f, ps, rs, STEPS, 2e-2, "persistent", ci) : 0;
         printf("    config %d: %d positions, worst logits rel err %.3g\n", ci, STEPS, worst);
         qmm_llm_cuda_session_destroy(ps);
         qmm_llm_cuda_session_destroy(rs);

@@ -239,6 +239,25 @@ int test_llm_init(test_llm *t, qmm_llm_model *m, int n)
     return 1;
 }
 
+double test_decode_pair(test_llm *f, qmm_llm_cuda_session *s, qmm_llm_cuda_session *ref, int steps,
+                        double tol, const char *what, int ci)
+{
+    double worst = 0;
+    for (int i = 0; i < steps; i++) {
+        int32_t ts, tr;
+        CHECK_OK(qmm_llm_cuda_decode(s, f->ids[i], f->a, &ts));
+        CHECK_OK(qmm_llm_cuda_decode(ref, f->ids[i], f->b, &tr));
+        double err = test_rel_err_f32(f->a, f->b, f->V);
+        if (err > worst) worst = err;
+        CHECKF(err <= tol, "config %d, position %d: %s vs reference rel err %.3g", ci, i, what, err);
+        double gap = 0; /* another token only as a near tie under the reference logits */
+        CHECKF(ts == tr || test_near_tie(f->b, f->V, ts, &gap),
+               "config %d, position %d: tokens %d vs %d, gap %.4g", ci, i, ts, tr, gap);
+    }
+    CHECK(qmm_llm_cuda_position(s) == steps);
+    return worst;
+}
+
 void test_llm_free(test_llm *t)
 {
     qmm_llm_model_destroy(t->m);

@@ -145,6 +145,12 @@ typedef struct test_llm {
  * case; nothing to free). */
 int test_llm_init(test_llm *t, qmm_llm_model *m, int n);
 void test_llm_free(test_llm *t);
+/* Steps session s and the reference session ref through f->ids[0..steps), one decode each: at
+ * every position s's logits within tol of ref's and its token ref's or a near tie under ref's
+ * logits; s at position steps afterwards. Returns the worst rel err; `what` and config index ci
+ * name the pair in failures. */
+double test_decode_pair(test_llm *f, qmm_llm_cuda_session *s, qmm_llm_cuda_session *ref, int steps,
+                        double tol, const char *what, int ci);
 /* n random token ids in [0, vocab). */
 void test_random_ids(int32_t *ids, int n, int64_t vocab);
 /* Skip the program (exit 77) unless a CUDA device is present; what: what goes untested. */
