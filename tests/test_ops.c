@@ -69,7 +69,8 @@ static const op_case cases[] = {
     /* the fused decode step's matvecs (decode_fused.cu) against the composition of CPU ops */
     MVF("norm·W qkv m1", 1, 6144, 2560, 0), MVF("norm·W head m5 ragged", 5, 1000, 1024, 0),
     MVF("residual o m1", 1, 2560, 4096, 1), MVF("residual m3 n200", 3, 200, 512, 1),
-    MVF("residual down m16", 16, 2560, 9728, 1),
+    MVF("residual down m16", 16, 2560, 9728, 1), MVF("residual down m1", 1, 2560, 9728, 1),
+    MVF("norm·W m1 ragged n1000 k1152", 1, 1000, 1152, 0),
     MVF("norm·W swiglu m1", 1, 19456, 2560, 2), MVF("norm·W swiglu m11", 11, 384, 256, 2),
     /* edges of the kernel's split (forced shapes: ops_gpu.c): one group (K = 128), rows ragged
      * inside a 16-row tile and inside a 128-row block, one row, m = 9 (two token tiles, lanes

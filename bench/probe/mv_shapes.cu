@@ -4,8 +4,10 @@
  * medians over cold weight copies (the `qmm bench ops` protocol), with each shape's output
  * compared to auto's (they differ by summation order only).
  *
- *   mv_shapes [M ...]        CSV on stdout: proj,m,R,C,ctas,us,read_us,max_rel_diff
- *   environment: MV_PROJ=name (one projection), MV_AUTO_ONLY=1 (the launcher's shape only)
+ *   mv_shapes [M ...]        CSV on stdout: proj,m,shape,W,R,C,ctas,us,read_us,max_rel_diff
+ *                            (shape: auto = the launcher's choice, forced = one of the others)
+ *   environment: MV_PROJ=name (one projection), MV_AUTO_ONLY=1 (the launcher's shape only),
+ *                MV_WARPS4=1 (the forced shapes in CTAs of 4 warps, m <= 8)
  */
 #include <math.h>
 #include <stdio.h>
@@ -98,9 +100,10 @@ int main(int argc, char **argv)
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     uint32_t *sink;
     CK(cudaMalloc(&sink, 64));
-    printf("proj,m,R,C,ctas,us,read_us,max_rel_diff\n");
+    printf("proj,m,shape,W,R,C,ctas,us,read_us,max_rel_diff\n");
     const char *only = getenv("MV_PROJ");       /* one projection */
     const int auto_only = getenv("MV_AUTO_ONLY") != NULL; /* the launcher's shape alone */
+    const int warps4 = getenv("MV_WARPS4") != NULL;       /* forced shapes in CTAs of 4 warps */
     for (const Proj &pj : projs) {
         if (only && strcmp(only, pj.name)) continue;
         qmm_w4 w;
@@ -133,7 +136,8 @@ int main(int argc, char **argv)
                     qmm::MatvecArgs p = qmm::matvec_args(qmm::weight_dev(cw[i]));
                     p.a = a, p.lda = pj.k, p.m = m, p.c = c, p.ldc = ncol, p.epi = pj.epi;
                     p.tiles_per_cta = R, p.cluster = C;
-                    return qmm::launch_matvec_ex(p, sms, true, st);
+                    if (R && warps4) p.warps = 4;
+                    return qmm::launch_matvec_ex(p, qmm::matvec_scratch(ctx), true, st);
                 };
                 CK(cudaMemset(c, 0xFF, (size_t)m * ncol * 2));
                 if (launch(0) != cudaSuccess) {
@@ -162,8 +166,14 @@ int main(int argc, char **argv)
                 }
 #endif
                 const int tiles = pj.n / 16 + (pj.n % 128 ? 8 - pj.n / 16 % 8 : 0);
-                printf("%s,%d,%d,%d,%d,%.2f,%.2f,%.2e\n", pj.name, m, R, C,
-                       R ? tiles / R * C : 0, us, read_us, diff / (mag > 0 ? mag : 1));
+                int pw = R && warps4 ? 4 : 8, pr = R, pc = C;
+                if (shape < 0) {
+                    qmm::MatvecArgs p = qmm::matvec_args(qmm::weight_dev(cw[0]));
+                    p.a = a, p.lda = pj.k, p.m = m, p.c = c, p.ldc = ncol, p.epi = pj.epi;
+                    qmm::matvec_choose_shape(p, qmm::matvec_scratch(ctx), &pw, &pr, &pc);
+                }
+                printf("%s,%d,%s,%d,%d,%d,%d,%.2f,%.2f,%.2e\n", pj.name, m, shape < 0 ? "auto" : "forced",
+                       pw, pr, pc, tiles / pr * pc, us, read_us, diff / (mag > 0 ? mag : 1));
                 fflush(stdout);
             }
             cudaFree(a), cudaFree(c);

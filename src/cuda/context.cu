@@ -119,7 +119,9 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&ctx->counters, counter_bytes);
     if (ce == cudaSuccess) ce = cudaMemset(ctx->counters, 0, counter_bytes);
     if (ce == cudaSuccess) ce = matvec_init();
+    ctx->mv = {};
     ctx->mv.sm_count = in->sm_count;
+    if (ce == cudaSuccess) matvec_capacity(ctx->mv);
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
     if (ce != cudaSuccess) {
         cudaFree(ctx->counters);

@@ -78,16 +78,25 @@ struct MatvecArgs {
     int pre_wait;                /* groups a warp requests before the dependency wait (0: 2) */
     int log_r, log_c;            /* set by the launcher: log2 R, log2 C (shifts in the kernel) */
 };
-/* What the matvec needs of the context: the SM count its shape choice aims at. */
+/* What the matvec's shape choice needs of the context: the SM count, and how many CTAs of each
+ * kernel (one token tile in CTAs of 8 warps, two in 8, one in 4) are resident at once in
+ * clusters of 2, 4, 8 (occupancy API at the launch bounds; index log2 of the size, [0] unused;
+ * 0: unknown, the SM count times the CTAs a SM). */
 struct MatvecScratch {
     int sm_count;
+    int cluster_ctas[3][4];
 };
 cudaError_t matvec_init(void);
+/* s.cluster_ctas from the occupancy API (s.sm_count set); a size it cannot answer stays 0. */
+void matvec_capacity(MatvecScratch &s);
+/* The CTA shape the launcher takes for p when the caller leaves it open (matvec.cu matvec_shape):
+ * warps a CTA, tiles a CTA, CTAs a cluster. */
+void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, int *R, int *C);
 /* The weight's arrays and sizes in a MatvecArgs; the caller adds the rest. */
 MatvecArgs matvec_args(const DevWeight &w);
 /* cudaErrorInvalidValue, before anything runs, for arguments the kernel does not take (matvec.cu
  * matvec_args_ok: NULL arrays, short rows, a SwiGLU weight of partial 128-row blocks, ...). */
-cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t stream);
+cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pdl, cudaStream_t stream);
 cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __nv_bfloat16 *c,
                           const MatvecScratch &scratch, cudaStream_t stream);
 

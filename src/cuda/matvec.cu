@@ -402,11 +402,16 @@ __global__ __launch_bounds__(32 * W, W == 8 ? (TOKT == 1 ? 3 : 2) : 6) void matv
 
 constexpr int MV_SMEM_MAX = 227 * 1024, MV_SMEM_SM = 228 * 1024;
 
+/* The three kernels: one token tile in CTAs of 8 warps, two in 8, one in 4 (MatvecScratch). */
+static void (*const mv_kernels[3])(const MatvecArgs) = {matvec_kernel<1, 8>, matvec_kernel<2, 8>,
+                                                         matvec_kernel<1, 4>};
+static const int mv_kernel_warps[3] = {8, 8, 4};
+static int mv_kernel_index(int tokt, int w) { return w == 4 ? 2 : tokt == 1 ? 0 : 1; }
+
 cudaError_t matvec_init(void)
 {
     cudaError_t e = cudaSuccess;
-    void (*kernels[])(const MatvecArgs) = {matvec_kernel<1, 8>, matvec_kernel<2, 8>, matvec_kernel<1, 4>};
-    for (auto k : kernels)
+    for (auto k : mv_kernels)
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
     return e;
@@ -425,36 +430,87 @@ static int mv_per_sm(const MatvecArgs &p, int W, size_t bytes)
     return by_smem < bounds ? by_smem : bounds;
 }
 
-/* The CTA shape: W warps (8, or 4 for one token: at M = 8 the 4-warp shapes the rule picked for
- * gate and gate|up were ~10 % slower, NOTES row 58), R tiles a CTA, C CTAs a cluster
- * (bench/probe/mv_shapes.cu measures them): every CTA resident at once; then the least work on
- * the busiest SM, ceil(CTAs / SMs) · R · ceil(groups / C) (tile, group) pieces (with 3 CTAs a SM
- * room for 396, gate|up's 304 CTAs put 3 on 40 SMs and 2 on the rest: that tail was 2 µs of 11,
- * NOTES row 55); then the most warps (a warp's first loads are the latency to hide, so more warps
- * with shorter runs of groups), then the fewest tiles a CTA. R >= 2 from two tokens on (the
- * activations a CTA stages are shared by more tiles: at M = 8 one tile a CTA was up to 1.5x
- * slower) and for SwiGLU (gate and up tiles together); C <= 4 (clusters of 8 were slower
- * everywhere they were not the only choice). With no single-wave shape (very large N) the fewest
- * CTAs of 8 warps. */
-static void matvec_shape(const MatvecArgs &p, int sm_count, int *W, int *R, int *C)
+/* The kernels' resident CTAs in clusters, from the occupancy API at the launch bounds (the GPCs'
+ * SM counts decide how many clusters fit: on the H200 at 3 CTAs a SM clusters of 4 hold 368 of
+ * 396, NOTES row 62). */
+void matvec_capacity(MatvecScratch &s)
 {
-    const int64_t tiles = p.n_pad / 16, sms = sm_count > 0 ? sm_count : 1;
-    const int groups = p.k / 128, r_min = p.m > 1 || p.epi == MV_EPI_SWIGLU ? 2 : 1;
-    int64_t best_work = INT64_MAX, best_warps = -1, fewest = INT64_MAX;
+    for (int k = 0; k < 3; k++)
+        for (int lc = 1; lc < 4; lc++) {
+            cudaLaunchAttribute attr;
+            attr.id = cudaLaunchAttributeClusterDimension;
+            attr.val.clusterDim.x = 1u << lc;
+            attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = dim3(64u << lc);
+            cfg.blockDim = dim3(32u * mv_kernel_warps[k]);
+            cfg.dynamicSmemBytes = 8192; /* a typical shape's: the launch bounds limit first */
+            cfg.attrs = &attr;
+            cfg.numAttrs = 1;
+            int clusters = 0;
+            if (cudaOccupancyMaxActiveClusters(&clusters, mv_kernels[k], &cfg) != cudaSuccess) {
+                (void)cudaGetLastError(); /* unknown: the shape rule assumes every SM */
+                clusters = 0;
+            }
+            s.cluster_ctas[k][lc] = clusters << lc;
+        }
+}
+
+/* CTAs of a shape resident at once: per_sm a SM (launch bounds and shared memory), in clusters
+ * of 2^lc as the occupancy API counted them at the bounds (scaled when shared memory holds
+ * fewer a SM). */
+static int64_t mv_resident(const MatvecScratch &s, int tokt, int w, int lc, int per_sm)
+{
+    const int64_t all = (int64_t)s.sm_count * per_sm;
+    const int k = mv_kernel_index(tokt, w), bounds = w == 4 ? 6 : tokt == 1 ? 3 : 2;
+    const int64_t clustered = s.cluster_ctas[k][lc];
+    if (lc == 0 || clustered <= 0) return all;
+    const int64_t scaled = clustered * per_sm / bounds >> lc << lc;
+    return scaled < all ? scaled : all;
+}
+
+/* The CTA shape: W warps (8, or 4 for one token), R tiles a CTA, C CTAs a cluster along K
+ * (bench/probe/mv_shapes.cu times every shape): every CTA resident at once (clusters counted by
+ * the occupancy API), then the least cost on the busiest SM, with more warps and then fewer
+ * tiles a CTA on a tie. Up to 8 tokens the cost is, in KB of weights streamed,
+ *   ceil(CTAs / SMs) · (R + m / 8) · ceil(groups / C)  +  5 · log2 C :
+ * the SM's (tile, group) pieces of weights, its staged activations at half a KB of weights a KB
+ * (from L2, on the path after the dependency wait; m rows of 256 bytes a group), and a cluster's
+ * DSMEM sum as 5 pieces a doubling. Fitted to the seven Qwen3-4B projections at M = 1, 2, 4, 8
+ * (`2026-12-02-session13/r2-shapes/`, NOTES row 99): 5 % below the previous rule's total (which
+ * counted the pieces alone, then the most warps), within 2 % of it on every cell, 8 % above the
+ * best shape of each cell. It favours fewer, larger CTAs where the activations are a large share
+ * of a CTA's bytes (q at M = 1: 128 CTAs of 2 tiles, 3.87 µs, where 256 of 1 took 4.52).
+ * From 9 tokens the rule counts the pieces alone, clusters of at most 4 (not refit: the planner
+ * gives those sizes to the wgmma kernel). R >= 2 from two tokens on and for SwiGLU (gate and up
+ * tiles together). With no single-wave shape (very large N) the fewest CTAs of 8 warps. */
+static void matvec_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, int *R, int *C)
+{
+    const int64_t tiles = p.n_pad / 16, sms = s.sm_count > 0 ? s.sm_count : 1;
+    const int tokt = p.m <= 8 ? 1 : 2, groups = p.k / 128;
+    const int r_min = p.m > 1 || p.epi == MV_EPI_SWIGLU ? 2 : 1, c_max = tokt == 1 ? 8 : 4;
+    double best_cost = 1e300;
+    int64_t best_warps = -1, fewest = INT64_MAX;
     *W = 8, *R = r_min, *C = 1;
     for (int w = 8; w >= (p.m == 1 ? 4 : 8); w /= 2)
         for (int r = r_min; r <= w; r *= 2)
-            for (int c = 1; c <= 4; c *= 2) {
+            for (int c = 1, lc = 0; c <= c_max; c *= 2, lc++) {
                 const size_t bytes = mv_smem(p, r, c);
                 if ((c > 1 && groups < 2 * c) || bytes > (size_t)MV_SMEM_MAX) continue;
-                const int64_t ctas = tiles / r * c, cap = sms * mv_per_sm(p, w, bytes);
-                const int64_t work = (ctas + sms - 1) / sms * r * ((groups + c - 1) / c);
-                if (ctas <= cap && (work < best_work || (work == best_work && ctas * w > best_warps)))
-                    best_work = work, best_warps = ctas * w, *W = w, *R = r, *C = c;
+                const int64_t ctas = tiles / r * c, per = (ctas + sms - 1) / sms, gc = (groups + c - 1) / c;
+                const double cost = tokt == 1 ? (double)per * (r + p.m / 8.0) * gc + 5.0 * lc : (double)per * r * gc;
+                const bool resident = ctas <= mv_resident(s, tokt, w, lc, mv_per_sm(p, w, bytes));
+                if (resident && (cost < best_cost - 1e-9 || (cost < best_cost + 1e-9 && ctas * w > best_warps)))
+                    best_cost = cost, best_warps = ctas * w, *W = w, *R = r, *C = c;
                 if (best_warps < 0 && w == 8 && ctas < fewest) fewest = ctas, *R = r, *C = c;
             }
     if (best_warps < 0 && fewest == INT64_MAX) /* a row too long to stage in 4 parts: 8 */
         *C = groups >= 2 * MV_MAX_CLUSTER ? MV_MAX_CLUSTER : 1;
+}
+
+void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, int *R, int *C)
+{
+    matvec_shape(p, s, W, R, C);
 }
 
 /* What the kernel dereferences, checked so that a bad argument is an error, not a fault: the
@@ -477,7 +533,7 @@ static bool matvec_args_ok(const MatvecArgs &p)
     }
 }
 
-cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t stream)
+cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pdl, cudaStream_t stream)
 {
     const int tokt = p.m <= 8 ? 1 : 2;
     /* groups of 128 (one scale|bias word a tile row); 16-byte activation rows */
@@ -487,7 +543,7 @@ cudaError_t launch_matvec_ex(MatvecArgs p, int sm_count, bool pdl, cudaStream_t 
     if (!matvec_args_ok(p)) return cudaErrorInvalidValue;
     if (p.pre_wait <= 0) p.pre_wait = MV_PRE_WAIT;
     if (p.tiles_per_cta == 0 || p.cluster == 0)
-        matvec_shape(p, sm_count, &p.warps, &p.tiles_per_cta, &p.cluster);
+        matvec_shape(p, scratch, &p.warps, &p.tiles_per_cta, &p.cluster);
     if (p.warps == 0) p.warps = 8;
     const int R = p.tiles_per_cta, C = p.cluster, W = p.warps, groups = p.k / 128;
     if ((W != 8 && W != 4) || (W == 4 && tokt != 1) || R > W) return cudaErrorInvalidValue;
@@ -545,7 +601,7 @@ cudaError_t launch_matvec(const DevWeight &w, const __nv_bfloat16 *a, int m, __n
     p.c = c;
     p.ldc = w.n;
     p.epi = MV_EPI_STORE;
-    return launch_matvec_ex(p, scratch.sm_count, true, stream);
+    return launch_matvec_ex(p, scratch, true, stream);
 }
 
 } // namespace qmm

@@ -65,7 +65,7 @@ qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qm
     p.group = wa.group;
     p.m = 1;
     llm_note_matmul(s, 1, w, name);
-    cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx).sm_count, pdl, s->stream);
+    cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx), pdl, s->stream);
     if (e != cudaSuccess)
         return qmm_fail(QMM_ERR_CUDA, "%s (fused decode matvec): %s", name, cudaGetErrorString(e));
     return QMM_OK;

@@ -120,5 +120,5 @@ extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weigh
     p.tiles_per_cta = shape % 512 / 16;
     p.cluster = shape % 16;
     p.warps = shape >= 512 ? 4 : 0; /* + 512: CTAs of 4 warps */
-    return (int)qmm::launch_matvec_ex(p, qmm::matvec_scratch(ctx).sm_count, false, 0);
+    return (int)qmm::launch_matvec_ex(p, qmm::matvec_scratch(ctx), false, 0);
 }

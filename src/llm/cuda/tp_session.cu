@@ -93,7 +93,7 @@ qmm_status llm_tp_project_f32(qmm_llm_cuda_session *s, const qmm_llm::bf16 *a, i
     p.x = y32;
     p.ldc = p.n;
     llm_note_matmul(s, m, w, name);
-    cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx).sm_count, s->pdl != 0,
+    cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx), s->pdl != 0,
                                           s->stream);
     if (e != cudaSuccess)
         return qmm_fail(QMM_ERR_CUDA, "%s (fp32 partial matvec, %d rows): %s", name, m,
