@@ -357,46 +357,33 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         mbar_wait(cl_recv, 0);
         SM90_TRACE(tr[SM90_TR_C_SUMMED] = clock64() - t_entry);
         owner = (w * P) % R, local = (w * P) / R;
-        if constexpr (DIRECT) {
-            /* the partials by explicit ld.shared, two in flight (through a generic pointer they
-             * were LD.E, one at a time), and the piece's place in C computed once (NOTES.md
-             * row 77) */
-            const int m0 = tile_m0(tile), n_row = warp_row0(tile) + g;
+        /* The owner adds the partials by explicit ld.shared, two in flight (through a generic
+         * pointer they were LD.E, one at a time), the piece's place in C computed once (NOTES.md
+         * row 77 for 128-token tiles, row 100 for the others); a rank's partial is in the ring,
+         * or for the owner's own in the stage unless DIRECT. */
+        const int m0 = tile_m0(tile), n_row = warp_row0(tile) + g;
 #pragma unroll 1
-            for (int r4 = 0; r4 < P; r4++) {
-                if (owner == me) {
-                    float v[4] = {0.f, 0.f, 0.f, 0.f};
-                    auto add = [&](const uint4 &x) {
-                        v[0] += __uint_as_float(x.x), v[1] += __uint_as_float(x.y);
-                        v[2] += __uint_as_float(x.z), v[3] += __uint_as_float(x.w);
-                    };
-                    int z = 0;
+        for (int r4 = 0; r4 < P; r4++) {
+            if (owner == me) {
+                auto src = [&](int z) {
+                    return (const uint32_t *)(!DIRECT && z == me ? piece(stage, w * P + r4)
+                                                                 : piece(recv, z * maxp + local));
+                };
+                float v[4] = {0.f, 0.f, 0.f, 0.f};
+                auto add = [&](const uint4 &x) {
+                    v[0] += __uint_as_float(x.x), v[1] += __uint_as_float(x.y);
+                    v[2] += __uint_as_float(x.z), v[3] += __uint_as_float(x.w);
+                };
+                int z = 0;
 #pragma unroll 1
-                    for (; z + 1 < R; z += 2) {
-                        const uint4 x0 = lds128((const uint32_t *)piece(recv, z * maxp + local));
-                        const uint4 x1 = lds128((const uint32_t *)piece(recv, (z + 1) * maxp + local));
-                        add(x0), add(x1); /* rank order */
-                    }
-                    if (z < R) add(lds128((const uint32_t *)piece(recv, z * maxp + local)));
-                    store_piece_at(m0, n_row, r4, v);
+                for (; z + 1 < R; z += 2) {
+                    const uint4 x0 = lds128(src(z)), x1 = lds128(src(z + 1));
+                    add(x0), add(x1); /* rank order */
                 }
-                if (++owner == R) owner = 0, local++;
+                if (z < R) add(lds128(src(z)));
+                store_piece_at(m0, n_row, r4, v);
             }
-        } else {
-#pragma unroll 1
-            for (int r4 = 0; r4 < P; r4++) {
-                if (owner == me) {
-                    float v[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 1
-                    for (int z = 0; z < R; z++) {
-                        const float4 x =
-                            *(const float4 *)(z == me ? piece(stage, w * P + r4) : piece(recv, z * maxp + local));
-                        v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
-                    }
-                    store_piece(tile, r4, v);
-                }
-                if (++owner == R) owner = 0, local++;
-            }
+            if (++owner == R) owner = 0, local++;
         }
     };
 
