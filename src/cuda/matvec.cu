@@ -477,10 +477,11 @@ static int64_t mv_resident(const MatvecScratch &s, int tokt, int w, int lc, int 
  * the SM's (tile, group) pieces of weights, its staged activations at half a KB of weights a KB
  * (from L2, on the path after the dependency wait; m rows of 256 bytes a group), and a cluster's
  * DSMEM sum as 5 pieces a doubling. Fitted to the seven Qwen3-4B projections at M = 1, 2, 4, 8
- * (`2026-12-02-session13/r2-shapes/`, NOTES row 99): 5 % below the previous rule's total (which
- * counted the pieces alone, then the most warps), within 2 % of it on every cell, 8 % above the
- * best shape of each cell. It favours fewer, larger CTAs where the activations are a large share
- * of a CTA's bytes (q at M = 1: 128 CTAs of 2 tiles, 3.87 µs, where 256 of 1 took 4.52).
+ * (`2026-12-02-session13/r2-shapes/`, NOTES row 99): `qmm bench ops` 5 % below the previous
+ * rule's total (which counted the pieces alone, then the most warps), 1.5 % above the best shape
+ * of each cell; one cell lost 4.5 % (o at 8 tokens, clusters of 8). It favours fewer, larger
+ * CTAs where the activations are a large share of a CTA's bytes (q at M = 1: 128 CTAs of 2
+ * tiles, 3.87 µs, where 256 of 1 took 4.52).
  * From 9 tokens the rule counts the pieces alone, clusters of at most 4 (not refit: the planner
  * gives those sizes to the wgmma kernel). R >= 2 from two tokens on and for SwiGLU (gate and up
  * tiles together). With no single-wave shape (very large N) the fewest CTAs of 8 warps. */
