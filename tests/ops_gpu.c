@@ -335,6 +335,7 @@ static const op_backend gpu_backends[] = {
     {"cuda_mv4_r4c1", OP_MATVEC_FUSED, gpu_matvec_fused, 512 + 64 + 1, 1},
     {"cuda_mv4_r2c2", OP_MATVEC_FUSED, gpu_matvec_fused, 512 + 32 + 2, 1},
     {"cuda_mv4_r1c4", OP_MATVEC_FUSED, gpu_matvec_fused, 512 + 16 + 4, 1},
+    {"cuda_mv4_r2c8", OP_MATVEC_FUSED, gpu_matvec_fused, 512 + 32 + 8, 1},
 };
 
 const op_backend *ops_gpu_backends(int *n)
