@@ -89,7 +89,7 @@ struct MatvecScratch {
 cudaError_t matvec_init(void);
 /* s.cluster_ctas from the occupancy API (s.sm_count set); a size it cannot answer stays 0. */
 void matvec_capacity(MatvecScratch &s);
-/* The CTA shape the launcher takes for p when the caller leaves it open (matvec.cu matvec_shape):
+/* The CTA shape the launcher takes for p when the caller leaves it open (matvec_shape.cu):
  * warps a CTA, tiles a CTA, CTAs a cluster. */
 void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, int *R, int *C);
 /* The weight's arrays and sizes in a MatvecArgs; the caller adds the rest. */

@@ -27,19 +27,12 @@
  * With a norm source the result is scaled by 1/sqrt(mean(x²) + eps) from those per-tile sums
  * (RMSNorm folded into the matmul).
  */
-#ifdef QMM_MV_KNOBS
-#include <stdio.h>
-#include <stdlib.h>
-#endif
-
 #include "kernels.h"
 #include "hopper.cuh"
+#include "matvec_layout.cuh"
 #include "w4_layout.h"
 
 namespace qmm {
-
-constexpr int MV_WARPS = 8; /* the most warps a CTA (4 or 8: matvec_shape) */
-constexpr int MV_MAX_CLUSTER = 8;
 
 /* Groups of loads in flight a lane (40 bytes each): 3 with one token tile (80 registers, three
  * CTAs a SM), 4 with two (two CTAs a SM). MV_PRE_WAIT of them are requested before the
@@ -48,22 +41,6 @@ constexpr int MV_MAX_CLUSTER = 8;
  * alone, decode +2–4 %). */
 __host__ __device__ constexpr int mv_depth(int tokt) { return tokt == 1 ? 3 : 4; }
 constexpr int MV_PRE_WAIT = 2;
-
-/* Shared memory of a CTA that stages kr groups of m activation rows. */
-struct MvSmem {
-    int a_stride; /* bf16 a staged row: kr·128 + 8 (ldmatrix rows on distinct banks) */
-    size_t a_off, red_off, ys_off, inv_off, bar_off, bytes;
-    __host__ __device__ MvSmem(int m, int kr, int toks, int rows)
-    {
-        a_stride = kr * 128 + 8;
-        a_off = 0;
-        red_off = (a_off + (size_t)m * a_stride * 2 + 15) / 16 * 16;
-        ys_off = red_off + (size_t)MV_WARPS * toks * 16 * 4; /* the most warps a CTA */
-        inv_off = ys_off + (size_t)MV_MAX_CLUSTER * m * rows * 4;
-        bar_off = inv_off + 16 * 4; /* the staging's mbarrier, then the cluster sum's */
-        bytes = bar_off + 16;
-    }
-};
 
 /* The 16-row tile i (< R = 2^lr) of row set s: with R >= 2, R/2 gate tiles of a 128-row block
  * and the matching up tiles 4 further (the SwiGLU layout); other epilogues do not care. */
@@ -251,7 +228,7 @@ cudaError_t matvec_trace_read(unsigned long long *out, int max_ctas, int *ctas)
 #endif
 
 template <int TOKT, int W>
-__global__ __launch_bounds__(32 * W, W == 8 ? (TOKT == 1 ? 3 : 2) : 6) void matvec_kernel(const MatvecArgs p)
+__global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(const MatvecArgs p)
 {
     constexpr int TOKS = 8 * TOKT;
     constexpr int D = mv_depth(TOKT);
@@ -405,13 +382,10 @@ __global__ __launch_bounds__(32 * W, W == 8 ? (TOKT == 1 ? 3 : 2) : 6) void matv
     MV_STAMP(7);
 }
 
-constexpr int MV_SMEM_MAX = 227 * 1024, MV_SMEM_SM = 228 * 1024;
-
 /* The three kernels: one token tile in CTAs of 8 warps, two in 8, one in 4 (MatvecScratch). */
 static void (*const mv_kernels[3])(const MatvecArgs) = {matvec_kernel<1, 8>, matvec_kernel<2, 8>,
                                                          matvec_kernel<1, 4>};
 static const int mv_kernel_warps[3] = {8, 8, 4};
-static int mv_kernel_index(int tokt, int w) { return w == 4 ? 2 : tokt == 1 ? 0 : 1; }
 
 cudaError_t matvec_init(void)
 {
@@ -420,19 +394,6 @@ cudaError_t matvec_init(void)
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
     return e;
-}
-
-/* Shared memory of a launch, and the CTAs of it a SM holds (launch bounds, shared memory with
- * the 1 KB the hardware reserves a CTA). */
-static size_t mv_smem(const MatvecArgs &p, int R, int C)
-{
-    const int tokt = p.m <= 8 ? 1 : 2, groups = p.k / 128;
-    return MvSmem(p.m, (groups + C - 1) / C, 8 * tokt, R * 16).bytes;
-}
-static int mv_per_sm(const MatvecArgs &p, int W, size_t bytes)
-{
-    const int bounds = W == 4 ? 6 : p.m <= 8 ? 3 : 2, by_smem = (int)(MV_SMEM_SM / (bytes + 1024));
-    return by_smem < bounds ? by_smem : bounds;
 }
 
 /* The kernels' resident CTAs in clusters, from the occupancy API at the launch bounds (the GPCs'
@@ -459,73 +420,6 @@ void matvec_capacity(MatvecScratch &s)
             }
             s.cluster_ctas[k][lc] = clusters << lc;
         }
-}
-
-/* CTAs of a shape resident at once: per_sm a SM (launch bounds and shared memory), in clusters
- * of 2^lc as the occupancy API counted them at the bounds (scaled when shared memory holds
- * fewer a SM). */
-static int64_t mv_resident(const MatvecScratch &s, int tokt, int w, int lc, int per_sm)
-{
-    const int64_t all = (int64_t)s.sm_count * per_sm;
-    const int k = mv_kernel_index(tokt, w), bounds = w == 4 ? 6 : tokt == 1 ? 3 : 2;
-    const int64_t clustered = s.cluster_ctas[k][lc];
-    if (lc == 0 || clustered <= 0) return all;
-    const int64_t scaled = clustered * per_sm / bounds >> lc << lc;
-    return scaled < all ? scaled : all;
-}
-
-/* The CTA shape: W warps (8, or 4 for one token), R tiles a CTA, C CTAs a cluster along K
- * (bench/probe/mv_shapes.cu times every shape): every CTA resident at once (clusters counted by
- * the occupancy API), then the least cost on the busiest SM, with more warps and then fewer
- * tiles a CTA on a tie. Up to 8 tokens the cost is, in KB of weights streamed,
- *   P · (R + λ · m / 4) · ceil(groups / C)  +  μ · P  +  ν · log2 C,   P = ceil(CTAs / SMs):
- * the busiest SM's (tile, group) pieces of weights, its staged activations (m rows of 256 bytes
- * a group, from L2, on the path after the dependency wait) at λ of a weight KB a KB, a fixed cost
- * a CTA (its staging round trip and sums) of μ, and a cluster's DSMEM sum of ν a doubling:
- * λ = 0.5, μ = 0, ν = 5, fitted to the seven Qwen3-4B projections at M = 1, 2, 4, 8
- * (`2026-12-02-session13/r2-shapes/`, NOTES row 99): `qmm bench ops` 5 % below the previous
- * rule's total (which counted the pieces alone, then the most warps), 1.5 % above the best shape
- * of each cell; one cell lost 4.5 % (o at 8 tokens, clusters of 8). It favours fewer, larger
- * CTAs where the activations are a large share of a CTA's bytes (q at M = 1: 128 CTAs of 2
- * tiles, 3.87 µs, where 256 of 1 took 4.52). At one token λ = 0.75, μ = 3, ν = 3 decoded
- * 1–1.6 % faster (row 102, an experiment build); not the default until its shapes have run
- * through the op table on the GPU.
- * From 9 tokens the rule counts the pieces alone, clusters of at most 4 (not refit: the planner
- * gives those sizes to the wgmma kernel). R >= 2 from two tokens on and for SwiGLU (gate and up
- * tiles together). With no single-wave shape (very large N) the fewest CTAs of 8 warps. */
-static void matvec_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, int *R, int *C)
-{
-    const int64_t tiles = p.n_pad / 16, sms = s.sm_count > 0 ? s.sm_count : 1;
-    const int tokt = p.m <= 8 ? 1 : 2, groups = p.k / 128;
-    const int r_min = p.m > 1 || p.epi == MV_EPI_SWIGLU ? 2 : 1, c_max = tokt == 1 ? 8 : 4;
-    /* the cost's constants: a staged KB against a weight KB, a CTA on the busiest SM and a
-     * cluster doubling, in weight KB (NOTES rows 99, 102) */
-    double best_cost = 1e300, lam = 0.5, mu = 0.0, nu = 5.0;
-#ifdef QMM_MV_KNOBS /* experiment build: QMM_MV_COST="lam,mu,nu" */
-    if (const char *e = getenv("QMM_MV_COST")) sscanf(e, "%lf,%lf,%lf", &lam, &mu, &nu);
-#endif
-    int64_t best_warps = -1, fewest = INT64_MAX;
-    *W = 8, *R = r_min, *C = 1;
-    for (int w = 8; w >= (p.m == 1 ? 4 : 8); w /= 2)
-        for (int r = r_min; r <= w; r *= 2)
-            for (int c = 1, lc = 0; c <= c_max; c *= 2, lc++) {
-                const size_t bytes = mv_smem(p, r, c);
-                if ((c > 1 && groups < 2 * c) || bytes > (size_t)MV_SMEM_MAX) continue;
-                const int64_t ctas = tiles / r * c, per = (ctas + sms - 1) / sms, gc = (groups + c - 1) / c;
-                const double cost = tokt == 1 ? (double)per * (r + lam * p.m / 4.0) * gc + mu * per + nu * lc
-                                              : (double)per * r * gc;
-                const bool resident = ctas <= mv_resident(s, tokt, w, lc, mv_per_sm(p, w, bytes));
-                if (resident && (cost < best_cost - 1e-9 || (cost < best_cost + 1e-9 && ctas * w > best_warps)))
-                    best_cost = cost, best_warps = ctas * w, *W = w, *R = r, *C = c;
-                if (best_warps < 0 && w == 8 && ctas < fewest) fewest = ctas, *R = r, *C = c;
-            }
-    if (best_warps < 0 && fewest == INT64_MAX) /* a row too long to stage in 4 parts: 8 */
-        *C = groups >= 2 * MV_MAX_CLUSTER ? MV_MAX_CLUSTER : 1;
-}
-
-void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, int *R, int *C)
-{
-    matvec_shape(p, s, W, R, C);
 }
 
 /* What the kernel dereferences, checked so that a bad argument is an error, not a fault: the
@@ -558,14 +452,14 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pd
     if (!matvec_args_ok(p)) return cudaErrorInvalidValue;
     if (p.pre_wait <= 0) p.pre_wait = MV_PRE_WAIT;
     if (p.tiles_per_cta == 0 || p.cluster == 0)
-        matvec_shape(p, scratch, &p.warps, &p.tiles_per_cta, &p.cluster);
+        matvec_choose_shape(p, scratch, &p.warps, &p.tiles_per_cta, &p.cluster);
     if (p.warps == 0) p.warps = 8;
     const int R = p.tiles_per_cta, C = p.cluster, W = p.warps, groups = p.k / 128;
     if ((W != 8 && W != 4) || (W == 4 && tokt != 1) || R > W) return cudaErrorInvalidValue;
     if ((R != 1 && R != 2 && R != 4 && R != 8) || (C != 1 && C != 2 && C != 4 && C != 8) ||
         (p.epi == MV_EPI_SWIGLU && R == 1) || C > groups)
         return cudaErrorInvalidValue;
-    const size_t bytes = mv_smem(p, R, C);
+    const size_t bytes = matvec_smem_bytes(p, R, C);
     if (bytes > (size_t)MV_SMEM_MAX) return cudaErrorInvalidValue;
     p.log_r = R == 1 ? 0 : R == 2 ? 1 : R == 4 ? 2 : 3;
     p.log_c = C == 1 ? 0 : C == 2 ? 1 : C == 4 ? 2 : 3;

@@ -1,0 +1,43 @@
+/* The decode matvec's CTA layout shared by the kernel (matvec.cu) and its shape choice
+ * (matvec_shape.cu): the shared memory of a CTA, the launch bounds, the kernels' index. */
+#ifndef QMM_CUDA_MATVEC_LAYOUT_CUH
+#define QMM_CUDA_MATVEC_LAYOUT_CUH
+
+#include <stddef.h>
+
+#include "kernels.h"
+
+namespace qmm {
+
+constexpr int MV_WARPS = 8; /* the most warps a CTA (4 or 8: matvec_choose_shape) */
+constexpr int MV_MAX_CLUSTER = 8;
+constexpr int MV_SMEM_MAX = 227 * 1024, MV_SMEM_SM = 228 * 1024;
+
+/* CTAs a SM by the launch bounds: 8 warps with one token tile 3 (80 registers), with two 2,
+ * 4 warps 6. */
+__host__ __device__ constexpr int mv_ctas_bound(int tokt, int w) { return w == 4 ? 6 : tokt == 1 ? 3 : 2; }
+/* MatvecScratch.cluster_ctas's kernel index: one token tile in 8 warps, two in 8, one in 4. */
+constexpr int mv_kernel_index(int tokt, int w) { return w == 4 ? 2 : tokt == 1 ? 0 : 1; }
+
+/* Shared memory of a CTA that stages kr groups of m activation rows. */
+struct MvSmem {
+    int a_stride; /* bf16 a staged row: kr·128 + 8 (ldmatrix rows on distinct banks) */
+    size_t a_off, red_off, ys_off, inv_off, bar_off, bytes;
+    __host__ __device__ MvSmem(int m, int kr, int toks, int rows)
+    {
+        a_stride = kr * 128 + 8;
+        a_off = 0;
+        red_off = (a_off + (size_t)m * a_stride * 2 + 15) / 16 * 16;
+        ys_off = red_off + (size_t)MV_WARPS * toks * 16 * 4; /* the most warps a CTA */
+        inv_off = ys_off + (size_t)MV_MAX_CLUSTER * m * rows * 4;
+        bar_off = inv_off + 16 * 4; /* the staging's mbarrier, then the cluster sum's */
+        bytes = bar_off + 16;
+    }
+};
+
+/* Dynamic shared memory of a launch of shape (R tiles, C CTAs a cluster). */
+size_t matvec_smem_bytes(const MatvecArgs &p, int R, int C);
+
+} // namespace qmm
+
+#endif
