@@ -26,20 +26,6 @@ constexpr int AD_T = 64, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = 2 * AD_T, 
 #define AD_STAMP(i) ((void)0)
 #endif
 
-__device__ __forceinline__ void ad_cp16(void *smem, const void *gmem, bool valid)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    int bytes = valid ? 16 : 0; /* 0: zero-fill, nothing read */
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void ad_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void ad_wait_group()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 /* Where piece c (16 bytes) of row r of a K or V tile sits: piece c ^ (r & 7) of the row (an XOR
  * swizzle), so that ldmatrix's eight rows of one piece fall on eight distinct bank groups. */
 template <int HD>
@@ -146,13 +132,13 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             const bool valid = r < p && r < end; /* row p is patched, rows past end unused */
             const int64_t off = (valid ? r : 0) * HD + col8;
             const int so = ad_at<HD>(row0 + rr, col8 / 8);
-            ad_cp16(ks + so, Kg + off, valid);
-            ad_cp16(vs + so, Vg + off, valid);
+            cp16_zfill(ks + so, Kg + off, valid);
+            cp16_zfill(vs + so, Vg + off, valid);
         }
     };
     for (int i = 0; i < AD_STAGES; i++) {
         if (i < ntiles) load_tile(i);
-        ad_commit();
+        cp_commit();
     }
     for (int i = tid; i < HALF; i += AD_THREADS) {
         tab[i] = cos_t[p * HALF + i];
@@ -229,7 +215,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
     uint32_t qf[KSTEPS][2];                /* warp w < MT: q's B fragments */
 
     for (int t = 0; t < ntiles; t++) {
-        ad_wait_group<AD_STAGES - 1>();
+        cp_wait_group<AD_STAGES - 1>();
         sync.sync(); /* the tile landed; q, new k, v are ready */
         if (t == 0) {
             AD_STAMP(2);
@@ -309,9 +295,9 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
         }
         sync.sync(); /* the stage, S and P are free again */
         if (t + AD_STAGES < ntiles) load_tile(t + AD_STAGES);
-        ad_commit();
+        cp_commit();
     }
-    ad_wait_group<0>();
+    cp_wait_group<0>();
     if (warp < G && lane == 0) {
         m_s[warp] = m_run;
         l_s[warp] = l_run;

@@ -42,14 +42,6 @@ __device__ __forceinline__ uint32_t ld_pair(const bf16 *p, bool ok)
     return ok ? *reinterpret_cast<const uint32_t *>(p) : 0u;
 }
 
-__device__ __forceinline__ void tc_cp16(void *smem, const void *gmem, bool valid)
-{
-    unsigned d = (unsigned)__cvta_generic_to_shared(smem);
-    int bytes = valid ? 16 : 0; /* 0: zero-fill, nothing read */
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(bytes)
-                 : "memory");
-}
-
 template <int HD> struct tc_layout {
     static constexpr int KS = HD + 8;          /* padded row stride (bf16): conflict-free loads */
     static constexpr int TILE = TC_BK * KS;    /* one K or V tile */
@@ -98,10 +90,10 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3) /* three blocks a SM, as man
             const int64_t kp = k0 + j;
             const bool ok = kp < kend;
             const int64_t off = (ok ? kp : 0) * HD + d8;
-            tc_cp16(ks + j * KS + d8, K + off, ok);
-            tc_cp16(vs + j * KS + d8, V + off, ok);
+            cp16_zfill(ks + j * KS + d8, K + off, ok);
+            cp16_zfill(vs + j * KS + d8, V + off, ok);
         }
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
+        cp_commit();
     };
     load(0);
 
@@ -126,9 +118,9 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3) /* three blocks a SM, as man
     for (int i = 0; i < ntiles; i++) {
         if (i + 1 < ntiles) {
             load(i + 1);
-            asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+            cp_wait_group<1>();
         } else {
-            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+            cp_wait_group<0>();
         }
         __syncthreads(); /* tile i has landed for every thread */
         const bf16 *Ks = tc_smem + (i & 1) * 2 * TL::TILE, *Vs = Ks + TL::TILE;

@@ -1,7 +1,7 @@
 /*
  * The tensor-core pieces both attention kernels use (prefill: attention_mma.cu, decode:
- * attention_decode_block.cuh): bf16 mma.sync m16n8k16 with fp32 accumulation, ldmatrix, and bf16
- * packing.
+ * attention_decode_block.cuh): bf16 mma.sync m16n8k16 with fp32 accumulation, ldmatrix, bf16
+ * packing, and the cp.async copies that fill their K/V tiles.
  */
 #ifndef QMM_LLM_MMA_SYNC_CUH
 #define QMM_LLM_MMA_SYNC_CUH
@@ -10,6 +10,21 @@
 #include <stdint.h>
 
 namespace qmm_llm {
+
+/* 16 bytes global -> shared, cached in L2 only; zero-filled, nothing read, when !valid. */
+__device__ __forceinline__ void cp16_zfill(void *smem, const void *gmem, bool valid)
+{
+    unsigned d = (unsigned)__cvta_generic_to_shared(smem);
+    int bytes = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+/* Until at most N of this thread's committed groups are pending. */
+template <int N> __device__ __forceinline__ void cp_wait_group()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 __device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], uint32_t b0,
                                           uint32_t b1)
