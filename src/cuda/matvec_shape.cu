@@ -51,9 +51,8 @@ static int64_t mv_resident(const MatvecScratch &s, int tokt, int w, int lc, int 
  * rule's total (which counted the pieces alone, then the most warps), 1.5 % above the best shape
  * of each cell; one cell lost 4.5 % (o at 8 tokens, clusters of 8). It favours fewer, larger
  * CTAs where the activations are a large share of a CTA's bytes (q at M = 1: 128 CTAs of 2
- * tiles, 3.87 µs, where 256 of 1 took 4.52). At one token λ = 0.75, μ = 3, ν = 3 decoded
- * 1–1.6 % faster (row 102, an experiment build); not the default until its shapes have run
- * through the op table on the GPU.
+ * tiles, 3.87 µs, where 256 of 1 took 4.52). At one token λ = 0.75, μ = 3, ν = 3: the decode
+ * step's four shapes alone 27.69 → 27.34 µs a layer and decode 1–1.6 % faster (rows 102–103).
  * From 9 tokens the rule counts the pieces alone, clusters of at most 4 (not refit: the planner
  * gives those sizes to the wgmma kernel). R >= 2 from two tokens on and for SwiGLU (gate and up
  * tiles together). With no single-wave shape (very large N) the fewest CTAs of 8 warps. */
@@ -64,7 +63,7 @@ void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, in
     const int r_min = p.m > 1 || p.epi == MV_EPI_SWIGLU ? 2 : 1, c_max = tokt == 1 ? 8 : 4;
     /* the cost's constants: a staged KB against a weight KB, a CTA on the busiest SM and a
      * cluster doubling, in weight KB (NOTES rows 99, 102) */
-    double best_cost = 1e300, lam = 0.5, mu = 0.0, nu = 5.0;
+    double best_cost = 1e300, lam = p.m == 1 ? 0.75 : 0.5, mu = p.m == 1 ? 3.0 : 0.0, nu = p.m == 1 ? 3.0 : 5.0;
 #ifdef QMM_MV_KNOBS /* experiment build: QMM_MV_COST="lam,mu,nu" */
     if (const char *e = getenv("QMM_MV_COST")) sscanf(e, "%lf,%lf,%lf", &lam, &mu, &nu);
 #endif
