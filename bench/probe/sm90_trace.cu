@@ -31,7 +31,7 @@ namespace qmm {
 cudaError_t sm90_trace_read(unsigned long long *out, int max_ctas, int *ctas);
 }
 enum { ENTRY, SMID, P_FIRST, P_EMPTY, P_LAST, C_FIRST, C_FULL, C_MMA, C_DEQ, C_DONE, C_STORED, KB, P_W0, P_WALL,
-       P_PDL, C_BAR1, C_SUMMED, SLOTS };
+       P_PDL, C_BAR1, C_SUMMED, C_ISSUE, P_SYNC, P_REGS, SLOTS };
 static void print_trace(const char *proj, int m, const char *sched)
 {
     std::vector<unsigned long long> t((size_t)4096 * SLOTS);
@@ -46,7 +46,8 @@ static void print_trace(const char *proj, int m, const char *sched)
         int slot;
         bool per_kb;
     };
-    const Row rows[] = {{"entry", -1, false},          {"producer first weights", P_W0, false},
+    const Row rows[] = {{"entry", -1, false},          {"producer past block barrier", P_SYNC, false},
+                        {"producer registers freed", P_REGS, false}, {"producer first weights", P_W0, false},
                         {"producer all weights", P_WALL, false}, {"producer past pdl wait", P_PDL, false},
                         {"producer stages issued", P_FIRST, false},
                         {"producer last copy", P_LAST, false}, {"consumer first stage", C_FIRST, false},
@@ -54,6 +55,7 @@ static void print_trace(const char *proj, int m, const char *sched)
                         {"cluster received", C_SUMMED, false},   {"consumer stored", C_STORED, false},
                         {"k-blocks", KB, false},            {"/kb wait full", C_FULL, true},
                         {"/kb dequantize", C_DEQ, true},    {"/kb wait wgmma", C_MMA, true},
+                        {"/kb issue span", C_ISSUE, true},
                         {"/kb producer wait empty", P_EMPTY, true},
                         {"/kb loop (first..done)", -2, true}};
     for (const Row &r : rows) {

@@ -49,10 +49,21 @@ __device__ __forceinline__ void mma_bf16_16816(float d[4], uint32_t a0, uint32_t
 }
 
 /* Two codes as bf16x2 of value 128 + q (exact): the bf16 of 128 has exponent 7 and a zero
- * mantissa, so OR-ing q (< 16) into the low mantissa bits adds q. */
-__device__ __forceinline__ uint32_t codes_128(uint32_t word, int shift)
+ * mantissa, so OR-ing q (< 16) into the low mantissa bits adds q. One LOP3, (w & 0x000F000F) |
+ * magic, with the magic 0x43004300 in a register: given as a second immediate it costs a second
+ * LOP3 (NOTES.md row 105). The caller shifts the word (w >> shift). */
+__device__ __forceinline__ uint32_t codes_lop3(uint32_t w, uint32_t magic)
 {
-    return ((word >> shift) & 0x000F000Fu) | 0x43004300u;
+    uint32_t d;
+    asm("lop3.b32 %0, %1, 0x000F000F, %2, 0xEA;\n" : "=r"(d) : "r"(w), "r"(magic)); /* (a & b) | c */
+    return d;
+}
+
+/* The magic of codes_lop3 from a value the compiler cannot see through (any int >= 0), so that
+ * it stays in a register instead of folding into the LOP3 as an immediate. */
+__device__ __forceinline__ uint32_t codes_magic(int nonnegative)
+{
+    return 0x43004300u | ((uint32_t)nonnegative >> 31);
 }
 
 /* bf16x2 fused multiply-add, one rounding. */
@@ -63,12 +74,14 @@ __device__ __forceinline__ uint32_t fma_bf16x2(uint32_t a, uint32_t b, uint32_t 
     return d;
 }
 
-/* Dequantized weights of two codes as bf16x2: scale * q + bias (one rounding), where
- * s2 / b2 hold the scale / bias in both halves. 128 + q minus 128 is exact in bf16. */
-__device__ __forceinline__ uint32_t dequant_pair(uint32_t word, int shift, uint32_t s2, uint32_t b2)
+/* Dequantized weights of the two codes at bits shift and shift + 16 of word as bf16x2: scale * q
+ * + bias (one rounding), where s2 / b2 hold the scale / bias in both halves and magic is
+ * codes_magic's. 128 + q minus 128 is exact in bf16. */
+__device__ __forceinline__ uint32_t dequant_pair(uint32_t word, int shift, uint32_t s2, uint32_t b2,
+                                                 uint32_t magic)
 {
     const uint32_t one2 = 0x3F803F80u, minus128 = 0xC300C300u;
-    uint32_t q = fma_bf16x2(codes_128(word, shift), one2, minus128);
+    uint32_t q = fma_bf16x2(codes_lop3(word >> shift, magic), one2, minus128);
     return fma_bf16x2(q, s2, b2);
 }
 

@@ -28,12 +28,13 @@ __global__ void dequant_w4_bf16_kernel(const uint32_t *__restrict__ packed,
     const uint32_t v = sb[(int64_t)(grp * GPB + c / (8 / GPB)) * n_pad + row]; /* chunk c's group */
     const uint32_t s2 = (v & 0xFFFFu) | (v << 16), b2 = (v >> 16) | (v & 0xFFFF0000u);
     const int h = (c % 2) * 8;
+    const uint32_t magic = codes_magic(k);
     uint32_t lo[4], hi[4];
 #pragma unroll
     for (int t = 0; t < 4; t++) {
         uint32_t word = __ldg(src + 4 * t + c / 2); /* lane t's word for this chunk */
-        lo[t] = dequant_pair(word, h, s2, b2);      /* k = 16c + 2t, +1 */
-        hi[t] = dequant_pair(word, h + 4, s2, b2);  /* k = 16c + 2t + 8, +9 */
+        lo[t] = dequant_pair(word, h, s2, b2, magic);     /* k = 16c + 2t, +1 */
+        hi[t] = dequant_pair(word, h + 4, s2, b2, magic); /* k = 16c + 2t + 8, +9 */
     }
     uint4 *dst = reinterpret_cast<uint4 *>(w + (int64_t)row * k + (int64_t)kc * 16);
     dst[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);

@@ -60,6 +60,24 @@ __device__ __forceinline__ uint32_t word_at(const uint4 &v, int j)
     return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
 }
 
+/* The conversion of two codes (dequant_pair). The experiment build -DQMM_SM90_STUB_DEQUANT=N
+ * replaces it for timing only (wrong results): 1 one logic instruction; 2 the two bf16x2 FMAs
+ * without extracting the codes; 3 the extraction with two integer instructions in place of the
+ * FMAs (NOTES.md row 104). */
+__device__ __forceinline__ uint32_t sm90_convert(uint32_t word, int shift, uint32_t s2, uint32_t b2,
+                                                 uint32_t magic)
+{
+#if !defined(QMM_SM90_STUB_DEQUANT)
+    return dequant_pair(word, shift, s2, b2, magic);
+#elif QMM_SM90_STUB_DEQUANT == 1
+    return word ^ s2;
+#elif QMM_SM90_STUB_DEQUANT == 2
+    return fma_bf16x2(fma_bf16x2(word, 0x3F803F80u, 0xC300C300u), s2, b2);
+#else
+    return (codes_lop3(word >> shift, magic) + s2) ^ b2;
+#endif
+}
+
 /* One stage's A fragments for this thread: eight k16 steps × 4 registers. */
 struct Frag {
     uint32_t a[8][4];
@@ -72,7 +90,8 @@ enum {
     SM90_TR_ENTRY_NS, SM90_TR_SMID, SM90_TR_P_FIRST, SM90_TR_P_EMPTY_WAIT, SM90_TR_P_LAST,
     SM90_TR_C_FIRST, SM90_TR_C_FULL_WAIT, SM90_TR_C_MMA_WAIT, SM90_TR_C_DEQUANT,
     SM90_TR_C_LOOP_DONE, SM90_TR_C_STORED, SM90_TR_KBLOCKS, SM90_TR_P_W0, SM90_TR_P_WALL,
-    SM90_TR_P_PDL, SM90_TR_C_BAR1, SM90_TR_C_SUMMED, SM90_TR_SLOTS
+    SM90_TR_P_PDL, SM90_TR_C_BAR1, SM90_TR_C_SUMMED, SM90_TR_C_ISSUE, SM90_TR_P_SYNC, SM90_TR_P_REGS,
+    SM90_TR_SLOTS
 };
 #define SM90_TR_MAX_CTAS 4096
 __device__ unsigned long long sm90_trace_buf[SM90_TR_MAX_CTAS * SM90_TR_SLOTS];
@@ -138,7 +157,9 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
 
     if (wg == 0) {
         /* ---- producer: warp 0 ---- */
+        SM90_TRACE(tr[SM90_TR_P_SYNC] = clock64() - t_entry);
         if (CONS_REGS) regs_dealloc<40>();
+        SM90_TRACE(tr[SM90_TR_P_REGS] = clock64() - t_entry);
         const int lane = threadIdx.x;
         if (lane < 32) {
             if (lane == 0) prefetch_tensor_map(&amap);
@@ -211,6 +232,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                 tr_out[SM90_TR_P_LAST] = clock64() - t_entry;
                 tr_out[SM90_TR_P_W0] = tr[SM90_TR_P_W0], tr_out[SM90_TR_P_WALL] = tr[SM90_TR_P_WALL];
                 tr_out[SM90_TR_P_PDL] = tr[SM90_TR_P_PDL];
+                tr_out[SM90_TR_P_SYNC] = tr[SM90_TR_P_SYNC], tr_out[SM90_TR_P_REGS] = tr[SM90_TR_P_REGS];
             })
         }
         if (args.cluster > 1) cluster_wait(); /* pairs the arrival at the start */
@@ -220,6 +242,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     pdl_wait(); /* C, the partials and the counters may still be in use by the previous kernel */
     const int c = wg - 1, ct = threadIdx.x - 128 * wg, warp = ct / 32, lane = ct % 32;
     const int g = lane / 4, t4 = lane % 4;
+    const uint32_t magic = codes_magic(args.m);
 
     /* NACC independent accumulators, k16 step kk into acc[kk % NACC]: a chain of dependent small
      * wgmmas runs at its latency (measured: ~1200 cycles for the 8 steps of one n8 group), while
@@ -258,8 +281,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             }
             const int wj = kk / 2, sft = (kk % 2) * 8;
             const uint32_t wl = word_at(lo, wj), wh = word_at(hi, wj);
-            f.a[kk][0] = dequant_pair(wl, sft, sl, bl), f.a[kk][1] = dequant_pair(wh, sft, sh, bh);
-            f.a[kk][2] = dequant_pair(wl, sft + 4, sl, bl), f.a[kk][3] = dequant_pair(wh, sft + 4, sh, bh);
+            f.a[kk][0] = sm90_convert(wl, sft, sl, bl, magic), f.a[kk][1] = sm90_convert(wh, sft, sh, bh, magic);
+            f.a[kk][2] = sm90_convert(wl, sft + 4, sl, bl, magic), f.a[kk][3] = sm90_convert(wh, sft + 4, sh, bh, magic);
         }
 #pragma unroll
         for (int kk = 0; kk < 8; kk++)
@@ -472,6 +495,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     Frag fa, fb;
     auto step = [&](Frag &cur, Frag &nxt, int it) {
         const uint32_t act = smem_u32(smem + s * S::STAGE_BYTES);
+        SM90_TRACE(tr_t = clock64());
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < 8; kk++) {
@@ -479,6 +503,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             WgmmaRS<TN>::mma(accs[kk % NACC], cur.a[kk][0], cur.a[kk][1], cur.a[kk][2], cur.a[kk][3], desc);
         }
         wgmma_commit();
+        SM90_TRACE(tr[SM90_TR_C_ISSUE] += clock64() - tr_t);
         const int done = s;
         if (++s == STAGES) s = 0, phase ^= 1;
         if (PIPE) {
@@ -542,6 +567,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     SM90_TRACE(if (c == 0 && ct == 0) {
         for (int i = SM90_TR_C_FIRST; i <= SM90_TR_C_LOOP_DONE; i++) tr_out[i] = tr[i];
         tr_out[SM90_TR_C_BAR1] = tr[SM90_TR_C_BAR1], tr_out[SM90_TR_C_SUMMED] = tr[SM90_TR_C_SUMMED];
+        tr_out[SM90_TR_C_ISSUE] = tr[SM90_TR_C_ISSUE];
         tr_out[SM90_TR_C_STORED] = clock64() - t_entry;
     })
     }

@@ -43,6 +43,7 @@ __global__ __launch_bounds__(WM *WN * 32) void gemm_w4_bf16_kernel(
     const int warp_m = warp / WN, warp_n = warp % WN;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN, z = blockIdx.z;
     const int k_begin = z * k_split, k_tiles = k_split / 128;
+    const uint32_t magic = codes_magic(m);
     out += (int64_t)z * m * n;
 
     auto stage_a = [&](int s) { return reinterpret_cast<__nv_bfloat16 *>(smem + s * S::STAGE_BYTES); };
@@ -116,8 +117,8 @@ __global__ __launch_bounds__(WM *WN * 32) void gemm_w4_bf16_kernel(
             for (int nt = 0; nt < NT; nt++) {
                 const int j = ch / 2;
                 uint32_t word = j == 0 ? wv[nt].x : j == 1 ? wv[nt].y : j == 2 ? wv[nt].z : wv[nt].w;
-                uint32_t b0 = dequant_pair(word, h, s2[nt], b2[nt]);
-                uint32_t b1 = dequant_pair(word, h + 4, s2[nt], b2[nt]);
+                uint32_t b0 = dequant_pair(word, h, s2[nt], b2[nt], magic);
+                uint32_t b1 = dequant_pair(word, h + 4, s2[nt], b2[nt], magic);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++)
                     mma_bf16_16816(acc[mt][nt], af[mt][0], af[mt][1], af[mt][2], af[mt][3], b0, b1);

@@ -162,15 +162,6 @@ __device__ __forceinline__ void mv_load(uint4 &lo, uint4 &hi, uint32_t &sl, uint
     src_s += step_s;
 }
 
-/* Two codes as bf16x2 of value 128 + q in one LOP3: (w >> shift) & 0x000F000F | magic, with the
- * magic 0x43004300 in a register (the second immediate would cost a second instruction). */
-__device__ __forceinline__ uint32_t codes_lop3(uint32_t w, uint32_t magic)
-{
-    uint32_t d;
-    asm("lop3.b32 %0, %1, 0x000F000F, %2, 0xEA;\n" : "=r"(d) : "r"(w), "r"(magic)); /* (a & b) | c */
-    return d;
-}
-
 /* One group of a warp's tile: acc += s·P + (b − 128·s)·Σa, with P = Σ a·(128 + q) and Σa from
  * two independent chains of 8 k16 mma steps (codes; all-ones weights) on the codes lo (rows g8),
  * hi (rows g8 + 8) and the staged activations at arow (group gl). */
@@ -329,8 +320,7 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
         const int r = min(tt * 8 + (lane % 8), p.m - 1);
         arow[tt] = smem_u32(as + r * L.a_stride + 16 * (lane / 16) + 8 * ((lane / 8) % 2));
     }
-    /* opaque to the compiler, so the LOP3 keeps it in a register (p.m >= 1) */
-    const uint32_t magic = 0x43004300u | (uint32_t)(p.m >> 8);
+    const uint32_t magic = codes_magic(p.m);
     for (int base = 0; base < ng; base += D) {
 #pragma unroll
         for (int j = 0; j < D; j++) {
