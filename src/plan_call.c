@@ -211,11 +211,13 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     p.workspace_bytes = qmm_sm90_workspace_bytes(&p);
     /* only the device policy predicts (as for the other paths); -1 without a fitted model */
     if (o->policy == QMM_POLICY_DEVICE) p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
-    /* a grid that does not fill the GPU: stream-K, or split-K in clusters where the model
-     * predicts it faster and the clusters fit in one wave (a full grid keeps the unsplit
-     * schedule, bit for bit) */
+    /* a grid that does not fill the GPU: stream-K, the unsplit schedule, or split-K in clusters,
+     * whichever the model predicts fastest (the clusters fitting in one wave); a full grid keeps
+     * the unsplit schedule, bit for bit. Unsplit wins where most SMs hold a tile and each has
+     * many k-blocks (q at M = 384 / 512: 96 / 128 tiles of 128 × 128, 18.6 / 19.2 µs against
+     * stream-K's 21.2 / 25.0; gate at M = 128: 76 tiles, 18.6 against 19.1; NOTES.md row 106) */
     if (req == QMM_SM90_AUTO && p.path == QMM_PATH_STREAMK && p.predicted_us > 0) {
-        for (int s = 2; s <= QMM_SM90_MAX_CLUSTER && s <= k / QMM_GROUP; s++) {
+        for (int s = 1; s <= QMM_SM90_MAX_CLUSTER && s <= k / QMM_GROUP; s++) {
             qmm_plan q;
             if (qmm_plan_sm90(m, n, k, d->gpu.sms, QMM_SM90_SPLIT, s, &q) != QMM_OK) continue;
             const int64_t slots = qmm_sm90_cluster_slots(d, q.config, s);

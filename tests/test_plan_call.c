@@ -30,9 +30,10 @@ static qmm_device_desc sm90_tiled(void)
  * deflt: the shipped default since the wgmma kernel (commits bae0d7b, 27ea9a0), at M = 1, 16,
  * 64, 384, 2048 (and ff0ed56: narrow outputs, N <= 1024, dense from M = 128): the matvec at
  * M = 1 (M = 2..8 back to the matvec after its rebuild, 2026-12-01), the wgmma kernel
- * from 9 to 384 tokens (where the tiles do not fill the GPU in whole waves: stream-K or, since
- * session 6, split-K in clusters where the refit model predicts it faster; narrow outputs dense
- * from M = 257), the dense path beyond.
+ * from 9 to 384 tokens, 512 since session 14 (where the tiles do not fill the GPU in whole
+ * waves: stream-K or, since session 6, split-K in clusters where the refit model predicts it
+ * faster, and since session 14 the unsplit schedule likewise: q at M = 384; narrow outputs
+ * dense from M = 257), the dense path beyond.
  * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
  * rows. A change here is a change of what the GPU runs (the matvec's predictions at M = 1: its
  * fitted model since NOTES row 59, test_perf_fit; the path is unchanged). */
@@ -43,7 +44,7 @@ static const struct {
     const char *tiled[5], *deflt[5];
 } qwen3_4b[] = {
     {"q", 2560, 4096, {"splitk/10/5.4", "splitk/10/6.1", "splitk/5/12.2", "splitk/4/15.2", "dense/1/116.2"},
-     {"matvec/1/4.5", "wgmma/5/320x16x64", "wgmma/2/128x64x64", "streamk/1/132x128x128", "dense/1/116.2"}},
+     {"matvec/1/4.5", "wgmma/5/320x16x64", "wgmma/2/128x64x64", "wgmma/1/96x128x128", "dense/1/116.2"}},
     {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "dense/1/5.4", "dense/1/30.5"},
      {"matvec/1/2.9", "wgmma/7/112x16x64", "wgmma/5/80x64x64", "dense/1/8.7", "dense/1/30.5"}},
     {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/15.5", "dense/1/116.2"},
@@ -90,7 +91,7 @@ static void qwen3_4b_tiled_table(void)
 static void qwen3_4b_default_table(void)
 {
     qmm_device_desc d = sm90();
-    CHECK(d.wgmma_min_m == 9 && d.wgmma_max_m == 384 && d.dense_force_m == 385);
+    CHECK(d.wgmma_min_m == 9 && d.wgmma_max_m == 512 && d.dense_force_m == 513);
     CHECK(d.dense_narrow_n == 1024 && d.dense_narrow_m == 257);
     check_pinned(&d, 1);
 }

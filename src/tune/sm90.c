@@ -44,16 +44,19 @@ static qmm_device_desc sm90(void)
     /* where each path wins on the H200 (bench/results/2026-11-30-sm90/ops.md; for the matvec
      * bench/results/2026-12-01-session4/r2-attention/ops248.md): the matvec up to 8 tokens (at
      * M = 2, 4 it beats the wgmma kernel's stream-K on every Qwen3-4B projection by 3-30 %, at
-     * M = 8 on all but q: 7.01 vs 5.82 µs), the wgmma kernel from 9 to 384 tokens, dequantize +
-     * cuBLAS beyond (and for N <= 1024, the k/v projections, from M = 128). The engine's fused
-     * decode step calls the matvec itself (its epilogues). */
+     * M = 8 on all but q: 7.01 vs 5.82 µs), the wgmma kernel from 9 to 512 tokens, dequantize +
+     * cuBLAS beyond (and for N <= 1024, the k/v projections, from M = 257). At M = 385…512 the
+     * wgmma kernel's best schedule beat the dense path on q, o, gate, down by 3-23 % (q M = 512
+     * 19.2 against 24.9 µs), at 768 on o and down only, from 1024 on none (NOTES.md row 106,
+     * bench/results/2026-12-02-session14/r4-tiles/big.csv). The engine's fused decode step
+     * calls the matvec itself (its epilogues). */
     d.wgmma_min_m = 9;
-    d.wgmma_max_m = 384;
+    d.wgmma_max_m = 512;
     /* resident CTAs in clusters (a context asks its GPU instead) */
     for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
             d.wgmma_cluster_ctas[c][s] = sm90_cluster_ctas[c][s];
-    d.dense_force_m = 385;
+    d.dense_force_m = 513;
     d.dense_narrow_n = 1024;
     d.dense_narrow_m = 257; /* k/v: M = 128 clusters of 6 7.8 µs, dense 9.0 (NOTES row 64); M = 256
                              * clusters of 5 8.5, dense 9.5 since row 77 */
