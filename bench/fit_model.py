@@ -7,9 +7,10 @@ tests/test_perf_fit.c checks the C side against the same cells.
   python3 bench/fit_model.py [wgmma ops.csv [check ops.csv [matvec M=1 ops.csv [M=8 ops.csv]]]]
   python3 bench/fit_model.py --shipped [ops.csv ...]   the shipped constants (SHIPPED), no fit
 
-Without arguments the wgmma cells are the ninth session's final build (13d1c55,
-`2026-12-01-session9/r2-final/ops_new.csv`), checked on that run's second pass (`ops_new2.csv`,
-M = 9…256, the same binary); the matvec's are the fifth session's (as shipped).
+Without arguments the wgmma cells are the fourteenth session's final build (2d68f8b,
+`2026-12-02-session14/r5-final/ops_final.csv`), checked on the previous build's second pass
+(`r3-one-lop3/ops_new2.csv`, M = 9…256: the same kernels, the planner before row 106); the
+matvec's are the fifth session's (as shipped).
 
 For each CSV: the fit's error on the forced wgmma contenders (wgmma_s1, streamk, cluster S),
 the auto cells as the planner would plan them again (prediction against the forced contender
@@ -29,14 +30,15 @@ from csvmeta import read_csv_with_meta
 SMS = 132
 ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1)]  # tn, wg, bps
 R = "bench/results/2026-12-01-"
-DEFAULTS = [R + "session9/r2-final/ops_new.csv", R + "session9/r2-final/ops_new2.csv",
+R14 = "bench/results/2026-12-02-session14/"
+DEFAULTS = [R14 + "r5-final/ops_final.csv", R14 + "r3-one-lop3/ops_new2.csv",
             R + "session5/r10-final-e2e/ops.csv", R + "session5/r11-sanitize/ops.csv"]
 NAMES = ["fixed_us", "fill_us_per_kb", "stage_us", "us_per_mflop", "issue_us", "round_trip_us",
          "partial_us_per_mb", "cluster_us", "cluster_us_per_kb"]
 # src/tune/sm90.c: the wgmma model, the matvec (fixed µs, TB/s, ns a row-token), the dense path
-SHIPPED = dict(fixed_us=0.0, fill_us_per_kb=0.00449, stage_us=0.247, us_per_mflop=0.07579,
-               issue_us=0.1909, round_trip_us=0.725, partial_us_per_mb=0.1906, cluster_us=2.506,
-               cluster_us_per_kb=0.04797)
+SHIPPED = dict(fixed_us=0.0, fill_us_per_kb=0.002806, stage_us=0.229, us_per_mflop=0.07103,
+               issue_us=0.1778, round_trip_us=0.7305, partial_us_per_mb=0.1992, cluster_us=2.268,
+               cluster_us_per_kb=0.04153)
 MATVEC = (2.42, 2.71, 0.0598)
 DENSE_TFLOPS, BANDWIDTH_TBS, LAUNCH_US = 400.0, 3.9, 1.0
 FORCED = ("wgmma_s1", "streamk", "cluster")  # the schedules bench ops forces (auto repeats one)
@@ -125,20 +127,20 @@ def auto_plan(m, n, k, th):
     if m <= 8:  # matvec_max_m
         mb = n * k * 0.53125 / 1e6
         return "matvec", 0, MATVEC[0] + mb / MATVEC[1] + (m - 1) * n * MATVEC[2] / 1e3
-    if m >= 385 or (n <= 1024 and m >= 257):  # dense_force_m, dense_narrow_n / _m
+    if m >= 513 or (n <= 1024 and m >= 257):  # dense_force_m, dense_narrow_n / _m
         bw, nk = BANDWIDTH_TBS * 1e6, n * k
         gemm = max(2.0 * m * nk / (DENSE_TFLOPS * 1e6), (2 * nk + 2 * m * k + 2 * m * n) / bw)
         return "dense", 0, nk * 2.53125 / bw + LAUNCH_US + gemm + LAUNCH_US
     p = schedule(m, n, k, "auto")
     best = ("wgmma_s1" if p[4] == 1 else "streamk", 0, features(p) @ th)
-    if p[4] == 0:  # stream-K: split-K in clusters where predicted faster and one wave holds them
-        for s in range(2, min(8, k // 128) + 1):
+    if p[4] == 0:  # stream-K: unsplit or split-K in clusters where predicted faster, one wave
+        for s in range(1, min(8, k // 128) + 1):
             q = schedule(m, n, k, "split", s)
-            if q[3] > CLUSTER_CTAS[q[0]][s]:
+            if q[3] > (CLUSTER_CTAS[q[0]][s] if s >= 2 else SMS * ROWS[q[0]][2]):
                 continue
             t = features(q) @ th
             if 0 < t < best[2] * 0.999:
-                best = ("cluster", s, t)
+                best = ("cluster", s, t) if s >= 2 else ("wgmma_s1", 0, t)
     return best
 
 

@@ -63,25 +63,25 @@ static qmm_device_desc sm90(void)
     d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
     d.dense_min_m = 128;
     /* The wgmma kernel's time model (src/perf/wgmma.c; refit with bench/fit_model.py): least
-     * squares of the relative error, every constant >= 0, over the 300 forced cells (wgmma_s1,
-     * streamk, split-K in clusters of 2..8; M = 1..2048) of the ninth session's final build
-     * (13d1c55, bench/results/2026-12-01-session9/r2-final/ops_new.csv): 289 within 15 %; its
-     * auto cells 39 of 45 within 15 % (the misses: the dense path's 5 at M = 2048 and the
-     * matvec's gate M = 8), its plans within 5 % of the best measured contender on 45 of 45; on
-     * the run's second pass (ops_new2.csv, M = 9..256) 261 of 270, 30 of 30, 30 of 30 (NOTES.md
-     * rows 78-79: k/v at M = 256 on the wgmma kernel).
+     * squares of the relative error, every constant >= 0, over the 390 forced cells (wgmma_s1,
+     * streamk, split-K in clusters of 2..8; M = 1..2048) of the fourteenth session's final build
+     * (2d68f8b, bench/results/2026-12-02-session14/r5-final/ops_final.csv): 378 within 15 %; its
+     * auto cells 47 of 55 within 15 % (the misses: the dense path's 5 at M = 2048 and the
+     * matvec's k M = 1, q and gate M = 8), its plans within 5 % of the best measured contender on
+     * 54 of 55 (k M = 384, dense by the table: +8 %); on the previous build's second pass
+     * (r3-one-lop3/ops_new2.csv, M = 9..256) 262 of 270, 30 of 30, 30 of 30 (NOTES.md row 107).
      * The k-block's chain and its share of the SM's issue slots add up; the fixed term fits to
      * 0 (the k-block terms absorb it). */
     d.wgmma_model = (qmm_wgmma_model){
         .fixed_us = 0.0,
-        .fill_us_per_kb = 0.00449,   /* first stage + output tile: 0.33 µs at TN 128, WG 2 */
-        .stage_us = 0.247,           /* NOTES 19: the per-stage handshake of a CTA's k-block */
-        .us_per_mflop = 0.07579,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.32 µs */
-        .issue_us = 0.1909,          /* a warpgroup's k-block on its SM, beside the others there */
-        .round_trip_us = 0.725,      /* partial write + counter; a batch of partial loads */
-        .partial_us_per_mb = 0.1906, /* partials written and read: ~5.2 TB/s */
-        .cluster_us = 2.506,         /* two cluster barriers, the partners' skew, a wave */
-        .cluster_us_per_kb = 0.04797, /* a CTA's partial through distributed shared memory */
+        .fill_us_per_kb = 0.002806,  /* first stage + output tile: 0.21 µs at TN 128, WG 2 */
+        .stage_us = 0.229,           /* NOTES 19: the per-stage handshake of a CTA's k-block */
+        .us_per_mflop = 0.07103,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.30 µs */
+        .issue_us = 0.1778,          /* a warpgroup's k-block on its SM, beside the others there */
+        .round_trip_us = 0.7305,     /* partial write + counter; a batch of partial loads */
+        .partial_us_per_mb = 0.1992, /* partials written and read: ~5.0 TB/s */
+        .cluster_us = 2.268,         /* two cluster barriers, the partners' skew, a wave */
+        .cluster_us_per_kb = 0.04153, /* a CTA's partial through distributed shared memory */
     };
     /* The matvec (groups of 128): fixed + weight bytes / rate + (M - 1)·N·row_token, least squares
      * of the relative error over the fifth session's auto cells at M = 1 (r10-final-e2e) and
