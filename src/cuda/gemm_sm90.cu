@@ -192,6 +192,9 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     args.q = share / parts;
     args.r = share % parts;
     args.vec_c = w.n % 8 == 0 && (uintptr_t)c % 16 == 0;
+    args.by_split = sm90_div(sched.split > 0 ? sched.split : 1);
+    args.by_groups = sm90_div(args.groups);
+    args.by_m_tiles = sm90_div(args.m_tiles);
 
     const int gpb = groups_per_block(w.group);
 #define QMM_SM90_DISPATCH(tn, wg, st, bps)                                          \

@@ -9,6 +9,32 @@
 
 namespace qmm {
 
+/* Division by a divisor fixed for the launch (1 ≤ d < 2^31) of a dividend in [0, 2^31): a
+ * multiply-high and a shift (the multiplier ceil(2^(31+l) / d), l = ceil(log2 d), exact for
+ * such dividends; d = 1 by a select), set up on the host by sm90_div: ~25 dependent
+ * instructions fewer a division on the producer's way to its first copy and in the epilogue
+ * (NOTES.md row 108). */
+struct Sm90Div {
+    uint32_t d, mul, shr;
+#ifdef __CUDACC__
+    __device__ __forceinline__ int div(int n) const
+    {
+        return d == 1 ? n : (int)(__umulhi((uint32_t)n, mul) >> shr);
+    }
+#endif
+};
+inline Sm90Div sm90_div(int d)
+{
+    Sm90Div v = {(uint32_t)d, 0u, 0u};
+    if (d > 1) {
+        uint32_t l = 0;
+        while ((1u << l) < (uint32_t)d) l++;
+        v.mul = (uint32_t)(((1ull << (31 + l)) + (uint64_t)d - 1) / (uint64_t)d);
+        v.shr = l - 1;
+    }
+    return v;
+}
+
 struct Sm90Args {
     const uint32_t *packed, *sb; /* device layout */
     __nv_bfloat16 *c;            /* [m, n] */
@@ -23,6 +49,7 @@ struct Sm90Args {
      * (q, r = groups ÷ split) */
     int q, r;
     int vec_c; /* n % 8 == 0 and c 16-byte aligned: a lane stores 8 outputs at once */
+    Sm90Div by_split, by_groups, by_m_tiles; /* the prologue's divisions (split ≥ 1 here) */
 };
 
 template <int TN, int WG, int GPB> struct Sm90Shape {
@@ -60,7 +87,7 @@ __device__ __forceinline__ int cta_start(const Sm90Args &a, int p)
 {
     if (p >= a.ctas) return a.iters;
     if (a.split > 0) {
-        const int t = p / a.split, z = p - t * a.split;
+        const int t = a.by_split.div(p), z = p - t * a.split;
         return t * a.groups + z * a.q + min(z, a.r);
     }
     return p * a.q + min(p, a.r);

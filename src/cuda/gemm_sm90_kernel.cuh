@@ -142,13 +142,83 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                    if (p == 0) sm90_trace_grid = gridDim.x;
                })
 
-    if (threadIdx.x == 0) {
+    /* The producer's schedule: the (tile, group) of its next weight and activation copies,
+     * advanced without divisions; lane 0 of warp 0 issues every copy. */
+    struct Pos {
+        int grp, mt, nt;
+    };
+    auto advance = [&](Pos &q) {
+        if (++q.grp == args.groups) {
+            q.grp = 0;
+            if (++q.mt == args.m_tiles) q.mt = 0, q.nt++;
+        }
+    };
+    const bool producer_warp = threadIdx.x < 32, lane0 = threadIdx.x == 0;
+    const int n_it = end - begin, pre = n_it < STAGES ? n_it : STAGES;
+    /* Weights never depend on the previous kernel: the first PRE_W stages' are requested
+     * before the wait, the activations after it. From 32 tokens on, a stage's activations
+     * (8–32 KB) outweigh its weights (4–8 KB), and requested behind every first-stage
+     * weight copy they started the consumers 2–3 µs after launch: there one stage of
+     * weights goes first, then each stage's activations and the weights a stage ahead
+     * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74). */
+    constexpr int PRE_W = TN <= 16 ? STAGES : 1;
+    const int pre_w = pre < PRE_W ? pre : PRE_W;
+    Pos wp = {0, 0, 0};
+    uint64_t pol = 0;
+    auto load_weights = [&](int s, Pos &q) {
+        if (lane0) {
+            uint8_t *st = smem + s * S::STAGE_BYTES;
+            mbar_arrive_expect_tx(&full[s], S::TX_BYTES);
+            /* 128-row block nt·WG/2, group grp: 8 KB; a 64-row tile is half of it */
+            const int64_t block = q.nt * WG / 2, half = WG == 1 ? q.nt % 2 : 0;
+            bulk_copy(st + S::ACT_BYTES, args.packed + (block * args.groups + q.grp) * 2048 + half * 1024,
+                      S::W_BYTES, &full[s], pol);
+            /* the block's GPB groups of scale|bias pairs for these 64·WG rows: 256·WG bytes each */
+            for (int g = 0; g < GPB; g++)
+                bulk_copy_plain(st + S::ACT_BYTES + S::W_BYTES + g * WG * 256,
+                                args.sb + (int64_t)(q.grp * GPB + g) * args.n_pad + q.nt * 64 * WG, WG * 256,
+                                &full[s]);
+        }
+        advance(q);
+    };
+    if (producer_warp) {
+        const int t0 = args.by_groups.div(begin), nt0 = args.by_m_tiles.div(t0);
+        wp = {begin - t0 * args.groups, t0 - nt0 * args.m_tiles, nt0};
+    }
+    Pos ap = wp;
+    if (lane0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(&full[s], 1); /* lane 0's expect_tx; the copies complete the bytes */
             mbar_init(&empty[s], SM90_EMPTY_ARRIVALS * WG);
         }
         if (args.cluster > 1) mbar_init(cl_ready, args.cluster - 1), mbar_init(cl_recv, 1);
         mbar_fence_init();
+        fence_proxy_async_shared(); /* the barriers, initialised, before this thread's copies */
+        prefetch_tensor_map(&amap);
+        pol = policy_evict_first();
+    }
+    auto load_act = [&](int s, Pos &q) {
+        if (lane0) tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, q.mt * TN, q.grp * 2, &full[s]);
+        advance(q);
+    };
+    /* The first stage goes out before the block barrier, which waits for every warp of the CTA
+     * to have started (0.3–0.5 µs after entry; the first copy came 0.4 µs after it): the
+     * weights of PRE_W stages, then, once the previous kernel is done, the first activations.
+     * The rest of the first stages follow the barrier: issuing them took ~0.1 µs a stage, and
+     * held before it they kept the consumers from the first stage (NOTES.md row 108). */
+    auto first_act = [&](int j) {
+        load_act(j, ap);
+        if (j + pre_w < pre) load_weights(j + pre_w, wp);
+    };
+    if (producer_warp) {
+        for (int j = 0; j < pre_w; j++) {
+            load_weights(j, wp);
+            SM90_TRACE(if (j == 0) tr[SM90_TR_P_W0] = clock64() - t_entry);
+        }
+        SM90_TRACE(tr[SM90_TR_P_WALL] = clock64() - t_entry);
+        pdl_wait(); /* activations come from the previous kernel */
+        SM90_TRACE(tr[SM90_TR_P_PDL] = clock64() - t_entry);
+        if (pre > 0) first_act(0);
     }
     __syncthreads();
     /* the barriers' initialisation visible to the cluster before any remote arrival: every
@@ -160,63 +230,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         SM90_TRACE(tr[SM90_TR_P_SYNC] = clock64() - t_entry);
         if (CONS_REGS) regs_dealloc<40>();
         SM90_TRACE(tr[SM90_TR_P_REGS] = clock64() - t_entry);
-        const int lane = threadIdx.x;
-        if (lane < 32) {
-            if (lane == 0) prefetch_tensor_map(&amap);
-            const uint64_t pol = policy_evict_first();
-            const int n_it = end - begin;
-            const int pre = n_it < STAGES ? n_it : STAGES;
-            /* the (tile, group) of an iteration to load, advanced without divisions */
-            struct Pos {
-                int grp, mt, nt;
-            };
-            const int t0 = begin / args.groups;
-            Pos wp = {begin - t0 * args.groups, t0 % args.m_tiles, t0 / args.m_tiles}, ap = wp;
-            auto advance = [&](Pos &q) {
-                if (++q.grp == args.groups) {
-                    q.grp = 0;
-                    if (++q.mt == args.m_tiles) q.mt = 0, q.nt++;
-                }
-            };
-            auto load_weights = [&](int s, Pos &q) {
-                if (lane == 0) {
-                    uint8_t *st = smem + s * S::STAGE_BYTES;
-                    mbar_arrive_expect_tx(&full[s], S::TX_BYTES);
-                    /* 128-row block nt·WG/2, group grp: 8 KB; a 64-row tile is half of it */
-                    const int64_t block = q.nt * WG / 2, half = WG == 1 ? q.nt % 2 : 0;
-                    bulk_copy(st + S::ACT_BYTES, args.packed + (block * args.groups + q.grp) * 2048 + half * 1024,
-                              S::W_BYTES, &full[s], pol);
-                    /* the block's GPB groups of scale|bias pairs for these 64·WG rows: 256·WG bytes each */
-                    for (int g = 0; g < GPB; g++)
-                        bulk_copy_plain(st + S::ACT_BYTES + S::W_BYTES + g * WG * 256,
-                                        args.sb + (int64_t)(q.grp * GPB + g) * args.n_pad + q.nt * 64 * WG, WG * 256,
-                                        &full[s]);
-                }
-                advance(q);
-            };
-            auto load_act = [&](int s, Pos &q) {
-                if (lane == 0) tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, q.mt * TN, q.grp * 2, &full[s]);
-                advance(q);
-            };
-            /* Weights never depend on the previous kernel: the first PRE_W stages' are requested
-             * before the wait, the activations after it. From 32 tokens on, a stage's activations
-             * (8–32 KB) outweigh its weights (4–8 KB), and requested behind every first-stage
-             * weight copy they started the consumers 2–3 µs after launch: there one stage of
-             * weights goes first, then each stage's activations and the weights a stage ahead
-             * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74). */
-            constexpr int PRE_W = TN <= 16 ? STAGES : 1;
-            const int pre_w = pre < PRE_W ? pre : PRE_W;
-            for (int j = 0; j < pre_w; j++) {
-                load_weights(j, wp);
-                SM90_TRACE(if (j == 0) tr[SM90_TR_P_W0] = clock64() - t_entry);
-            }
-            SM90_TRACE(tr[SM90_TR_P_WALL] = clock64() - t_entry);
-            pdl_wait(); /* activations come from the previous kernel */
-            SM90_TRACE(tr[SM90_TR_P_PDL] = clock64() - t_entry);
-            for (int j = 0; j < pre; j++) {
-                load_act(j, ap);
-                if (j + pre_w < pre) load_weights(j + pre_w, wp);
-            }
+        if (producer_warp) {
+            for (int j = 1; j < pre; j++) first_act(j);
             SM90_TRACE(tr[SM90_TR_P_FIRST] = clock64() - t_entry);
             for (int j = pre, s = 0, phase = 0; j < n_it; j++) {
                 SM90_TRACE(tr_t = clock64());
@@ -226,8 +241,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                 load_act(s, ap);
                 if (++s == STAGES) s = 0, phase ^= 1;
             }
-            if (lane == 0) pdl_launch_dependents();
-            SM90_TRACE(if (lane == 0) {
+            if (lane0) pdl_launch_dependents();
+            SM90_TRACE(if (lane0) {
                 tr_out[SM90_TR_P_FIRST] = tr[SM90_TR_P_FIRST], tr_out[SM90_TR_P_EMPTY_WAIT] = tr[SM90_TR_P_EMPTY_WAIT];
                 tr_out[SM90_TR_P_LAST] = clock64() - t_entry;
                 tr_out[SM90_TR_P_W0] = tr[SM90_TR_P_W0], tr_out[SM90_TR_P_WALL] = tr[SM90_TR_P_WALL];
@@ -303,8 +318,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         }
     };
     /* a tile's first token, and the first of this warp's 16 rows in it */
-    auto tile_m0 = [&](int tile) { return (tile % args.m_tiles) * TN; };
-    auto warp_row0 = [&](int tile) { return (tile / args.m_tiles) * 64 * WG + c * 64 + warp * 16; };
+    auto tile_m0 = [&](int tile) { return (tile - args.by_m_tiles.div(tile) * args.m_tiles) * TN; };
+    auto warp_row0 = [&](int tile) { return args.by_m_tiles.div(tile) * 64 * WG + c * 64 + warp * 16; };
     auto store_piece = [&](int tile, int jj, const float *v) {
         store_piece_at(tile_m0(tile), warp_row0(tile) + g, jj, v);
     };
@@ -489,7 +504,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * stage released and i + 1 dequantized into i − 1's buffer); two buffers, alternating.
      * Several CTAs a SM: one buffer, each k-block's wgmmas awaited before the next is
      * dequantized (the other CTAs fill the gap). */
-    int tile = begin / args.groups;
+    int tile = args.by_groups.div(begin);
     int s = 0, phase = 0;
     int pending = -1; /* PIPE: the stage whose wgmmas may still run */
     Frag fa, fb;
