@@ -37,6 +37,12 @@ __device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t addr)
                  : "r"(addr));
 }
 
+/* Two 8x8 b16 matrices (lanes 0–15 give the row addresses). */
+__device__ __forceinline__ void ldmatrix_x2_at(uint32_t (&r)[2], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+
 /* d += a(16x16, row) · b(16x8, col), bf16 in, fp32 accumulate. */
 __device__ __forceinline__ void mma_bf16_16816(float d[4], uint32_t a0, uint32_t a1, uint32_t a2,
                                                uint32_t a3, uint32_t b0, uint32_t b1)

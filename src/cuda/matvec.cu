@@ -16,8 +16,11 @@
  * DSMEM), always added in the same order: deterministic, one launch, nothing in global memory but
  * the result.
  * Arithmetic (exact codes): the codes enter the mma as the exact bf16 values 128 + q, and an mma
- * of all-ones weights gives Σa, so per group
+ * of all-ones weights gives Σa (for one token, one mma a group: mv_group), so per group
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
+ * Experiment builds (timing only, wrong results; NOTES.md row 109): -DQMM_MV_STUB=1 the loads
+ * alone, 2 the mma on the code words masked to finite bf16 (2 logic instructions a word pair
+ * instead of the conversion's 14), 3 without the Σa mma.
  * Where the time goes (bench/NOTES.md rows 27-32, 49-57): at M = 1 the loads alone run at the
  * speed of a kernel that only reads the weight; the code conversion (~1 instruction a weight
  * pair) and the mma add what the SM cannot overlap with the last bytes' arrival.
@@ -162,14 +165,23 @@ __device__ __forceinline__ void mv_load(uint4 &lo, uint4 &hi, uint32_t &sl, uint
     src_s += step_s;
 }
 
-/* One group of a warp's tile: acc += s·P + (b − 128·s)·Σa, with P = Σ a·(128 + q) and Σa from
- * two independent chains of 8 k16 mma steps (codes; all-ones weights) on the codes lo (rows g8),
- * hi (rows g8 + 8) and the staged activations at arow (group gl). */
-template <int TOKT>
+/* One group of a warp's tile: acc += s·P + (b − 128·s)·Σa, with P = Σ a·(128 + q) from a chain
+ * of 8 k16 mma steps on the codes lo (rows g8), hi (rows g8 + 8) and the staged activations at
+ * arow (group gl), and Σa from a second chain with all-ones weights. With one token (ONE) the
+ * mma's other 7 token columns are idle, so Σa is one mma instead of 8: all-ones weights times
+ * the group's 128 activations as 8 columns of 16 (slice j in column j, this lane's ldmatrix row
+ * at srow), the 8 column sums added across the quad (the Σa chain took 5 % of a decode step,
+ * NOTES.md row 109). */
+template <int TOKT, bool ONE>
 __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, const uint4 hi,
                                          uint32_t sl, uint32_t sh, const uint32_t (&arow)[TOKT],
-                                         int gl, uint32_t magic)
+                                         uint32_t srow, int gl, uint32_t magic)
 {
+    static_assert(!ONE || TOKT == 1, "one token, one token tile");
+#if defined(QMM_MV_STUB) && QMM_MV_STUB == 1 /* the loads alone, kept live by one sum */
+    acc[0][0] += __uint_as_float((lo.x ^ lo.y ^ lo.z ^ lo.w ^ hi.x ^ hi.y ^ hi.z ^ hi.w ^ sl ^ sh) & 0x007FFFFFu);
+    return;
+#endif
     float pq[TOKT][4] = {}, sa[TOKT][4] = {};
     const uint32_t one2 = 0x3F803F80u;
 #pragma unroll
@@ -181,15 +193,33 @@ __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, 
         const uint32_t wh = c2 == 0 ? hi.x : c2 == 1 ? hi.y : c2 == 2 ? hi.z : hi.w;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
+#if defined(QMM_MV_STUB) && QMM_MV_STUB == 2 /* the mma on the masked words */
+            const uint32_t a0 = wl & 0x3F7F3F7Fu, a2 = a0, a1 = wh & 0x3F7F3F7Fu, a3 = a1; /* finite */
+#else
             const uint32_t a0 = codes_lop3(wl >> (8 * h), magic), a2 = codes_lop3(wl >> (8 * h + 4), magic);
             const uint32_t a1 = codes_lop3(wh >> (8 * h), magic), a3 = codes_lop3(wh >> (8 * h + 4), magic);
+#endif
 #pragma unroll
             for (int tt = 0; tt < TOKT; tt++) {
                 mma_bf16_16816(pq[tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
-                mma_bf16_16816(sa[tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
+#if !(defined(QMM_MV_STUB) && QMM_MV_STUB == 3) /* 3: without the Σa chain */
+                if (!ONE) mma_bf16_16816(sa[tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
+#endif
             }
         }
     }
+#if !(defined(QMM_MV_STUB) && QMM_MV_STUB == 3)
+    if (ONE) { /* TOKT = 1: every column holds the one token */
+        uint32_t sb2[2];
+        ldmatrix_x2_at(sb2, srow + gl * 256);
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        mma_bf16_16816(d, one2, one2, one2, one2, sb2[0], sb2[1]);
+        float t = d[0] + d[1]; /* slices 2·t4, 2·t4 + 1 */
+        t += __shfl_xor_sync(0xffffffffu, t, 1);
+        t += __shfl_xor_sync(0xffffffffu, t, 2); /* the same bits in every lane of the quad */
+        sa[0][0] = sa[0][1] = sa[0][2] = sa[0][3] = t;
+    }
+#endif
     const float s_l = bf16_lo(sl), b_l = bf16_hi(sl) - 128.f * s_l;
     const float s_h = bf16_lo(sh), b_h = bf16_hi(sh) - 128.f * s_h;
 #pragma unroll
@@ -218,7 +248,7 @@ cudaError_t matvec_trace_read(unsigned long long *out, int max_ctas, int *ctas)
 #define MV_STAMP(i) ((void)0)
 #endif
 
-template <int TOKT, int W>
+template <int TOKT, int W, bool ONE>
 __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(const MatvecArgs p)
 {
     constexpr int TOKS = 8 * TOKT;
@@ -320,13 +350,16 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
         const int r = min(tt * 8 + (lane % 8), p.m - 1);
         arow[tt] = smem_u32(as + r * L.a_stride + 16 * (lane / 16) + 8 * ((lane / 8) % 2));
     }
+    /* ONE: lane l < 16 gives row l % 8 of matrix l / 8 of the slices' B fragment: slice l % 8,
+     * its k 0–7 or 8–15 (lanes 16–31 repeat them; ldmatrix .x2 reads lanes 0–15) */
+    const uint32_t srow = smem_u32(as + 16 * (lane % 8) + 8 * ((lane / 8) % 2));
     const uint32_t magic = codes_magic(p.m);
     for (int base = 0; base < ng; base += D) {
 #pragma unroll
         for (int j = 0; j < D; j++) {
             const int i = base + j;
             if (i >= ng) break;
-            mv_group<TOKT>(acc, lo[j], hi[j], sl[j], sh[j], arow, w0 + i - c0, magic);
+            mv_group<TOKT, ONE>(acc, lo[j], hi[j], sl[j], sh[j], arow, srow, w0 + i - c0, magic);
             if (i == 0) MV_STAMP(4);
             if (i + D < ng) /* refill the slot (after its use: no register copies) */
                 mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
@@ -373,16 +406,20 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
 }
 
 /* The three kernels: one token tile in CTAs of 8 warps, two in 8, one in 4 (MatvecScratch). */
-static void (*const mv_kernels[3])(const MatvecArgs) = {matvec_kernel<1, 8>, matvec_kernel<2, 8>,
-                                                         matvec_kernel<1, 4>};
+static void (*const mv_kernels[3])(const MatvecArgs) = {matvec_kernel<1, 8, false>, matvec_kernel<2, 8, false>,
+                                                         matvec_kernel<1, 4, false>};
+/* the one-token kernels (same launch bounds, so the same residency) */
+static void (*const mv_kernels_one[3])(const MatvecArgs) = {matvec_kernel<1, 8, true>, nullptr,
+                                                             matvec_kernel<1, 4, true>};
 static const int mv_kernel_warps[3] = {8, 8, 4};
 
 cudaError_t matvec_init(void)
 {
     cudaError_t e = cudaSuccess;
-    for (auto k : mv_kernels)
-        if (e == cudaSuccess)
-            e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
+    for (int i = 0; i < 3; i++)
+        for (auto k : {mv_kernels[i], mv_kernels_one[i]})
+            if (e == cudaSuccess && k)
+                e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
     return e;
 }
 
@@ -473,9 +510,8 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pd
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = (unsigned)na;
-    if (W == 4) return cudaLaunchKernelEx(&cfg, matvec_kernel<1, 4>, p);
-    return tokt == 1 ? cudaLaunchKernelEx(&cfg, matvec_kernel<1, 8>, p)
-                     : cudaLaunchKernelEx(&cfg, matvec_kernel<2, 8>, p);
+    const int ki = mv_kernel_index(tokt, W);
+    return cudaLaunchKernelEx(&cfg, p.m == 1 ? mv_kernels_one[ki] : mv_kernels[ki], p);
 }
 
 MatvecArgs matvec_args(const DevWeight &w)
