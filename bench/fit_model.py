@@ -28,7 +28,7 @@ import numpy as np
 from csvmeta import read_csv_with_meta
 
 SMS = 132
-ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1)]  # tn, wg, bps
+ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1), (128, 1, 1)]  # tn, wg, bps
 R = "bench/results/2026-12-01-"
 R14 = "bench/results/2026-12-02-session14/"
 DEFAULTS = [R14 + "r5-final/ops_final.csv", R14 + "r3-one-lop3/ops_new2.csv",
@@ -47,7 +47,8 @@ NOT_CONTENDERS = ("auto", "cublas", "read", "wgmma")  # not qmm's own forced sch
 # resident CTAs in clusters of s (src/tune/sm90.c sm90_cluster_ctas, the H200's occupancy API)
 CLUSTER_CTAS = [[0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368, 345, 372, 329, 360],
                 [0, 0, 264, 237, 248, 235, 234, 224, 240], [0, 0, 132, 117, 120, 110, 102, 105, 120],
-                [0, 0, 132, 117, 120, 110, 102, 105, 120], [0, 0, 132, 117, 120, 110, 102, 105, 120]]
+                [0, 0, 132, 117, 120, 110, 102, 105, 120], [0, 0, 132, 117, 120, 110, 102, 105, 120],
+                [0, 0, 132, 117, 120, 110, 102, 105, 120]]
 
 
 def cdiv(a, b):
@@ -63,6 +64,10 @@ def schedule(m, n, k, req, split=1):
     tiles = cdiv(m, tn) * cdiv(n, 64 * wg)
     if tn == 64 and tiles * 2 <= SMS:
         wg, tiles = 1, cdiv(m, tn) * cdiv(n, 64)
+    if req == "narrow":  # QMM_SM90_SPLIT_NARROW: 64-row blocks of 128 tokens
+        if tn == 128 and wg == 2:
+            wg, tiles = 1, cdiv(m, tn) * cdiv(n, 64)
+        req = "split"
     config = next(i for i, r in enumerate(ROWS) if r[:2] == (tn, wg))
     fills = tiles >= SMS and (tiles % SMS == 0 or tiles / (cdiv(tiles, SMS) * SMS) >= 0.85)
     if req == "streamk" or (req == "auto" and g > 1 and not fills):
@@ -133,14 +138,18 @@ def auto_plan(m, n, k, th):
         return "dense", 0, nk * 2.53125 / bw + LAUNCH_US + gemm + LAUNCH_US
     p = schedule(m, n, k, "auto")
     best = ("wgmma_s1" if p[4] == 1 else "streamk", 0, features(p) @ th)
-    if p[4] == 0:  # stream-K: unsplit or split-K in clusters where predicted faster, one wave
-        for s in range(1, min(8, k // 128) + 1):
-            q = schedule(m, n, k, "split", s)
+    if p[4] == 0:  # stream-K: unsplit or split-K in clusters where predicted faster, one wave;
+        # 128-token tiles' clusters also in 64-row blocks ("narrow")
+        wide = ROWS[p[0]][:2] == (128, 2)
+        for req, s in [("split", s) for s in range(1, 9)] + [("narrow", s) for s in range(2, 9)]:
+            if s > k // 128 or (req == "narrow" and not wide):
+                continue
+            q = schedule(m, n, k, req, s)
             if q[3] > (CLUSTER_CTAS[q[0]][s] if s >= 2 else SMS * ROWS[q[0]][2]):
                 continue
             t = features(q) @ th
             if 0 < t < best[2] * 0.999:
-                best = ("cluster", s, t) if s >= 2 else ("wgmma_s1", 0, t)
+                best = ("cluster" if req == "split" else "narrow", s, t) if s >= 2 else ("wgmma_s1", 0, t)
     return best
 
 
@@ -155,6 +164,7 @@ def read_cells(path):
             float(r["graph_med_us"])
         if r["contender"] == "auto":
             c["auto"] = (r["path"], int(r["split"]))
+            c["auto_rows"] = int(r["tile_n"])
         elif r["contender"] in FORCED:  # the mirror plans what the bench ran
             sched = forced_schedule(int(r["m"]), c["n"], c["k"], r["contender"], int(r["split"]))
             tn, wg, _ = ROWS[sched[0]]
@@ -201,6 +211,8 @@ def evaluate(path, cells, th, residuals=False):
     for (proj, m), c in sorted(cells.items(), key=lambda x: (x[0][1], x[0][0])):
         ct, s, p = auto_plan(m, c["n"], c["k"], th)
         t = c["t"].get((ct, s), float("nan"))
+        if ct == "narrow":  # no forced contender runs 64-row blocks of 128 tokens: the auto row, if it did
+            t = c["t"][("auto", 0)] if c["auto"] == ("wgmma", s) and c.get("auto_rows") == 64 else float("nan")
         best, (bct, bs) = min((v, key) for key, v in c["t"].items() if key[0] not in NOT_CONTENDERS)
         e15, e5 = abs(p / t - 1) <= 0.15, t <= 1.05 * best
         within15, within5 = within15 + e15, within5 + e5

@@ -215,15 +215,23 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
      * whichever the model predicts fastest (the clusters fitting in one wave); a full grid keeps
      * the unsplit schedule, bit for bit. Unsplit wins where most SMs hold a tile and each has
      * many k-blocks (q at M = 384 / 512: 96 / 128 tiles of 128 × 128, 18.6 / 19.2 µs against
-     * stream-K's 21.2 / 25.0; gate at M = 128: 76 tiles, 18.6 against 19.1; NOTES.md row 106) */
+     * stream-K's 21.2 / 25.0; gate at M = 128: 76 tiles, 18.6 against 19.1; NOTES.md row 106).
+     * 128-token tiles' clusters also in 64-row blocks: twice the tiles, half the partial (k at
+     * M = 128 in clusters of 5 5.9 µs against 128-row blocks' best 7.1; q 9.2 against 10.1). A
+     * lone 64-row warpgroup on its SM is no faster than two sharing it (0.53 against 0.68 µs a
+     * k-block for half the work), so they never run unsplit or stream-K (NOTES.md row 112). */
     if (req == QMM_SM90_AUTO && p.path == QMM_PATH_STREAMK && p.predicted_us > 0) {
-        for (int s = 1; s <= QMM_SM90_MAX_CLUSTER && s <= k / QMM_GROUP; s++) {
+        const int wide = p.tile_m == 128 && p.tile_n == 128;
+        for (int c = 0; c < 2 * QMM_SM90_MAX_CLUSTER; c++) {
+            const int s = c % QMM_SM90_MAX_CLUSTER + 1, narrow = c >= QMM_SM90_MAX_CLUSTER;
+            if (s > k / QMM_GROUP || (narrow && (s < 2 || !wide))) continue;
             qmm_plan q;
-            if (qmm_plan_sm90(m, n, k, d->gpu.sms, QMM_SM90_SPLIT, s, &q) != QMM_OK) continue;
+            if (qmm_plan_sm90(m, n, k, d->gpu.sms, narrow ? QMM_SM90_SPLIT_NARROW : QMM_SM90_SPLIT, s, &q) != QMM_OK)
+                continue;
             const int64_t slots = qmm_sm90_cluster_slots(d, q.config, s);
             if (slots < 0 || q.blocks > (slots ? slots : (int64_t)d->gpu.sms * qmm_sm90_blocks_per_sm(q.config)))
                 continue;
-            q.stages = p.stages;
+            qmm_sm90_config(q.config, NULL, NULL, &q.stages);
             q.workspace_bytes = qmm_sm90_workspace_bytes(&q);
             q.predicted_us = qmm_plan_predict_us(m, n, k, d, &q);
             if (q.predicted_us > 0 && q.predicted_us < p.predicted_us * 0.999) p = q;

@@ -146,6 +146,18 @@ static const cell *measured_schedule(const dataset *ds, const char *proj, int64_
     return NULL;
 }
 
+/* The measured row of plan p for the auto row c: c itself where it ran p (the only measurement
+ * of a schedule no forced contender runs, e.g. clusters of 64-row blocks of 128 tokens), else
+ * the forced contender that ran p's schedule. */
+static const cell *measured_plan(const dataset *ds, const cell *c, const qmm_plan *p)
+{
+    if (!strcmp(c->path, qmm_path_name(p->path)) && c->split == p->split &&
+        (p->path == QMM_PATH_MATVEC || p->path == QMM_PATH_DENSE ||
+         (c->tile_m == p->tile_m && c->tile_n == p->tile_n)))
+        return c;
+    return measured_schedule(ds, c->proj, c->m, p);
+}
+
 /* Predicted / measured - 1 of every row whose contender is `which` ("auto": the default plan's
  * schedule, looked up among the contenders; else that forced contender's own row); prints the
  * table; returns the share within 15 % and the count in *n. */
@@ -171,7 +183,7 @@ static double score(const dataset *ds, const qmm_device_desc *d, const char *whi
         const cell *ran = NULL;
         if (qmm_plan_call(d, c->m, c->n, c->k, &o, &p) != QMM_OK)
             why = "no plan";
-        else if (!(ran = is_auto ? measured_schedule(ds, c->proj, c->m, &p) : c) ||
+        else if (!(ran = is_auto ? measured_plan(ds, c, &p) : c) ||
                  strcmp(qmm_path_name(p.path), ran->path) ||
                  (strcmp(ran->path, "matvec") && strcmp(ran->path, "dense") &&
                   (p.tile_m != ran->tile_m || p.tile_n != ran->tile_n)))
@@ -243,7 +255,7 @@ static int plans_within_5(const dataset *ds, const qmm_device_desc *d, int *cell
         (*cells)++;
         qmm_plan p;
         CHECK_OK(qmm_plan_call(d, c->m, c->n, c->k, NULL, &p));
-        const cell *ran = measured_schedule(ds, c->proj, c->m, &p);
+        const cell *ran = measured_plan(ds, c, &p);
         double best = INFINITY;
         const char *best_name = "";
         int best_split = 0;

@@ -18,6 +18,7 @@ static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER +
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 64, WG 2 */
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128 */
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 64, WG 1 */
+    {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128, WG 1 */
 };
 
 /* Fitted to bench ops on the H200 (bench/results/2026-11-29-stages-overlap/ops.*): with these the
