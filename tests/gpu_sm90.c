@@ -373,7 +373,7 @@ static const test_case cases[] = {
     {"small/dependent-launches", case_dependent_launches},
     {"bitwise", case_bitwise},
     {"projections", case_projections},
-    {"narrow-clusters", case_narrow_clusters},
+    {"narrow/clusters", case_narrow_clusters},
     {"g64/narrow-clusters", case_g64_narrow_clusters},
     {"g64/ragged", case_g64_ragged},
     {"g64/all-m", case_g64_all_m},
