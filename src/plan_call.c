@@ -216,17 +216,19 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
      * the unsplit schedule, bit for bit. Unsplit wins where most SMs hold a tile and each has
      * many k-blocks (q at M = 384 / 512: 96 / 128 tiles of 128 × 128, 18.6 / 19.2 µs against
      * stream-K's 21.2 / 25.0; gate at M = 128: 76 tiles, 18.6 against 19.1; NOTES.md row 106).
-     * 128-token tiles' clusters also in 64-row blocks: twice the tiles, half the partial (k at
+     * Token tiles of 64 and 128 also try clusters in the other block height (64 ↔ 128 weight
+     * rows): 128 tokens in 64-row blocks make twice the tiles with half the partial each (k at
      * M = 128 in clusters of 5 5.9 µs against 128-row blocks' best 7.1; q 9.2 against 10.1). A
-     * lone 64-row warpgroup on its SM is no faster than two sharing it (0.53 against 0.68 µs a
-     * k-block for half the work), so they never run unsplit or stream-K (NOTES.md row 112). */
+     * lone 64-row warpgroup on its SM is no faster than two sharing it (~0.55 against 0.68 µs a
+     * k-block for half the work), so the other height never runs unsplit or stream-K (NOTES.md
+     * rows 112, 114). */
     if (req == QMM_SM90_AUTO && p.path == QMM_PATH_STREAMK && p.predicted_us > 0) {
-        const int wide = p.tile_m == 128 && p.tile_n == 128;
+        const int both = p.tile_m >= 64;
         for (int c = 0; c < 2 * QMM_SM90_MAX_CLUSTER; c++) {
-            const int s = c % QMM_SM90_MAX_CLUSTER + 1, narrow = c >= QMM_SM90_MAX_CLUSTER;
-            if (s > k / QMM_GROUP || (narrow && (s < 2 || !wide))) continue;
+            const int s = c % QMM_SM90_MAX_CLUSTER + 1, alt = c >= QMM_SM90_MAX_CLUSTER;
+            if (s > k / QMM_GROUP || (alt && (s < 2 || !both))) continue;
             qmm_plan q;
-            if (qmm_plan_sm90(m, n, k, d->gpu.sms, narrow ? QMM_SM90_SPLIT_NARROW : QMM_SM90_SPLIT, s, &q) != QMM_OK)
+            if (qmm_plan_sm90(m, n, k, d->gpu.sms, alt ? QMM_SM90_SPLIT_ALT : QMM_SM90_SPLIT, s, &q) != QMM_OK)
                 continue;
             const int64_t slots = qmm_sm90_cluster_slots(d, q.config, s);
             if (slots < 0 || q.blocks > (slots ? slots : (int64_t)d->gpu.sms * qmm_sm90_blocks_per_sm(q.config)))

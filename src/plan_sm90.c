@@ -79,8 +79,8 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90
     int tn = token_tile(m), wg = tn <= 32 ? 1 : 2;
     int64_t tiles = cdiv(m, tn) * cdiv(n, 64 * wg);
     if (tn == 64 && tiles * 2 <= sm_count) wg = 1, tiles = cdiv(m, tn) * cdiv(n, 64);
-    if (req == QMM_SM90_SPLIT_NARROW) {
-        if (tn == 128 && wg == 2) wg = 1, tiles = cdiv(m, tn) * cdiv(n, 64);
+    if (req == QMM_SM90_SPLIT_ALT) {
+        if (tn >= 64) wg = 3 - wg, tiles = cdiv(m, tn) * cdiv(n, 64 * wg);
         req = QMM_SM90_SPLIT;
     }
     int config = find_config(tn, wg);

@@ -12,9 +12,9 @@ typedef enum qmm_sm90_request {
     QMM_SM90_AUTO = 0,    /* unsplit when the tiles fill the GPU, else stream-K */
     QMM_SM90_SPLIT = 1,   /* split-K with the given split (1 = unsplit) */
     QMM_SM90_STREAMK = 2, /* stream-K over min(SMs, iterations) CTAs */
-    /* split-K as SPLIT, in 64-row blocks where the rule takes 128-row ones of 128 tokens (twice
-     * the tiles, half the partial each); otherwise as SPLIT */
-    QMM_SM90_SPLIT_NARROW = 3
+    /* split-K as SPLIT in the other block height (64 weight rows where the rule takes 128, or
+     * 128 where it takes 64) for token tiles that have both (64, 128); otherwise as SPLIT */
+    QMM_SM90_SPLIT_ALT = 3
 } qmm_sm90_request;
 
 /* The plan: path WGMMA (split = partitions per tile) or STREAMK; config = the tuning row;

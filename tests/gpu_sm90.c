@@ -324,47 +324,58 @@ static void same_bits_as_g128(int group)
 static void case_g64_same_bits(void) { same_bits_as_g128(64); }
 static void case_g32_same_bits(void) { same_bits_as_g128(32); }
 
-/* Where the plan takes split-K in clusters of 64-row blocks of 128 tokens (the model preferring
- * twice the tiles to 128-row blocks): the plan is that schedule, within tolerance of fp64, the
- * same bits 10 times, and the same bits as the forced 128-row schedule with the same split (the
- * same partitions, each output summed in the same k order). */
-static void narrow_clusters_g(int group)
+/* Where the plan takes split-K in clusters of the other block height (64-row blocks of 128
+ * tokens, 128-row blocks of 64 tokens: the model preferring them to the rule's height): the
+ * plan is that schedule, within tolerance of fp64, the same bits 10 times, and the same bits as
+ * the forced schedule with the same split in the rule's height (the same partitions, each output
+ * summed in the same k order). */
+static void other_height_clusters_g(int group)
 {
     static const int64_t shapes[][3] = {
-        {128, 1024, 2560}, /* k at M = 128: clusters of 5 */
+        {128, 1024, 2560}, /* k at M = 128: clusters of 5 in 64-row blocks */
         {100, 1032, 2560}, /* ragged tokens and rows */
-        {128, 4096, 2560}, /* q at M = 128: clusters of 2 */
+        {128, 4096, 2560}, /* q at M = 128: clusters of 2 in 64-row blocks */
+        {64, 2560, 4096},  /* o at M = 64: clusters of 5 in 128-row blocks */
+        {40, 2504, 9728},  /* down-like at M = 40, ragged rows */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
         prob p;
         SETUP_G(p, m, n, k, group);
         size_t bytes = (size_t)(m * n) * 2;
-        qmm_bf16 *first = malloc(bytes), *wide = malloc(bytes);
-        qmm_plan plan, wide_plan;
-        CHECK_OK(prob_run(&p, NULL, first, &plan));
-        CHECKF(plan.path == QMM_PATH_WGMMA && plan.tile_m == 128 && plan.tile_n == 64 && plan.split >= 2,
-               "g%d M=%lld N=%lld: planned %s split %d tile %dx%d, not clusters of 64-row blocks", group,
-               (long long)m, (long long)n, qmm_path_name(plan.path), plan.split, plan.tile_m, plan.tile_n);
-        prob_check(&p, first, 1e-2, "narrow clusters");
+        qmm_bf16 *first = malloc(bytes), *rule = malloc(bytes);
+        qmm_plan plan, rule_plan;
+        qmm_status st = first && rule ? prob_run(&p, NULL, first, &plan) : QMM_ERR_NOMEM;
+        qmm_cuda_options o = opts(QMM_PATH_WGMMA, st == QMM_OK ? plan.split : 1);
+        if (st == QMM_OK) st = prob_run(&p, &o, rule, &rule_plan);
+        CHECKF(st == QMM_OK, "g%d M=%lld N=%lld: %s (%s)", group, (long long)m, (long long)n,
+               qmm_status_name(st), qmm_last_error());
+        if (st != QMM_OK) {
+            free(first), free(rule);
+            prob_free(&p);
+            continue;
+        }
+        CHECKF(plan.path == QMM_PATH_WGMMA && plan.split >= 2 && rule_plan.split == plan.split &&
+                   rule_plan.tile_m == plan.tile_m && rule_plan.tile_n != plan.tile_n,
+               "g%d M=%lld N=%lld: planned %s split %d tile %dx%d (the rule's %dx%d): not clusters of "
+               "the other block height", group, (long long)m, (long long)n, qmm_path_name(plan.path),
+               plan.split, plan.tile_m, plan.tile_n, rule_plan.tile_m, rule_plan.tile_n);
+        prob_check(&p, first, 1e-2, "other-height clusters");
         for (int r = 0; r < 10; r++) {
             CHECK_OK(prob_run(&p, NULL, p.out, &plan));
             CHECKF(memcmp(first, p.out, bytes) == 0, "g%d M=%lld N=%lld: run %d differs from run 0", group,
                    (long long)m, (long long)n, r + 1);
         }
-        qmm_cuda_options o = opts(QMM_PATH_WGMMA, plan.split);
-        CHECK_OK(prob_run(&p, &o, wide, &wide_plan));
-        CHECK(wide_plan.tile_n == 128 && wide_plan.split == plan.split);
-        CHECKF(memcmp(first, wide, bytes) == 0, "g%d M=%lld N=%lld: 64-row blocks differ from 128-row ones",
-               group, (long long)m, (long long)n);
-        printf("    g%-3d M=%-4lld N=%-5lld K=%lld clusters of %d 64-row blocks: bitwise equal to 128-row ones\n",
-               group, (long long)m, (long long)n, (long long)k, plan.split);
-        free(first), free(wide);
+        CHECKF(memcmp(first, rule, bytes) == 0, "g%d M=%lld N=%lld: %d-row blocks differ from %d-row ones",
+               group, (long long)m, (long long)n, plan.tile_n, rule_plan.tile_n);
+        printf("    g%-3d M=%-4lld N=%-5lld K=%-5lld clusters of %d %d-row blocks: bitwise equal to %d-row ones\n",
+               group, (long long)m, (long long)n, (long long)k, plan.split, plan.tile_n, rule_plan.tile_n);
+        free(first), free(rule);
         prob_free(&p);
     }
 }
-static void case_narrow_clusters(void) { narrow_clusters_g(QMM_GROUP); }
-static void case_g64_narrow_clusters(void) { narrow_clusters_g(64); }
+static void case_other_height_clusters(void) { other_height_clusters_g(QMM_GROUP); }
+static void case_g64_other_height_clusters(void) { other_height_clusters_g(64); }
 
 static const test_case cases[] = {
     {"small/ragged", case_ragged},
@@ -373,8 +384,8 @@ static const test_case cases[] = {
     {"small/dependent-launches", case_dependent_launches},
     {"bitwise", case_bitwise},
     {"projections", case_projections},
-    {"narrow/clusters", case_narrow_clusters},
-    {"g64/narrow-clusters", case_g64_narrow_clusters},
+    {"other-height/clusters", case_other_height_clusters},
+    {"g64/other-height-clusters", case_g64_other_height_clusters},
     {"g64/ragged", case_g64_ragged},
     {"g64/all-m", case_g64_all_m},
     {"g64/bitwise", case_g64_bitwise},

@@ -33,8 +33,10 @@ static qmm_device_desc sm90_tiled(void)
  * from 9 to 384 tokens, 512 since session 14 (where the tiles do not fill the GPU in whole
  * waves: stream-K or, since session 6, split-K in clusters where the refit model predicts it
  * faster, and since session 14 the unsplit schedule likewise: q at M = 384; narrow outputs
- * dense from M = 257), the dense path beyond. Session 14's refit model takes clusters of 2 for
- * o at M = 64 (10.47 µs measured, stream-K 10.23: within the 5 % the planner promises).
+ * dense from M = 257), the dense path beyond. Since session 16 token tiles of 64 and 128 also
+ * take clusters of the other block height where the model prefers them: o and down at M = 64
+ * clusters of 5 in 128-row blocks (8.11 / 13.57 µs measured against 10.35 / 16.44 for 64-row
+ * clusters of 2 and stream-K; NOTES.md row 114).
  * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
  * rows. A change here is a change of what the GPU runs (the matvec's predictions at M = 1: its
  * fitted model since NOTES row 59, test_perf_fit; the path is unchanged). */
@@ -49,11 +51,11 @@ static const struct {
     {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "dense/1/5.4", "dense/1/30.5"},
      {"matvec/1/2.9", "wgmma/7/112x16x64", "wgmma/5/80x64x64", "dense/1/8.7", "dense/1/30.5"}},
     {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/15.5", "dense/1/116.2"},
-     {"matvec/1/4.5", "wgmma/8/320x16x64", "wgmma/2/80x64x64", "wgmma/2/120x128x128", "dense/1/116.2"}},
+     {"matvec/1/4.5", "wgmma/8/320x16x64", "wgmma/5/100x64x128", "wgmma/2/120x128x128", "dense/1/116.2"}},
     {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/34.1", "dense/1/273.2"},
      {"matvec/1/7.3", "wgmma/2/304x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "dense/1/273.2"}},
     {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/34.1", "dense/1/273.2"},
-     {"matvec/1/7.3", "wgmma/8/320x16x64", "streamk/1/132x64x64", "wgmma/2/120x128x128", "dense/1/273.2"}},
+     {"matvec/1/7.3", "wgmma/8/320x16x64", "wgmma/5/100x64x128", "wgmma/2/120x128x128", "dense/1/273.2"}},
 };
 
 /* Every row of the table under d: the tiled columns (deflt = 0) or the default ones. */
@@ -95,6 +97,35 @@ static void qwen3_4b_default_table(void)
     CHECK(d.wgmma_min_m == 9 && d.wgmma_max_m == 512 && d.dense_force_m == 513);
     CHECK(d.dense_narrow_n == 1024 && d.dense_narrow_m == 257);
     check_pinned(&d, 1);
+}
+
+/* Clusters of the other block height (NOTES.md rows 112, 114): the auto plan takes them where
+ * the model prefers them; a forced split keeps the rule's height, and the two share partitions
+ * (gpu_sm90's other-height cases check them bitwise on the GPU). */
+static void other_block_height(void)
+{
+    qmm_device_desc d = sm90();
+    static const struct {
+        int64_t m, n, k;
+        int split, tokens, rows, rule_rows;
+    } cells[] = {
+        {128, 1024, 2560, 5, 128, 64, 128}, /* k at M = 128 */
+        {128, 4096, 2560, 2, 128, 64, 128}, /* q at M = 128 */
+        {64, 2560, 4096, 5, 64, 128, 64},   /* o at M = 64 */
+    };
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+        qmm_plan p, f;
+        CHECK_OK(qmm_plan_call(&d, cells[i].m, cells[i].n, cells[i].k, NULL, &p));
+        CHECKF(p.path == QMM_PATH_WGMMA && p.split == cells[i].split && p.tile_m == cells[i].tokens &&
+                   p.tile_n == cells[i].rows && p.workspace_bytes == 0,
+               "M=%lld N=%lld: %s split %d tile %dx%d", (long long)cells[i].m, (long long)cells[i].n,
+               qmm_path_name(p.path), p.split, p.tile_m, p.tile_n);
+        qmm_cuda_options o = qmm_cuda_options_default();
+        o.path = QMM_PATH_WGMMA, o.split = cells[i].split;
+        CHECK_OK(qmm_plan_call(&d, cells[i].m, cells[i].n, cells[i].k, &o, &f));
+        CHECK(f.split == p.split && f.tile_m == p.tile_m && f.tile_n == cells[i].rule_rows &&
+              f.k_per_split == p.k_per_split);
+    }
 }
 
 /* The plan is complete: configuration, stages and workspace are what the kernels will use. */
@@ -376,7 +407,7 @@ static void bad_input(void)
 
 int main(int argc, char **argv)
 {
-    TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, plan_fields, forced, generic_gpu,
-               group_routing, bad_input);
+    TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, other_block_height, plan_fields,
+               forced, generic_gpu, group_routing, bad_input);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

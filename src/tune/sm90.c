@@ -70,8 +70,11 @@ static qmm_device_desc sm90(void)
      * auto cells 47 of 55 within 15 % (the misses: the dense path's 5 at M = 2048 and the
      * matvec's k M = 1, q and gate M = 8), its plans within 5 % of the best measured contender on
      * 54 of 55 (k M = 384, dense by the table: +8 %); on the previous build's second pass
-     * (r3-one-lop3/ops_new2.csv, M = 9..256) 262 of 270, 30 of 30, 30 of 30 (NOTES.md row 107).
-     * The k-block's chain and its share of the SM's issue slots add up; the fixed term fits to
+     * (r3-one-lop3/ops_new2.csv, M = 9..256) 262 of 270, 30 of 30, 30 of 30 (NOTES.md row 107),
+     * with that session's planner. With the sixteenth session's (clusters of the other block
+     * height, rows 112 and 114) on its own run (bench/results/2026-12-02-session16/r4-alt/, out
+     * of sample): 376 of 390, 47 of 55, 53 of 55; its second pass (r5-alt-tests/) 395 of 405,
+     * 45 of 45, 44 of 45 (tests/test_perf_fit.c). The k-block's chain and its share of the SM's issue slots add up; the fixed term fits to
      * 0 (the k-block terms absorb it). */
     d.wgmma_model = (qmm_wgmma_model){
         .fixed_us = 0.0,

@@ -38,7 +38,8 @@
  * groups of 128 (stages round up to 1 KB); groups of 32 add 1 KB a stage at WG = 2 (at most
  * 216 KB a CTA): every row keeps its stage count and resident blocks per SM at every group size.
  * The last row (128 tokens × 64 rows, 5 stages of 37 KB) runs only split-K in clusters, where
- * the planner's model prefers twice the tiles to the 128-row row's (plan_call.c). */
+ * the planner's model prefers twice the tiles to the 128-row row's; likewise 64 tokens × 128
+ * rows where the rule takes 64-row blocks (plan_call.c, the other block height). */
 #define QMM_SM90_CONFIGS(X)                                                                        \
     X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 8, 2)                                                    \
     X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 9, 1) X(128, 1, 5, 1)
