@@ -114,6 +114,41 @@ static void case_nonfinite_rows(void)
     prob_free(&p);
 }
 
+/* 128-token tiles: stream-K (a tile in three or four partitions: the head's fixup from its
+ * registers, with or without counting, NOTES.md row 115) and clusters of 2, 5 and 8 (the owner's
+ * loop for each rank count, row 116) give the same bits 10 times, within tolerance of fp64; at
+ * the edges (M = 200: tokens past M, the predicated paired stores; N = 2504: warps whose rows
+ * pass N, the 2-byte stores and the owner's old loop). */
+static void case_bitwise_128(void)
+{
+    static const int64_t shapes[][3] = {{256, 2560, 9728}, {200, 2504, 4096}};
+    const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_STREAMK, 0),
+                                     opts(QMM_PATH_WGMMA, 2), opts(QMM_PATH_WGMMA, 5),
+                                     opts(QMM_PATH_WGMMA, 8)};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        const int64_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
+        prob p;
+        SETUP(p, m, n, k);
+        size_t bytes = (size_t)(m * n) * 2;
+        qmm_bf16 *first = malloc(bytes), *out = malloc(bytes);
+        for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+            qmm_plan plan;
+            CHECK_OK(prob_run(&p, &list[i], first, &plan));
+            CHECKF(plan.tile_m == 128, "M=%lld schedule %zu: %d-token tiles", (long long)m, i, plan.tile_m);
+            prob_check(&p, first, 1e-2, "128-token");
+            for (int r = 0; r < 10; r++) {
+                CHECK_OK(prob_run(&p, &list[i], out, &plan));
+                CHECKF(memcmp(first, out, bytes) == 0, "M=%lld schedule %zu: run %d differs from run 0",
+                       (long long)m, i, r + 1);
+            }
+            printf("    M=%-4lld N=%-5lld K=%-5lld %s split %d: the same bits 10 times\n", (long long)m,
+                   (long long)n, (long long)k, qmm_path_name(plan.path), plan.split);
+        }
+        prob_free(&p);
+        free(first), free(out);
+    }
+}
+
 /* Every schedule gives the same bits 10 times; the full-grid plan is the unsplit schedule. */
 /* gate at M = 300 fills the GPU (3 x 76 tiles, 86 % of two waves): the plan must be the unsplit
  * schedule, bit for bit (groups other than 128 also checked against fp64) */
@@ -383,6 +418,7 @@ static const test_case cases[] = {
     {"small/bad-requests", case_bad_requests},
     {"small/dependent-launches", case_dependent_launches},
     {"bitwise", case_bitwise},
+    {"bitwise/128-token", case_bitwise_128},
     {"projections", case_projections},
     {"other-height/clusters", case_other_height_clusters},
     {"g64/other-height-clusters", case_g64_other_height_clusters},

@@ -48,7 +48,7 @@ struct Sm90Args {
      * p·q + min(p, r) (q, r = iters ÷ ctas); split-K partition z of a tile at z·q + min(z, r)
      * (q, r = groups ÷ split) */
     int q, r;
-    int vec_c; /* n % 8 == 0 and c 16-byte aligned: a lane stores 8 outputs at once */
+    int vec_c; /* n % 8 == 0 and c 16-byte aligned: the 128-token tiles' 4-byte stores */
     Sm90Div by_split, by_groups, by_m_tiles; /* the prologue's divisions (split ≥ 1 here) */
 };
 
@@ -63,15 +63,9 @@ template <int TN, int WG, int GPB> struct Sm90Shape {
     /* split-K in a cluster of R CTAs: a tile is 4·WG·TN/8 pieces (a warp's 16 rows × 8 tokens
      * of fp32, 512 bytes); CTA z sums the pieces z, z + R, … */
     static constexpr int PIECES = 4 * WG * TN / 8;
-    /* a whole tile's outputs go out as 16-byte stores through a 256-byte buffer a consumer warp
-     * at TN = 128 only: the smaller tiles' kernels were 5–13 % slower with that epilogue
-     * compiled in (NOTES.md row 75) */
-    static constexpr bool VEC_STORES = TN >= 128;
-    static constexpr int VEC_BYTES = VEC_STORES ? 4 * WG * 256 : 0;
 };
 
-/* After the ring: its barriers, the cluster's two, the last-CTA flag; then the epilogue's
- * transpose buffers (VEC_BYTES). */
+/* After the ring: its barriers, the cluster's two, the last-CTA flags. */
 template <int STAGES> constexpr int sm90_bar_bytes()
 {
     return ((2 * STAGES + 2) * 8 + 16 + 15) / 16 * 16;
@@ -79,7 +73,7 @@ template <int STAGES> constexpr int sm90_bar_bytes()
 template <int TN, int WG, int STAGES, int GPB> constexpr size_t sm90_smem_bytes()
 {
     return (size_t)STAGES * Sm90Shape<TN, WG, GPB>::STAGE_BYTES + 1024 /* alignment */ +
-           sm90_bar_bytes<STAGES>() + Sm90Shape<TN, WG, GPB>::VEC_BYTES;
+           sm90_bar_bytes<STAGES>();
 }
 
 /* First iteration of CTA p (p = ctas gives iters). */

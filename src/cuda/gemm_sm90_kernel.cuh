@@ -40,13 +40,14 @@ __device__ __forceinline__ uint32_t lds32(const uint32_t *p)
     return v;
 }
 
-/* Two 8×8 bf16 matrices stored transposed: lanes 8i … 8i + 7 give the addresses of rows 0…7 of
- * matrix i, and row j receives column j of the fragment (a thread's register holds row lane / 4,
- * columns 2·(lane % 4) and + 1, as in a wgmma accumulator). */
-__device__ __forceinline__ void stmatrix_x2_trans(uint32_t addr, uint32_t m0, uint32_t m1)
+/* A 4-byte global store under a predicate: predicated, not a branch (guarded by an if, each
+ * store became a divergent region, BSSY/BSYNC, in the unrolled epilogues). No memory clobber:
+ * the kernel never reads C, and with one the shared-memory loads of the next pieces could not
+ * move above the store. */
+__device__ __forceinline__ void st_global_b32_if(bool p, void *addr, uint32_t v)
 {
-    asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};\n" ::"r"(addr), "r"(m0), "r"(m1)
-                 : "memory");
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %0, 0;\n @q st.global.b32 [%1], %2;\n}\n" ::"r"((int)p),
+                 "l"(addr), "r"(v));
 }
 
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
@@ -101,6 +102,12 @@ __device__ int sm90_trace_grid;
 #define SM90_TRACE(...)
 #endif
 
+/* a compile-time int as a value (the cluster owner's loop is instantiated for each rank count) */
+template <int N> struct Int {
+    static constexpr int value = N;
+};
+static_assert(QMM_SM90_MAX_CLUSTER == 8, "the owner's loop has a case for every rank count 2...8");
+
 // a (tensor map) is [m, k] bf16; packed/sb the device layout (groups of 128/GPB); c is [m, n] bf16.
 template <int TN, int WG, int STAGES, int BPS, int GPB>
 __global__ void __launch_bounds__(128 * (WG + 1), BPS)
@@ -117,7 +124,6 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     uint64_t *cl_ready = empty + STAGES; /* cluster: the other CTAs' rings are free to write */
     uint64_t *cl_recv = cl_ready + 1;    /* cluster: every piece this CTA sums has arrived */
     int *last_flag = (int *)(cl_recv + 1);
-    uint8_t *scratch = smem + STAGES * S::STAGE_BYTES + sm90_bar_bytes<STAGES>(); /* VEC_BYTES: [4·WG warps][256 B] */
 
     const int wg = threadIdx.x / 128;
     /* registers moved from the producer warpgroup (40 left) to the consumers, where the cap at
@@ -323,23 +329,24 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     auto store_piece = [&](int tile, int jj, const float *v) {
         store_piece_at(tile_m0(tile), warp_row0(tile) + g, jj, v);
     };
-    /* The same, transposed through the warp's 256-byte buffer so that 16 lanes store a token's 8
-     * rows each: 16 bytes a lane, whole sectors (needs args.vec_c; the whole warp calls it). For
-     * a whole tile's stores (gate M = 256 stream-K −7 %); a cluster owner's few pieces were
-     * slightly slower with it (NOTES.md row 75). */
-    auto store_piece_vec = [&](int tile, int jj, const float *v) {
-        const int m0 = tile_m0(tile), n_row0 = warp_row0(tile);
-        uint8_t *buf = scratch + (c * 4 + warp) * 256;
-        /* token t's rows 8h … 8h + 7 at t·32 + 16·(h ^ bit 2 of t): no bank conflicts */
-        const int lt = lane & 7, lh = (lane >> 3) & 1;
-        uint8_t *mine = buf + lt * 32 + ((lh ^ (lt >> 2)) << 4);
-        stmatrix_x2_trans(smem_u32(mine), pack_bf16x2(v[0], v[1]), pack_bf16x2(v[2], v[3]));
-        __syncwarp();
-        const int tk = m0 + 8 * jj + lt, row = n_row0 + 8 * lh; /* n % 8 == 0: all 8 rows or none */
-        if (lane < 16 && tk < args.m && row < args.n)
-            *(uint4 *)(args.c + (int64_t)tk * args.n + row) = lds128((const uint32_t *)mine);
-        __syncwarp(); /* the buffer is free for the next piece */
+    /* Outputs 4·jj … 4·jj + 3 as 4-byte stores, from o = this thread's place (token 2·t4, row g
+     * of the piece; its warp's 16 rows inside C, args.vec_c): lanes g and g ^ 1 swap halves by
+     * two shuffles, so that a lane of even g stores rows g, g + 1 and one of odd g rows g + 7,
+     * g + 8, and a warp store fills four whole 32-byte sectors (2-byte stores wrote each
+     * sector in two halves, and a transpose through shared memory cost more than it saved:
+     * NOTES.md rows 75, 113, 116). left: the tokens from this thread's first to M. The whole
+     * warp calls it. */
+    auto store_piece_pairs = [&](__nv_bfloat16 *o, int64_t n, const float *v, int left) {
+        const bool odd = g & 1;
+        const float r0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[2], 4);
+        const float r1 = __shfl_xor_sync(0xffffffffu, odd ? v[1] : v[3], 4);
+        __nv_bfloat16 *d = odd ? o + 7 : o;
+        st_global_b32_if(left > 0, d, odd ? pack_bf16x2(r0, v[2]) : pack_bf16x2(v[0], r0));
+        st_global_b32_if(left > 1, d + n, odd ? pack_bf16x2(r1, v[3]) : pack_bf16x2(v[1], r1));
     };
+    /* 4-byte stores in the 128-token kernels (the 64-token two-warpgroup kernel spilled with
+     * them; the smaller tiles store little) */
+    constexpr bool PAIR_STORES = TN == 128;
 
     /* Split-K in a cluster of R CTAs (one segment a CTA, its partition of the tile). Piece gp
      * (warp gp / P's k-slice gp % P, P = TN / 8) is summed by CTA gp % R, into whose ring every
@@ -394,12 +401,58 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         }
         mbar_wait(cl_recv, 0);
         SM90_TRACE(tr[SM90_TR_C_SUMMED] = clock64() - t_entry);
-        owner = (w * P) % R, local = (w * P) / R;
-        /* The owner adds the partials by explicit ld.shared, two in flight (through a generic
-         * pointer they were LD.E, one at a time), the piece's place in C computed once (NOTES.md
-         * row 77 for 128-token tiles, row 100 for the others); a rank's partial is in the ring,
-         * or for the owner's own in the stage unless DIRECT. */
         const int m0 = tile_m0(tile), n_row = warp_row0(tile) + g;
+        if (DIRECT && PAIR_STORES && args.vec_c && n_row - g + 16 <= args.n) {
+            /* 128-token tiles whose warp's 16 rows are in C: the owner's loop for R known at
+             * compile time (this thread's pieces r4 = r0, r0 + R, ...; every rank's partials of
+             * two pieces loaded before they are summed), the stores from one pointer, 4 bytes a
+             * lane. Was ~75 instructions a piece at R = 2, one piece after another, and 2-byte
+             * stores: 1.6 µs of q M = 256's end (NOTES.md row 116). */
+            auto sum_owned = [&](auto rc) {
+                constexpr int RC = decltype(rc)::value, NP = (P + RC - 1) / RC;
+                const int r0 = ((me - w * P) % RC + RC) % RC, l0 = (w * P + r0) / RC;
+                const int64_t n = args.n, tok8 = 8 * n;
+                __nv_bfloat16 *c0 = args.c + (m0 + 2 * t4) * n + n_row;
+                const int left0 = args.m - (m0 + 2 * t4);
+#pragma unroll
+                for (int j0 = 0; j0 < NP; j0 += 2) {
+                    uint4 x[2][RC];
+#pragma unroll
+                    for (int j = 0; j < 2; j++)
+                        if (j0 + j < NP && r0 + (j0 + j) * RC < P)
+#pragma unroll
+                            for (int z = 0; z < RC; z++) x[j][z] = lds128((const uint32_t *)piece(recv, z * maxp + l0 + j0 + j));
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        const int r4 = r0 + (j0 + j) * RC;
+                        if (j0 + j < NP && r4 < P) {
+                            float v[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+                            for (int z = 0; z < RC; z++) { /* rank order from zero */
+                                v[0] += __uint_as_float(x[j][z].x), v[1] += __uint_as_float(x[j][z].y);
+                                v[2] += __uint_as_float(x[j][z].z), v[3] += __uint_as_float(x[j][z].w);
+                            }
+                            store_piece_pairs(c0 + r4 * tok8, n, v, left0 - 8 * r4);
+                        }
+                    }
+                }
+            };
+            if constexpr (DIRECT) switch (R) {
+            case 2: sum_owned(Int<2>{}); break;
+            case 3: sum_owned(Int<3>{}); break;
+            case 4: sum_owned(Int<4>{}); break;
+            case 5: sum_owned(Int<5>{}); break;
+            case 6: sum_owned(Int<6>{}); break;
+            case 7: sum_owned(Int<7>{}); break;
+            default: sum_owned(Int<QMM_SM90_MAX_CLUSTER>{}); break;
+            }
+            return;
+        }
+        /* Otherwise the owner adds the partials by explicit ld.shared, two in flight (through a
+         * generic pointer they were LD.E, one at a time), the piece's place in C computed once
+         * (NOTES.md row 77 for 128-token tiles, row 100 for the others); a rank's partial is in
+         * the ring, or for the owner's own in the stage unless DIRECT. */
+        owner = (w * P) % R, local = (w * P) / R;
 #pragma unroll 1
         for (int r4 = 0; r4 < P; r4++) {
             if (owner == me) {
@@ -438,31 +491,59 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             return;
         }
         const int t_first = tile * args.groups;
-        bool store = begin <= t_first && tile_end; /* the segment is the whole tile */
+        /* the segment holds the tile's first iteration: this CTA is the first in the tile's
+         * partition order (pa), and its partial the first of the sum */
+        const bool head = begin <= t_first;
+        /* 128-token kernels: the head's own partial from registers (acc live through the
+         * fixup's loads: the 64-token two-warpgroup kernel spilled with it; the smaller tiles'
+         * partials are small) */
+        constexpr bool OWN_REGS = TN == 128;
+        bool store = head && tile_end; /* the segment is the whole tile */
         if (!store) {
-            /* write the partial, then count; the last CTA of the tile sums and stores. Ordering:
-             * the block barrier puts every thread's partial before thread 0's release-acquire
-             * count, and the second barrier puts that before every thread's reads. */
-            float *slot = args.partials + (int64_t)(p * 2 + (begin >= t_first ? 0 : 1)) * S::SLOT_FLOATS;
-#pragma unroll
-            for (int r4 = 0; r4 < TN / 8; r4++)
-                *(float4 *)(slot + my_off + r4 * 512) =
-                    make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
-            named_barrier(1, 128 * WG);
-            const int pa = cta_of(args, t_first), pb = cta_of(args, t_first + args.groups - 1);
-            if (ct == 0 && c == 0) {
-                const uint32_t old = atom_add_acq_rel_gpu(&args.counters[tile], 1u);
-                *last_flag = old == (uint32_t)(pb - pa);
+            int pa = 0, pb = 0; /* the tile's first and last partitions (CTAs) */
+            /* Stream-K: the head segment ends this CTA's range, after a segment end of its own
+             * (the tail of an earlier tile) the tile's other partitions did not pay, so they
+             * have usually counted by now. Then this CTA is the last and sums without writing
+             * its partial or counting (its own from registers: at a 128-token tile 64 KB fewer
+             * through L2 each way at the launch's end, where every SM fixes up at once; NOTES.md
+             * row 115). A CTA has at most one head segment that is not a whole tile, so
+             * last_flag[1] is written once. */
+            bool early = false;
+            if (OWN_REGS && head && args.split == 0) {
+                pa = p, pb = cta_of(args, t_first + args.groups - 1);
+                if (ct == 0 && c == 0) last_flag[1] = ld_acquire_gpu(&args.counters[tile]) == (uint32_t)(pb - pa);
+                named_barrier(1, 128 * WG);
+                early = last_flag[1] != 0;
             }
-            named_barrier(1, 128 * WG);
-            store = *last_flag != 0;
+            if (early) {
+                store = true;
+            } else {
+                /* write the partial, then count; the last CTA of the tile sums and stores.
+                 * Ordering: the block barrier puts every thread's partial before thread 0's
+                 * release-acquire count, and the second barrier puts that before every
+                 * thread's reads. */
+                float *slot = args.partials + (int64_t)(p * 2 + (begin >= t_first ? 0 : 1)) * S::SLOT_FLOATS;
+#pragma unroll
+                for (int r4 = 0; r4 < TN / 8; r4++)
+                    *(float4 *)(slot + my_off + r4 * 512) =
+                        make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
+                named_barrier(1, 128 * WG);
+                pa = cta_of(args, t_first), pb = cta_of(args, t_first + args.groups - 1);
+                if (ct == 0 && c == 0) {
+                    const uint32_t old = atom_add_acq_rel_gpu(&args.counters[tile], 1u);
+                    *last_flag = old == (uint32_t)(pb - pa);
+                }
+                named_barrier(1, 128 * WG);
+                store = *last_flag != 0;
+            }
             if (store) {
-                /* every partial, this CTA's included, is in the workspace: sum in CTA order,
-                 * with the loads of up to FIX partials in flight at once */
+                /* every other partial is in the workspace (this CTA's too, read back unless it
+                 * is the head and OWN_REGS): sum in CTA order from zero, with the loads of up
+                 * to FIX partials in flight at once */
                 constexpr int FIX = BPS > 1 ? (TN <= 8 ? 4 : TN <= 16 ? 2 : 1) : TN <= 16 ? 8 : TN <= 32 ? 4 : TN <= 64 ? 2 : 1;
 #pragma unroll
-                for (int i = 0; i < TN / 2; i++) acc[i] = 0.f;
-                for (int q0 = pa; q0 <= pb; q0 += FIX) {
+                for (int i = 0; i < TN / 2; i++) acc[i] = OWN_REGS && head ? 0.f + acc[i] : 0.f;
+                for (int q0 = OWN_REGS && head ? pa + 1 : pa; q0 <= pb; q0 += FIX) {
                     float4 v[FIX][TN / 8];
 #pragma unroll
                     for (int u = 0; u < FIX; u++) {
@@ -486,9 +567,14 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                 if (ct == 0 && c == 0) args.counters[tile] = 0; /* ready for the next call */
             }
         }
-        if (S::VEC_STORES && store && args.vec_c) {
+        if (PAIR_STORES && store && args.vec_c && warp_row0(tile) + 16 <= args.n) {
+            /* a whole tile's stores (stream-K gate M = 256 −4.5 % against 16-byte stores
+             * through shared memory, NOTES.md row 116) */
+            const int m0 = tile_m0(tile), left0 = args.m - (m0 + 2 * t4);
+            const int64_t n = args.n;
+            __nv_bfloat16 *c0 = args.c + (m0 + 2 * t4) * n + warp_row0(tile) + g;
 #pragma unroll
-            for (int jj = 0; jj < TN / 8; jj++) store_piece_vec(tile, jj, acc + 4 * jj);
+            for (int jj = 0; jj < TN / 8; jj++) store_piece_pairs(c0 + jj * 8 * n, n, acc + 4 * jj, left0 - 8 * jj);
         } else if (store) {
 #pragma unroll
             for (int jj = 0; jj < TN / 8; jj++) store_piece(tile, jj, acc + 4 * jj);

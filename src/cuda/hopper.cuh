@@ -231,6 +231,15 @@ __device__ __forceinline__ uint32_t atom_add_acq_rel_gpu(uint32_t *p, uint32_t v
     return old;
 }
 
+/* Pairs with atom_add_acq_rel_gpu's release: later reads (through a block barrier, the block's)
+ * see what the adders wrote before their adds. */
+__device__ __forceinline__ uint32_t ld_acquire_gpu(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
 /* Named barrier among `threads` threads (a multiple of 32) of the block. */
 __device__ __forceinline__ void named_barrier(int id, int threads)
 {
