@@ -7,12 +7,11 @@ tests/test_perf_fit.c checks the C side against the same cells.
   python3 bench/fit_model.py [wgmma ops.csv [check ops.csv [matvec M=1 ops.csv [M=8 ops.csv]]]]
   python3 bench/fit_model.py --shipped [ops.csv ...]   the shipped constants (SHIPPED), no fit
 
-Without arguments the wgmma cells are the sixteenth session's final run (8ac6233's planner,
-`2026-12-02-session16/r4-alt/ops_final.csv`), checked on its second pass
-(`r5-alt-tests/ops_pass2.csv`, M = 9…256); the matvec's are the fifth session's (as shipped).
-The shipped constants were fitted to the fourteenth session's run
-(`2026-12-02-session14/r5-final/ops_final.csv`, NOTES.md row 107); cells whose plan is a
-cluster of the other block height are measured only by their auto row.
+Without arguments the wgmma cells are the seventeenth session's final run
+(`2026-12-02-session17/r5-final/ops_final.csv`), checked on its second pass (`ops_new2.csv`,
+M = 9…512); the matvec's are the fifth session's (as shipped). The shipped constants were
+fitted to that final run (NOTES.md row 117); cells whose plan is a cluster of the other block
+height are measured only by their auto row.
 
 For each CSV: the fit's error on the forced wgmma contenders (wgmma_s1, streamk, cluster S),
 the auto cells as the planner would plan them again (prediction against the forced contender
@@ -32,15 +31,15 @@ from csvmeta import read_csv_with_meta
 SMS = 132
 ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1), (128, 1, 1)]  # tn, wg, bps
 R = "bench/results/2026-12-01-"
-R16 = "bench/results/2026-12-02-session16/"
-DEFAULTS = [R16 + "r4-alt/ops_final.csv", R16 + "r5-alt-tests/ops_pass2.csv",
+R17 = "bench/results/2026-12-02-session17/r5-final/"
+DEFAULTS = [R17 + "ops_final.csv", R17 + "ops_new2.csv",
             R + "session5/r10-final-e2e/ops.csv", R + "session5/r11-sanitize/ops.csv"]
 NAMES = ["fixed_us", "fill_us_per_kb", "stage_us", "us_per_mflop", "issue_us", "round_trip_us",
          "partial_us_per_mb", "cluster_us", "cluster_us_per_kb"]
 # src/tune/sm90.c: the wgmma model, the matvec (fixed µs, TB/s, ns a row-token), the dense path
-SHIPPED = dict(fixed_us=0.0, fill_us_per_kb=0.002806, stage_us=0.229, us_per_mflop=0.07103,
-               issue_us=0.1778, round_trip_us=0.7305, partial_us_per_mb=0.1992, cluster_us=2.268,
-               cluster_us_per_kb=0.04153)
+SHIPPED = dict(fixed_us=0.0, fill_us_per_kb=0.00584, stage_us=0.2495, us_per_mflop=0.06828,
+               issue_us=0.1592, round_trip_us=0.7735, partial_us_per_mb=0.09975, cluster_us=2.193,
+               cluster_us_per_kb=0.03353)
 MATVEC = (2.42, 2.71, 0.0598)
 DENSE_TFLOPS, BANDWIDTH_TBS, LAUNCH_US = 400.0, 3.9, 1.0
 FORCED = ("wgmma_s1", "streamk", "cluster")  # the schedules bench ops forces (auto repeats one)

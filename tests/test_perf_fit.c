@@ -1,11 +1,10 @@
 /* The shipped H200 description's predictions and plans against measured H200 cells (issue 11:
  * the model within 15 % on >= 80 % of cells, the plan within 5 % of the best measured
  * configuration on >= 95 %). Reads the committed bench results (QMM_SOURCE_DIR): the
- * sixteenth session's final planner (8ac6233, the kernels of e3a1ffc), `r4-alt/ops_final.csv` —
- * every contender of the five Qwen3-4B projections at M = 1, 8, 9, 16, 32, 64, 128, 256, 384,
- * 512, 2048; the model's constants were fitted to the fourteenth session's run (NOTES.md row
- * 107), so these cells are out of sample — and the same build's second pass
- * `r5-alt-tests/ops_pass2.csv` (M = 9..256 with 48, 96 and 192), a check of the runs' noise.
+ * seventeenth session's final build, `r5-final/ops_final.csv` — every contender of the five
+ * Qwen3-4B projections at M = 1, 8, 9, 16, 32, 64, 128, 256, 384, 512, 2048, the run the
+ * model's constants were fitted to (NOTES.md row 117) — and the same build's second pass
+ * `r5-final/ops_new2.csv` (M = 9..512), out of sample, a check of the runs' noise.
  * Each cell is planned again and its prediction compared with the measurement of that schedule
  * (the auto row, or the forced contender that ran the same schedule); a schedule nobody measured
  * counts as a miss. The tables are printed; a description with its model constants scaled must
@@ -19,7 +18,7 @@
 #ifndef QMM_SOURCE_DIR
 #define QMM_SOURCE_DIR "."
 #endif
-#define RUN QMM_SOURCE_DIR "/bench/results/2026-12-02-session16/"
+#define RUN QMM_SOURCE_DIR "/bench/results/2026-12-02-session17/"
 
 #define MAX_CELLS 4096
 typedef struct cell {
@@ -110,7 +109,7 @@ typedef struct dataset {
     int n_rows;
 } dataset;
 
-static dataset fit_run = {.path = RUN "r4-alt/ops_final.csv"}, second_pass = {.path = RUN "r5-alt-tests/ops_pass2.csv"};
+static dataset fit_run = {.path = RUN "r5-final/ops_final.csv"}, second_pass = {.path = RUN "r5-final/ops_new2.csv"};
 
 static const dataset *load(dataset *ds)
 {
@@ -215,9 +214,9 @@ static qmm_device_desc h200(void)
 }
 
 /* Issue 11: >= 80 % of the auto cells within 15 % (what `qmm bench ops` prints beside
- * measured). 47 of 55 (NOTES.md rows 107, 112): the misses are the dense path's 5 at M = 2048
+ * measured). 46 of 55 (NOTES.md row 117): the misses are the dense path's 5 at M = 2048
  * (its prediction keeps the tiled planner's 400 TFLOP/s crossover rate where cuBLAS runs ~700)
- * and the matvec's k M = 1, q and gate M = 8 (+19 / +27 / +33 %: its model is the fifth
+ * and the matvec's q / k M = 1, q / gate M = 8 (+15 / +21 / +29 / +32 %: its model is the fifth
  * session's). */
 static void auto_cells_within_15(void)
 {
@@ -230,8 +229,8 @@ static void auto_cells_within_15(void)
     CHECKF(share >= 0.80, "auto cells within 15 %%: %.0f %%, want >= 80 %%", 100 * share);
 }
 
-/* The wgmma kernel's model on every forced schedule it was measured with (M = 1..2048): 376 of
- * 390 within 15 % (96 %; the misses: stream-K at k M = 1 / 8 / 128, q / o / down M = 32, down
+/* The wgmma kernel's model on every forced schedule it was measured with (M = 1..2048): 377 of
+ * 390 within 15 % (97 %; the misses: stream-K at gate M = 1 / 8, q / k / o / down M = 32, down
  * M = 2048, and small-tile clusters at M = 9…32); a guard at what is reached. */
 static void wgmma_contenders_within_15(void)
 {
@@ -277,9 +276,9 @@ static int plans_within_5(const dataset *ds, const qmm_device_desc *d, int *cell
     return within;
 }
 
-/* Issue 11: the plan within 5 % of the best measured configuration on >= 95 % of cells: 53 of
- * 55 (the misses: k M = 384, the dense path by the table, 9.94 µs, where clusters of 4 took
- * 8.74; o M = 32, clusters of 4 7.09 µs against clusters of 5 6.62). */
+/* Issue 11: the plan within 5 % of the best measured configuration on >= 95 % of cells: 54 of
+ * 55 (the miss: k M = 384, the dense path by the table, 9.96 µs, where clusters of 4 took
+ * 8.41). */
 static void plan_within_5_of_best(void)
 {
     const dataset *ds = load(&fit_run);
@@ -291,8 +290,8 @@ static void plan_within_5_of_best(void)
            cells);
 }
 
-/* The same build's second pass (M = 9..256 with 48, 96 and 192): both criteria again. 45 of 45
- * auto cells within 15 %, 44 of 45 plans within 5 % (o M = 32), 395 of 405 forced. */
+/* The same build's second pass (M = 9..512, out of sample): both criteria again. 45 of 45 auto
+ * cells within 15 %, 44 of 45 plans within 5 % (k M = 384), 395 of 405 forced. */
 static void second_pass_meets_both(void)
 {
     const dataset *ds = load(&second_pass);
@@ -300,7 +299,7 @@ static void second_pass_meets_both(void)
     int n = 0, nf = 0, cells = 0;
     double share = score(ds, &d, "auto", &n, 0), forced = score(ds, &d, "forced", &nf, 0);
     int within = plans_within_5(ds, &d, &cells);
-    CHECK(n == 45 && cells == 45 && nf == 405); /* 5 projections x M = 9, 16, 32, 48, 64, 96, 128, 192, 256 */
+    CHECK(n == 45 && cells == 45 && nf == 405); /* 5 projections x M = 9, 16, 32, 64, 128, 192, 256, 384, 512 */
     printf("    auto cells within 15 %%: %.0f %% of %d; forced %.0f %% of %d; "
            "plans within 5 %%: %d of %d\n", 100 * share, n, 100 * forced, nf, within, cells);
     CHECKF(share >= 0.80, "second pass: auto cells within 15 %%: %.0f %%", 100 * share);

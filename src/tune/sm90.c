@@ -65,27 +65,26 @@ static qmm_device_desc sm90(void)
     d.dense_min_m = 128;
     /* The wgmma kernel's time model (src/perf/wgmma.c; refit with bench/fit_model.py): least
      * squares of the relative error, every constant >= 0, over the 390 forced cells (wgmma_s1,
-     * streamk, split-K in clusters of 2..8; M = 1..2048) of the fourteenth session's final build
-     * (2d68f8b, bench/results/2026-12-02-session14/r5-final/ops_final.csv): 378 within 15 %; its
-     * auto cells 47 of 55 within 15 % (the misses: the dense path's 5 at M = 2048 and the
-     * matvec's k M = 1, q and gate M = 8), its plans within 5 % of the best measured contender on
-     * 54 of 55 (k M = 384, dense by the table: +8 %); on the previous build's second pass
-     * (r3-one-lop3/ops_new2.csv, M = 9..256) 262 of 270, 30 of 30, 30 of 30 (NOTES.md row 107),
-     * with that session's planner. With the sixteenth session's (clusters of the other block
-     * height, rows 112 and 114) on its own run (bench/results/2026-12-02-session16/r4-alt/, out
-     * of sample): 376 of 390, 47 of 55, 53 of 55; its second pass (r5-alt-tests/) 395 of 405,
-     * 45 of 45, 44 of 45 (tests/test_perf_fit.c). The k-block's chain and its share of the SM's issue slots add up; the fixed term fits to
-     * 0 (the k-block terms absorb it). */
+     * streamk, split-K in clusters of 2..8; M = 1..2048) of the seventeenth session's final build
+     * (bench/results/2026-12-02-session17/r5-final/ops_final.csv): 377 within 15 %; its auto
+     * cells 46 of 55 within 15 % (the misses: the dense path's 5 at M = 2048, the matvec's k and
+     * q M = 1, q and gate M = 8), its plans within 5 % of the best measured contender on 54 of 55
+     * (k M = 384, dense by the table); on the same build's second pass (ops_new2.csv, M = 9..512)
+     * 395 of 405, 45 of 45, 44 of 45 (tests/test_perf_fit.c; NOTES.md row 117). Against the
+     * fourteenth session's fit (row 107) the workspace's partials cost half (row 115: the head of
+     * a stream-K tile no longer writes and reads back its own; the model does not tell the
+     * 128-token tiles, where that happens, from the others). The k-block's chain and its share
+     * of the SM's issue slots add up; the fixed term fits to 0 (the k-block terms absorb it). */
     d.wgmma_model = (qmm_wgmma_model){
         .fixed_us = 0.0,
-        .fill_us_per_kb = 0.002806,  /* first stage + output tile: 0.21 µs at TN 128, WG 2 */
-        .stage_us = 0.229,           /* NOTES 19: the per-stage handshake of a CTA's k-block */
-        .us_per_mflop = 0.07103,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.30 µs */
-        .issue_us = 0.1778,          /* a warpgroup's k-block on its SM, beside the others there */
-        .round_trip_us = 0.7305,     /* partial write + counter; a batch of partial loads */
-        .partial_us_per_mb = 0.1992, /* partials written and read: ~5.0 TB/s */
-        .cluster_us = 2.268,         /* two cluster barriers, the partners' skew, a wave */
-        .cluster_us_per_kb = 0.04153, /* a CTA's partial through distributed shared memory */
+        .fill_us_per_kb = 0.00584,   /* first stage + output tile: 0.44 µs at TN 128, WG 2 */
+        .stage_us = 0.2495,          /* NOTES 19: the per-stage handshake of a CTA's k-block */
+        .us_per_mflop = 0.06828,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.29 µs */
+        .issue_us = 0.1592,          /* a warpgroup's k-block on its SM, beside the others there */
+        .round_trip_us = 0.7735,     /* partial write + counter; a batch of partial loads */
+        .partial_us_per_mb = 0.09975, /* partials written and read: ~10 TB/s */
+        .cluster_us = 2.193,         /* two cluster barriers, the partners' skew, a wave */
+        .cluster_us_per_kb = 0.03353, /* a CTA's partial through distributed shared memory */
     };
     /* The matvec (groups of 128): fixed + weight bytes / rate + (M - 1)·N·row_token, least squares
      * of the relative error over the fifth session's auto cells at M = 1 (r10-final-e2e) and
