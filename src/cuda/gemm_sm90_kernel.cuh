@@ -1,14 +1,15 @@
 /* The Hopper W4A16 kernel (one template, instantiated per tuning-table row by gemm_sm90.cu,
  * which describes the design): a producer warp fills the shared-memory ring, consumer
  * warpgroups dequantize and run wgmma, and a segment ends in a store, a workspace fixup or a
- * cluster sum. Included by gemm_sm90.cu only (it defines the trace build's device buffer). */
+ * cluster sum; its device helpers in gemm_sm90_device.cuh. Included by gemm_sm90.cu only (the
+ * helpers define the trace build's device buffer). */
 #ifndef QMM_CUDA_GEMM_SM90_KERNEL_CUH
 #define QMM_CUDA_GEMM_SM90_KERNEL_CUH
 
 #include "gemm_sm90_args.cuh"
+#include "gemm_sm90_device.cuh"
 #include "hopper.cuh"
 #include "tune/sm90.h"
-#include "common.cuh" /* dequant_pair */
 
 namespace qmm {
 
@@ -23,90 +24,6 @@ namespace qmm {
 #define SM90_EMPTY_ARRIVALS 4
 #define SM90_ARRIVING_LANE (lane == 0)
 #endif
-
-__device__ __forceinline__ uint4 lds128(const uint32_t *p)
-{
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(smem_u32(p)));
-    return v;
-}
-
-__device__ __forceinline__ uint32_t lds32(const uint32_t *p)
-{
-    uint32_t v;
-    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(smem_u32(p)));
-    return v;
-}
-
-/* A 4-byte global store under a predicate: predicated, not a branch (guarded by an if, each
- * store became a divergent region, BSSY/BSYNC, in the unrolled epilogues). No memory clobber:
- * the kernel never reads C, and with one the shared-memory loads of the next pieces could not
- * move above the store. */
-__device__ __forceinline__ void st_global_b32_if(bool p, void *addr, uint32_t v)
-{
-    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %0, 0;\n @q st.global.b32 [%1], %2;\n}\n" ::"r"((int)p),
-                 "l"(addr), "r"(v));
-}
-
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
-{
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *(const uint32_t *)&v;
-}
-
-__device__ __forceinline__ uint32_t word_at(const uint4 &v, int j)
-{
-    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
-}
-
-/* The conversion of two codes (dequant_pair). The experiment build -DQMM_SM90_STUB_DEQUANT=N
- * replaces it for timing only (wrong results): 1 one logic instruction; 2 the two bf16x2 FMAs
- * without extracting the codes; 3 the extraction with two integer instructions in place of the
- * FMAs (NOTES.md row 104). */
-__device__ __forceinline__ uint32_t sm90_convert(uint32_t word, int shift, uint32_t s2, uint32_t b2,
-                                                 uint32_t magic)
-{
-#if !defined(QMM_SM90_STUB_DEQUANT)
-    return dequant_pair(word, shift, s2, b2, magic);
-#elif QMM_SM90_STUB_DEQUANT == 1
-    return word ^ s2;
-#elif QMM_SM90_STUB_DEQUANT == 2
-    return fma_bf16x2(fma_bf16x2(word, 0x3F803F80u, 0xC300C300u), s2, b2);
-#else
-    return (codes_lop3(word >> shift, magic) + s2) ^ b2;
-#endif
-}
-
-/* One stage's A fragments for this thread: eight k16 steps × 4 registers. */
-struct Frag {
-    uint32_t a[8][4];
-};
-
-#ifdef QMM_SM90_TRACE
-/* An experiment build (bench/probe/sm90_trace.cu): per CTA of the last launch, where its time
- * went (SM90_TR_* slots; clocks since the CTA's entry, sums of cycles spent waiting). */
-enum {
-    SM90_TR_ENTRY_NS, SM90_TR_SMID, SM90_TR_P_FIRST, SM90_TR_P_EMPTY_WAIT, SM90_TR_P_LAST,
-    SM90_TR_C_FIRST, SM90_TR_C_FULL_WAIT, SM90_TR_C_MMA_WAIT, SM90_TR_C_DEQUANT,
-    SM90_TR_C_LOOP_DONE, SM90_TR_C_STORED, SM90_TR_KBLOCKS, SM90_TR_P_W0, SM90_TR_P_WALL,
-    SM90_TR_P_PDL, SM90_TR_C_BAR1, SM90_TR_C_SUMMED, SM90_TR_C_ISSUE, SM90_TR_P_SYNC, SM90_TR_P_REGS,
-    SM90_TR_SLOTS
-};
-#define SM90_TR_MAX_CTAS 4096
-__device__ unsigned long long sm90_trace_buf[SM90_TR_MAX_CTAS * SM90_TR_SLOTS];
-__device__ int sm90_trace_grid;
-#define SM90_TRACE(...) __VA_ARGS__
-#else
-#define SM90_TRACE(...)
-#endif
-
-/* a compile-time int as a value (the cluster owner's loop is instantiated for each rank count) */
-template <int N> struct Int {
-    static constexpr int value = N;
-};
-static_assert(QMM_SM90_MAX_CLUSTER == 8, "the owner's loop has a case for every rank count 2...8");
 
 // a (tensor map) is [m, k] bf16; packed/sb the device layout (groups of 128/GPB); c is [m, n] bf16.
 template <int TN, int WG, int STAGES, int BPS, int GPB>
