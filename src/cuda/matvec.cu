@@ -222,12 +222,16 @@ __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, 
 #endif
     const float s_l = bf16_lo(sl), b_l = bf16_hi(sl) - 128.f * s_l;
     const float s_h = bf16_lo(sh), b_h = bf16_hi(sh) - 128.f * s_h;
+    /* two FMAs a value (acc + b'·Σa, then + s·P); with one token the odd columns repeat it
+     * and are never read */
 #pragma unroll
     for (int tt = 0; tt < TOKT; tt++) {
-        acc[tt][0] += s_l * pq[tt][0] + b_l * sa[tt][0];
-        acc[tt][1] += s_l * pq[tt][1] + b_l * sa[tt][1];
-        acc[tt][2] += s_h * pq[tt][2] + b_h * sa[tt][2];
-        acc[tt][3] += s_h * pq[tt][3] + b_h * sa[tt][3];
+        acc[tt][0] = fmaf(s_l, pq[tt][0], fmaf(b_l, sa[tt][0], acc[tt][0]));
+        acc[tt][2] = fmaf(s_h, pq[tt][2], fmaf(b_h, sa[tt][2], acc[tt][2]));
+        if (!ONE) {
+            acc[tt][1] = fmaf(s_l, pq[tt][1], fmaf(b_l, sa[tt][1], acc[tt][1]));
+            acc[tt][3] = fmaf(s_h, pq[tt][3], fmaf(b_h, sa[tt][3], acc[tt][3]));
+        }
     }
 }
 
