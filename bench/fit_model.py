@@ -8,10 +8,12 @@ tests/test_perf_fit.c checks the C side against the same cells.
   python3 bench/fit_model.py --shipped [ops.csv ...]   the shipped constants (SHIPPED), no fit
 
 Without arguments the wgmma cells are the seventeenth session's final run
-(`2026-12-02-session17/r5-final/ops_final.csv`), checked on its second pass (`ops_new2.csv`,
-M = 9…512); the matvec's are the fifth session's (as shipped). The shipped constants were
-fitted to that final run (NOTES.md row 117); cells whose plan is a cluster of the other block
-height are measured only by their auto row.
+(`2026-12-02-session17/r5-final/ops_final.csv`, the five Qwen3-4B projections) together with
+the eighteenth session's other shapes (`2026-12-04-session18/r1-owner-stores/plans.csv`: the
+stacked gate|up, Qwen3-0.6B's gate, 8B's gate and down, 14B's q at M = 9…128), checked on the
+first run's second pass (`ops_new2.csv`, M = 9…512); the matvec's are the fifth session's (as
+shipped). The shipped constants were fitted to those cells (NOTES.md row 119); cells whose plan
+is a cluster of the other block height are measured only by their auto row.
 
 For each CSV: the fit's error on the forced wgmma contenders (wgmma_s1, streamk, cluster S),
 the auto cells as the planner would plan them again (prediction against the forced contender
@@ -32,14 +34,15 @@ SMS = 132
 ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1), (128, 1, 1)]  # tn, wg, bps
 R = "bench/results/2026-12-01-"
 R17 = "bench/results/2026-12-02-session17/r5-final/"
-DEFAULTS = [R17 + "ops_final.csv", R17 + "ops_new2.csv",
+R18 = "bench/results/2026-12-04-session18/r1-owner-stores/"
+DEFAULTS = [R17 + "ops_final.csv+" + R18 + "plans.csv", R17 + "ops_new2.csv",
             R + "session5/r10-final-e2e/ops.csv", R + "session5/r11-sanitize/ops.csv"]
 NAMES = ["fixed_us", "fill_us_per_kb", "stage_us", "us_per_mflop", "issue_us", "round_trip_us",
          "partial_us_per_mb", "cluster_us", "cluster_us_per_kb"]
 # src/tune/sm90.c: the wgmma model, the matvec (fixed µs, TB/s, ns a row-token), the dense path
-SHIPPED = dict(fixed_us=0.0, fill_us_per_kb=0.00584, stage_us=0.2495, us_per_mflop=0.06828,
-               issue_us=0.1592, round_trip_us=0.7735, partial_us_per_mb=0.09975, cluster_us=2.193,
-               cluster_us_per_kb=0.03353)
+SHIPPED = dict(fixed_us=0.0, fill_us_per_kb=0.007312, stage_us=0.2555, us_per_mflop=0.06651,
+               issue_us=0.1569, round_trip_us=0.8027, partial_us_per_mb=0.08809, cluster_us=2.178,
+               cluster_us_per_kb=0.0335)
 MATVEC = (2.42, 2.71, 0.0598)
 DENSE_TFLOPS, BANDWIDTH_TBS, LAUNCH_US = 400.0, 3.9, 1.0
 FORCED = ("wgmma_s1", "streamk", "cluster")  # the schedules bench ops forces (auto repeats one)
@@ -156,9 +159,10 @@ def auto_plan(m, n, k, th):
 
 
 def read_cells(path):
-    """{(proj, m): {'n', 'k', 't': {(contender, split): µs}, 'auto': (path, split)}}"""
+    """{(proj, m): {'n', 'k', 't': {(contender, split): µs}, 'auto': (path, split)}}; path may
+    join several CSVs with '+' (their cells together)."""
     cells = {}
-    for r in read_csv_with_meta(path)[1]:
+    for r in (r for p in path.split("+") for r in read_csv_with_meta(p)[1]):
         if r["status"] != "pass":
             continue
         c = cells.setdefault((r["proj"], int(r["m"])), dict(n=int(r["n"]), k=int(r["k"]), t={}))

@@ -64,27 +64,30 @@ static qmm_device_desc sm90(void)
     d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
     d.dense_min_m = 128;
     /* The wgmma kernel's time model (src/perf/wgmma.c; refit with bench/fit_model.py): least
-     * squares of the relative error, every constant >= 0, over the 390 forced cells (wgmma_s1,
-     * streamk, split-K in clusters of 2..8; M = 1..2048) of the seventeenth session's final build
-     * (bench/results/2026-12-02-session17/r5-final/ops_final.csv): 377 within 15 %; its auto
-     * cells 46 of 55 within 15 % (the misses: the dense path's 5 at M = 2048, the matvec's k and
-     * q M = 1, q and gate M = 8), its plans within 5 % of the best measured contender on 54 of 55
-     * (k M = 384, dense by the table); on the same build's second pass (ops_new2.csv, M = 9..512)
-     * 395 of 405, 45 of 45, 44 of 45 (tests/test_perf_fit.c; NOTES.md row 117). Against the
-     * fourteenth session's fit (row 107) the workspace's partials cost half (row 115: the head of
-     * a stream-K tile no longer writes and reads back its own; the model does not tell the
-     * 128-token tiles, where that happens, from the others). The k-block's chain and its share
-     * of the SM's issue slots add up; the fixed term fits to 0 (the k-block terms absorb it). */
+     * squares of the relative error, every constant >= 0, over 660 forced cells (wgmma_s1,
+     * streamk, split-K in clusters of 2..8): the five Qwen3-4B projections at M = 1..2048 of the
+     * seventeenth session's final build (bench/results/2026-12-02-session17/r5-final/
+     * ops_final.csv) and five other shapes at M = 9..128 (the stacked gate|up, Qwen3-0.6B's gate,
+     * 8B's gate and down, 14B's q: 2026-12-04-session18/r1-owner-stores/plans.csv); 635 within
+     * 15 %. On the Qwen3-4B cells: auto 46 of 55 within 15 % (the misses: the dense path's 5 at
+     * M = 2048, the matvec's k and q M = 1, q and gate M = 8), plans within 5 % of the best
+     * measured contender on 54 of 55 (k M = 384, dense by the table); on the same build's second
+     * pass (ops_new2.csv, M = 9..512) 395 of 405, 45 of 45, 44 of 45 (tests/test_perf_fit.c).
+     * Against the fit on the 4B cells alone (row 117) it plans 0.6B's gate at M = 9..16 in
+     * clusters of 4 (stream-K was 35 % slower) and the stacked q|k|v at M = 33..64 in clusters
+     * of 2 of the other block height (unsplit was 13 % slower; NOTES.md row 119). The k-block's
+     * chain and its share of the SM's issue slots add up; the fixed term fits to 0 (the k-block
+     * terms absorb it, so short K, 8 groups, is predicted 10-28 % fast). */
     d.wgmma_model = (qmm_wgmma_model){
         .fixed_us = 0.0,
-        .fill_us_per_kb = 0.00584,   /* first stage + output tile: 0.44 µs at TN 128, WG 2 */
-        .stage_us = 0.2495,          /* NOTES 19: the per-stage handshake of a CTA's k-block */
-        .us_per_mflop = 0.06828,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.29 µs */
-        .issue_us = 0.1592,          /* a warpgroup's k-block on its SM, beside the others there */
-        .round_trip_us = 0.7735,     /* partial write + counter; a batch of partial loads */
-        .partial_us_per_mb = 0.09975, /* partials written and read: ~10 TB/s */
-        .cluster_us = 2.193,         /* two cluster barriers, the partners' skew, a wave */
-        .cluster_us_per_kb = 0.03353, /* a CTA's partial through distributed shared memory */
+        .fill_us_per_kb = 0.007312,  /* first stage + output tile: 0.44 µs at TN 128, WG 2 */
+        .stage_us = 0.2555,          /* NOTES 19: the per-stage handshake of a CTA's k-block */
+        .us_per_mflop = 0.06651,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.29 µs */
+        .issue_us = 0.1569,          /* a warpgroup's k-block on its SM, beside the others there */
+        .round_trip_us = 0.8027,     /* partial write + counter; a batch of partial loads */
+        .partial_us_per_mb = 0.08809, /* partials written and read: ~10 TB/s */
+        .cluster_us = 2.178,         /* two cluster barriers, the partners' skew, a wave */
+        .cluster_us_per_kb = 0.0335,  /* a CTA's partial through distributed shared memory */
     };
     /* The matvec (groups of 128): fixed + weight bytes / rate + (M - 1)·N·row_token, least squares
      * of the relative error over the fifth session's auto cells at M = 1 (r10-final-e2e) and
