@@ -114,6 +114,39 @@ static void case_nonfinite_rows(void)
     prob_free(&p);
 }
 
+/* The same for the decode matvec (the plan for M <= 8): a NaN or an Inf in one token's
+ * activations stays in that token's row, whatever the kernel does with its staged activations
+ * (NOTES.md row 121 tried a scale a token); one token, and 4 tokens with NaN in row 1 and -Inf
+ * in row 2. */
+static void case_nonfinite_rows_matvec(void)
+{
+    static const int64_t ms[] = {1, 4};
+    const int64_t n = 1032, k = 2560;
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        const int64_t m = ms[i];
+        prob p;
+        SETUP(p, m, n, k);
+        p.a[(m > 1 ? 1 : 0) * k + 7] = 0x7FC0; /* NaN */
+        if (m > 1) p.a[2 * k + 2000] = 0xFF80;  /* -Inf */
+        cudaMemcpy(p.a_dev, p.a, (size_t)(m * k) * 2, cudaMemcpyHostToDevice);
+        qmm_plan plan;
+        const qmm_cuda_options o = qmm_cuda_options_default();
+        CHECK_OK(prob_run(&p, &o, p.out, &plan));
+        CHECKF(plan.path == QMM_PATH_MATVEC, "M = %lld: plan path %d, not the matvec", (long long)m, (int)plan.path);
+        int bad = 0, nan1 = 1, nonfinite2 = 1;
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t j = 0; j < n; j++) {
+                const float v = qmm_bf16_to_f32(p.out[r * n + j]);
+                if (r == (m > 1 ? 1 : 0)) nan1 &= isnan(v);
+                else if (r == 2) nonfinite2 &= !isfinite(v);
+                else if (!isfinite(v)) bad++;
+            }
+        CHECKF(nan1 && nonfinite2 && bad == 0, "M = %lld: NaN row all NaN %d, Inf row all non-finite %d, %d non-finite elsewhere",
+               (long long)m, nan1, nonfinite2, bad);
+        prob_free(&p);
+    }
+}
+
 /* 128-token tiles: stream-K (a tile in three or four partitions: the head's fixup from its
  * registers, with or without counting, NOTES.md row 115) and clusters of 2, 5 and 8 (the owner's
  * loop for each rank count, row 116) give the same bits 10 times, within tolerance of fp64; at
@@ -415,6 +448,7 @@ static void case_g64_other_height_clusters(void) { other_height_clusters_g(64); 
 static const test_case cases[] = {
     {"small/ragged", case_ragged},
     {"small/nonfinite-rows", case_nonfinite_rows},
+    {"small/nonfinite-rows-matvec", case_nonfinite_rows_matvec},
     {"small/bad-requests", case_bad_requests},
     {"small/dependent-launches", case_dependent_launches},
     {"bitwise", case_bitwise},
