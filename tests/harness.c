@@ -43,7 +43,8 @@ void test_random_w4(qmm_w4 *w, double scale_lo, double scale_hi)
     }
 }
 
-/* c = a·Wᵀ in fp64 of the dequantized weights, or with |a| and |w| (abs). */
+/* c = a·Wᵀ in fp64 of the dequantized weights; with |a| and |w| (abs 1); or the sum of the
+ * squared terms, Σ (a·w)² (abs 2). */
 static void matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c, int abs)
 {
     int64_t n = w->n, k = w->k, gs = w->group, g = k / gs;
@@ -59,7 +60,8 @@ static void matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c,
             double acc = 0;
             for (int64_t j = 0; j < k; j++) {
                 double x = qmm_bf16_to_f32(a[i * k + j]);
-                acc += (abs ? fabs(x) : x) * row[j];
+                const double t = (abs ? fabs(x) : x) * row[j];
+                acc += abs == 2 ? t * t : t;
             }
             c[i * n + r] = acc;
         }
@@ -70,6 +72,8 @@ static void matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c,
 void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c) { matmul_f64(a, m, w, c, 0); }
 
 void test_matmul_abs_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c) { matmul_f64(a, m, w, c, 1); }
+
+void test_matmul_sq_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c) { matmul_f64(a, m, w, c, 2); }
 
 double test_rel_frob_bf16(const qmm_bf16 *got, const double *ref, size_t n)
 {

@@ -109,6 +109,9 @@ void test_random_w4(qmm_w4 *w, double scale_lo, double scale_hi);
 void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c);
 /* The same with |a| and |w|: the scale of the rounding errors of any way to compute it. */
 void test_matmul_abs_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c);
+/* Σ (a·w)² over each output's terms: the size of the errors of rounding each term (the weight's
+ * bf16 rounding) when a few terms dominate. */
+void test_matmul_sq_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c);
 /* ||got - ref||_F / ||ref||_F ; NaN/Inf in got -> +INFINITY. */
 double test_rel_frob_bf16(const qmm_bf16 *got, const double *ref, size_t n);
 double test_rel_frob_f32(const float *got, const double *ref, size_t n);

@@ -29,7 +29,7 @@ typedef struct prob {
     int rows; /* sampled rows for the fp64 reference */
     int64_t *row_idx;
     double *ref;  /* [rows, n] */
-    double floor; /* the error norm's smallest denominator: ||Σ|a||w| of those rows|| / (2 sqrt K) */
+    double floor; /* the error norm's smallest denominator: the terms' sizes (prob_reference) */
 } prob;
 
 /* 1 on success; 0 leaves a half-built problem that prob_free frees. Groups of 128, or of
