@@ -166,6 +166,7 @@ def read_cells(path):
         if r["status"] != "pass":
             continue
         c = cells.setdefault((r["proj"], int(r["m"])), dict(n=int(r["n"]), k=int(r["k"]), t={}))
+        assert (c["n"], c["k"]) == (int(r["n"]), int(r["k"])), ("one name, two shapes", path, r["proj"])
         c["t"][(r["contender"], int(r["split"]) if r["contender"] == "cluster" else 0)] = \
             float(r["graph_med_us"])
         if r["contender"] == "auto":

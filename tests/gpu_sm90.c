@@ -84,12 +84,14 @@ static void case_ragged(void)
         check_schedules(shapes[i][0], shapes[i][1], shapes[i][2], "ragged");
 }
 
-/* NaN and Inf in one row of A reach that row of C only. */
+/* NaN and Inf in one row of A reach that row of C only (C poisoned with zeros, so that the
+ * non-finite rows must have been written). */
 static void case_nonfinite_rows(void)
 {
     const int64_t m = 20, n = 1032, k = 512;
     prob p;
     SETUP(p, m, n, k);
+    p.zero_poison = 1;              /* C poisoned with zeros: a row left unwritten fails */
     p.a[5 * k + 7] = 0x7FC0;        /* NaN in row 5 */
     p.a[11 * k + 300] = 0x7F80;     /* +Inf in row 11 */
     cudaMemcpy(p.a_dev, p.a, (size_t)(m * k) * 2, cudaMemcpyHostToDevice);
@@ -126,6 +128,7 @@ static void case_nonfinite_rows_matvec(void)
         const int64_t m = ms[i];
         prob p;
         SETUP(p, m, n, k);
+        p.zero_poison = 1;                      /* a row left unwritten fails */
         p.a[(m > 1 ? 1 : 0) * k + 7] = 0x7FC0; /* NaN */
         if (m > 1) p.a[2 * k + 2000] = 0xFF80;  /* -Inf */
         cudaMemcpy(p.a_dev, p.a, (size_t)(m * k) * 2, cudaMemcpyHostToDevice);

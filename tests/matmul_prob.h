@@ -30,6 +30,7 @@ typedef struct prob {
     int64_t *row_idx;
     double *ref;  /* [rows, n] */
     double floor; /* the error norm's smallest denominator: the terms' sizes (prob_reference) */
+    int zero_poison; /* prob_run fills C with zeros, not NaN (tests that expect NaN in C) */
 } prob;
 
 /* 1 on success; 0 leaves a half-built problem that prob_free frees. Groups of 128, or of
@@ -57,7 +58,8 @@ void prob_free(prob *p);
     } while (0)
 #define SETUP(p, m, n, k) SETUP_G(p, m, n, k, QMM_GROUP)
 
-/* Poison C, run (o may be NULL), synchronize, copy C into out[m*n]. Returns the status. */
+/* Poison C (NaN, or zeros with zero_poison), run (o may be NULL), synchronize, copy C into
+ * out[m*n]. Returns the status. */
 qmm_status prob_run(prob *p, const qmm_cuda_options *o, qmm_bf16 *out, qmm_plan *plan);
 /* Every element of out finite and the sampled rows within tol of fp64 (a failed case otherwise).
  * Returns the error (+inf when an element is not finite). */

@@ -232,7 +232,8 @@ static void auto_cells_within_15(void)
 
 /* The wgmma kernel's model on every forced schedule it was measured with (M = 1..2048): 376 of
  * 390 within 15 % (96 %; the misses: stream-K at gate M = 1 / 8, q / k / o / down M = 32, down
- * M = 2048, and small-tile clusters at M = 9…32); a guard at what is reached. */
+ * M = 2048, clusters of 2 at down M = 512, and small-tile clusters at M = 9…32); a guard at
+ * what is reached. */
 static void wgmma_contenders_within_15(void)
 {
     const dataset *ds = load(&fit_run);

@@ -75,17 +75,17 @@ static qmm_device_desc sm90(void)
      * pass (ops_new2.csv, M = 9..512) 395 of 405, 45 of 45, 44 of 45 (tests/test_perf_fit.c).
      * Against the fit on the 4B cells alone (row 117) it plans 0.6B's gate at M = 9..16 in
      * clusters of 4 (stream-K was 35 % slower) and the stacked q|k|v at M = 33..64 in clusters
-     * of 2 of the other block height (unsplit was 13 % slower; NOTES.md row 119). The k-block's
+     * of 2 of the other block height (unsplit was 13-15 % slower; NOTES.md row 119). The k-block's
      * chain and its share of the SM's issue slots add up; the fixed term fits to 0 (the k-block
      * terms absorb it, so short K, 8 groups, is predicted 10-28 % fast). */
     d.wgmma_model = (qmm_wgmma_model){
         .fixed_us = 0.0,
-        .fill_us_per_kb = 0.007312,  /* first stage + output tile: 0.44 µs at TN 128, WG 2 */
+        .fill_us_per_kb = 0.007312,  /* first stage + output tile: 0.54 µs at TN 128, WG 2 */
         .stage_us = 0.2555,          /* NOTES 19: the per-stage handshake of a CTA's k-block */
-        .us_per_mflop = 0.06651,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.29 µs */
+        .us_per_mflop = 0.06651,     /* TN 128, WG 2: 4.2 MFLOP a k-block, +0.28 µs */
         .issue_us = 0.1569,          /* a warpgroup's k-block on its SM, beside the others there */
         .round_trip_us = 0.8027,     /* partial write + counter; a batch of partial loads */
-        .partial_us_per_mb = 0.08809, /* partials written and read: ~10 TB/s */
+        .partial_us_per_mb = 0.08809, /* partials written and read: ~11 TB/s */
         .cluster_us = 2.178,         /* two cluster barriers, the partners' skew, a wave */
         .cluster_us_per_kb = 0.0335,  /* a CTA's partial through distributed shared memory */
     };

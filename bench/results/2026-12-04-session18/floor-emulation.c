@@ -11,7 +11,7 @@
 #include "harness.h"
 #include "internal.h"
 #ifndef FAC
-#define FAC 0.5
+#define FAC 1.0
 #endif
 
 static float bf(float x) { return qmm_bf16_to_f32(qmm_f32_to_bf16(x)); }
