@@ -84,6 +84,22 @@ static void case_ragged(void)
         check_schedules(shapes[i][0], shapes[i][1], shapes[i][2], "ragged");
 }
 
+/* C of p's last run: row nan_row all NaN, row inf_row (-1: none) all non-finite, every other
+ * element finite; `what` and `id` name the run in the message. */
+static void check_nonfinite_rows(const prob *p, int64_t nan_row, int64_t inf_row, const char *what, long long id)
+{
+    int bad = 0, nan_ok = 1, inf_ok = 1;
+    for (int64_t r = 0; r < p->m; r++)
+        for (int64_t j = 0; j < p->n; j++) {
+            const float v = qmm_bf16_to_f32(p->out[r * p->n + j]);
+            if (r == nan_row) nan_ok &= isnan(v);
+            else if (r == inf_row) inf_ok &= !isfinite(v);
+            else if (!isfinite(v)) bad++;
+        }
+    CHECKF(nan_ok && inf_ok && bad == 0, "%s %lld: NaN row all NaN %d, Inf row all non-finite %d, %d non-finite elsewhere",
+           what, id, nan_ok, inf_ok, bad);
+}
+
 /* NaN and Inf in one row of A reach that row of C only (C poisoned with zeros, so that the
  * non-finite rows must have been written). */
 static void case_nonfinite_rows(void)
@@ -101,17 +117,7 @@ static void case_nonfinite_rows(void)
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         qmm_plan plan;
         CHECK_OK(prob_run(&p, &list[i], p.out, &plan));
-        int bad_rows = 0, nan5 = 1, nonfinite11 = 1;
-        for (int64_t r = 0; r < m; r++)
-            for (int64_t j = 0; j < n; j++) {
-                float v = qmm_bf16_to_f32(p.out[r * n + j]);
-                if (r == 5) nan5 &= isnan(v);
-                else if (r == 11) nonfinite11 &= !isfinite(v);
-                else if (!isfinite(v)) bad_rows++;
-            }
-        CHECKF(nan5 && nonfinite11 && bad_rows == 0,
-               "schedule %zu: NaN row all NaN %d, Inf row all non-finite %d, %d non-finite elsewhere",
-               i, nan5, nonfinite11, bad_rows);
+        check_nonfinite_rows(&p, 5, 11, "schedule", (long long)i);
     }
     prob_free(&p);
 }
@@ -125,27 +131,18 @@ static void case_nonfinite_rows_matvec(void)
     static const int64_t ms[] = {1, 4};
     const int64_t n = 1032, k = 2560;
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
-        const int64_t m = ms[i];
+        const int64_t m = ms[i], nan_row = m > 1 ? 1 : 0, inf_row = m > 1 ? 2 : -1;
         prob p;
         SETUP(p, m, n, k);
-        p.zero_poison = 1;                      /* a row left unwritten fails */
-        p.a[(m > 1 ? 1 : 0) * k + 7] = 0x7FC0; /* NaN */
-        if (m > 1) p.a[2 * k + 2000] = 0xFF80;  /* -Inf */
+        p.zero_poison = 1;                           /* a row left unwritten fails */
+        p.a[nan_row * k + 7] = 0x7FC0;               /* NaN */
+        if (inf_row >= 0) p.a[inf_row * k + 2000] = 0xFF80; /* -Inf */
         cudaMemcpy(p.a_dev, p.a, (size_t)(m * k) * 2, cudaMemcpyHostToDevice);
         qmm_plan plan;
         const qmm_cuda_options o = qmm_cuda_options_default();
         CHECK_OK(prob_run(&p, &o, p.out, &plan));
         CHECKF(plan.path == QMM_PATH_MATVEC, "M = %lld: plan path %d, not the matvec", (long long)m, (int)plan.path);
-        int bad = 0, nan1 = 1, nonfinite2 = 1;
-        for (int64_t r = 0; r < m; r++)
-            for (int64_t j = 0; j < n; j++) {
-                const float v = qmm_bf16_to_f32(p.out[r * n + j]);
-                if (r == (m > 1 ? 1 : 0)) nan1 &= isnan(v);
-                else if (r == 2) nonfinite2 &= !isfinite(v);
-                else if (!isfinite(v)) bad++;
-            }
-        CHECKF(nan1 && nonfinite2 && bad == 0, "M = %lld: NaN row all NaN %d, Inf row all non-finite %d, %d non-finite elsewhere",
-               (long long)m, nan1, nonfinite2, bad);
+        check_nonfinite_rows(&p, nan_row, inf_row, "M =", (long long)m);
         prob_free(&p);
     }
 }
