@@ -56,11 +56,12 @@ struct ad_layout {
     static constexpr int S = QS + (G + 1) * HD * 4;          /* [G][T] scores */
     static constexpr int PS = AD_T + 8;                      /* a head's P row (bf16), padded */
     static constexpr int P = S + G * AD_T * 4;               /* [hi|lo][8][PS] probabilities */
-    static constexpr int TAB = P + 2 * 8 * PS * 2;           /* cos[HD/2] sin[HD/2] wq[HD] wk[HD] */
-    static constexpr int ST = TAB + 3 * HD * 4;              /* alpha, m, l [G] */
+    static constexpr int TAB = P + 2 * 8 * PS * 2;           /* f32 cos[HD/2] sin[HD/2], bf16 wq[HD] wk[HD] */
+    static constexpr int ST = TAB + 2 * HD * 4;              /* alpha, m, l [G] */
     static constexpr int NEW = ST + (3 * G * 4 + 15) / 16 * 16; /* new k, v: [2][HD] bf16 */
     static constexpr int FLAG = NEW + 2 * HD * 2;
     static constexpr int BYTES = FLAG + 16;
+    static_assert(TAB % 16 == 0, "the tables are copied in 16-byte pieces");
     static_assert((2 * G * AD_MAX_SPLITS + 16) * 4 + AD_THREADS * 16 <= KV,
                   "the splits' merge reuses the K/V ring");
 };
@@ -91,6 +92,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
     float *S = reinterpret_cast<float *>(smem + L::S);
     float *P = reinterpret_cast<float *>(smem + L::P);
     float *tab = reinterpret_cast<float *>(smem + L::TAB);
+    bf16 *wtab = reinterpret_cast<bf16 *>(tab + HD); /* wq[HD] wk[HD] */
     float *alpha_s = reinterpret_cast<float *>(smem + L::ST), *m_s = alpha_s + G, *l_s = m_s + G;
     bf16 *newk = reinterpret_cast<bf16 *>(smem + L::NEW), *newv = newk + HD;
     int *flag = reinterpret_cast<int *>(smem + L::FLAG);
@@ -136,22 +138,41 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             cp16_zfill(vs + so, Vg + off, valid);
         }
     };
+    /* The norm and RoPE tables first, as their own cp.async group ahead of the K/V tiles: a plain
+     * load whose value a thread stores waits behind the SM's K/V requests, and it did so before
+     * the dependency wait (bench/NOTES.md row 122). Unaligned tables (never from the engine's
+     * allocations) are loaded as before. */
+    const float *cos_p = cos_t + p * HALF, *sin_p = sin_t + p * HALF;
+    if ((((uintptr_t)cos_p | (uintptr_t)sin_p | (uintptr_t)qw | (uintptr_t)kw) & 15) == 0) {
+        constexpr int FP = HALF / 4, WP = HD / 8; /* 16-byte pieces of a f32 half row, a bf16 row */
+        if (tid < 2 * FP + 2 * WP) {
+            const int i = tid;
+            const void *src = i < FP          ? (const void *)(cos_p + 4 * i)
+                              : i < 2 * FP    ? (const void *)(sin_p + 4 * (i - FP))
+                              : i < 2 * FP + WP ? (const void *)(qw + 8 * (i - 2 * FP))
+                                                : (const void *)(kw + 8 * (i - 2 * FP - WP));
+            cp16_zfill(reinterpret_cast<unsigned char *>(tab) + 16 * i, src, true);
+        }
+    } else {
+        for (int i = tid; i < HALF; i += AD_THREADS) {
+            tab[i] = cos_p[i];
+            tab[HALF + i] = sin_p[i];
+        }
+        for (int i = tid; i < HD; i += AD_THREADS) {
+            wtab[i] = qw[i];
+            wtab[HD + i] = kw[i];
+        }
+    }
+    cp_commit();
     for (int i = 0; i < AD_STAGES; i++) {
         if (i < ntiles) load_tile(i);
         cp_commit();
     }
-    for (int i = tid; i < HALF; i += AD_THREADS) {
-        tab[i] = cos_t[p * HALF + i];
-        tab[HALF + i] = sin_t[p * HALF + i];
-    }
-    for (int i = tid; i < HD; i += AD_THREADS) {
-        tab[HD + i] = __bfloat162float(qw[i]);
-        tab[2 * HD + i] = __bfloat162float(kw[i]);
-    }
 
     sync.wait();
     AD_STAMP(1);
-    sync.sync(); /* the tables */
+    cp_wait_group<AD_STAGES>(); /* the tables' group, the oldest */
+    sync.sync();
 
     /* q heads of this group (and the new k, v when this block owns the position): warp g takes
      * head g in registers, lane holding dims lane + 32u (so the pairs (j, j + HD/2) of the
@@ -175,13 +196,13 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
         for (int u = 0; u < U; u++) ss += xv[u] * xv[u];
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         const float inv = 1.0f / sqrtf(ss / (float)HD + eps);
-        const float *w = tab + (g < G ? HD : 2 * HD);
+        const bf16 *w = wtab + (g < G ? 0 : HD);
 #pragma unroll
         for (int u = 0; u < U / 2; u++) { /* as llm_head_norm_rope */
             const int j = lane + 32 * u;
             const float a = xv[u], b = xv[u + U / 2];
-            const float ya = __fmul_rn(__fmul_rn(a, inv), w[j]);
-            const float yb = __fmul_rn(__fmul_rn(b, inv), w[j + HALF]);
+            const float ya = __fmul_rn(__fmul_rn(a, inv), __bfloat162float(w[j]));
+            const float yb = __fmul_rn(__fmul_rn(b, inv), __bfloat162float(w[j + HALF]));
             const float c = tab[j], s = tab[HALF + j];
             const bf16 oa = __float2bfloat16_rn(__fsub_rn(__fmul_rn(ya, c), __fmul_rn(yb, s)));
             const bf16 ob = __float2bfloat16_rn(__fadd_rn(__fmul_rn(yb, c), __fmul_rn(ya, s)));
