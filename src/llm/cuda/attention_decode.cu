@@ -89,7 +89,7 @@ struct AdBlockSync {
 // while the context is one split (attention_decode_block.cuh). Three blocks a SM, as many as
 // the shared memory holds (80 registers, no spills; uncapped, the mma version took 112).
 template <int HD, int G>
-__global__ void __launch_bounds__(AD_THREADS, 3)
+__global__ void __launch_bounds__(AD_THREADS, AD_BLOCKS_PER_SM)
     attn_decode_fused_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                              const bf16 *__restrict__ v, const bf16 *__restrict__ qw,
                              const bf16 *__restrict__ kw, const float *__restrict__ cos_t,
@@ -123,10 +123,15 @@ int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count)
     /* four blocks a SM's worth, so that up to 64 · 4 · SMs / kv_heads positions every split is
      * one 64-row tile (fewer splits round the chunk up to 128 rows once the context passes
      * splits · 64: half the blocks; bench/NOTES.md row 44) */
-    int64_t fill = (4 * (int64_t)(sm_count > 0 ? sm_count : 132) + kv_heads - 1) / kv_heads;
+    const int64_t sms = sm_count > 0 ? sm_count : 132;
+    int64_t fill = (4 * sms + kv_heads - 1) / kv_heads;
     int64_t tiles = (max_seq + AD_T - 1) / AD_T;
     int64_t n = fill < tiles ? fill : tiles;
     if (n > AD_MAX_SPLITS) n = AD_MAX_SPLITS;
+    /* no more blocks than are resident at once: past 396 (long contexts) the last ones waited
+     * for a second wave, longer splits cost less (bench/NOTES.md row 125) */
+    const int64_t resident = AD_BLOCKS_PER_SM * sms / kv_heads;
+    if (n > resident) n = resident;
     return n < 1 ? 1 : (int)n;
 }
 
