@@ -142,8 +142,8 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
     };
     /* The norm and RoPE tables first, as their own cp.async group ahead of the K/V tiles: a plain
      * load whose value a thread stores waits behind the SM's K/V requests, and it did so before
-     * the dependency wait (bench/NOTES.md row 122). Unaligned tables (never from the engine's
-     * allocations) are loaded as before. */
+     * the dependency wait (bench/NOTES.md row 122). Tables not 16-byte aligned (the engine's are
+     * when its hidden size is a multiple of 8) are loaded as before. */
     const float *cos_p = cos_t + p * HALF, *sin_p = sin_t + p * HALF;
     if ((((uintptr_t)cos_p | (uintptr_t)sin_p | (uintptr_t)qw | (uintptr_t)kw) & 15) == 0) {
         constexpr int FP = HALF / 4, WP = HD / 8; /* 16-byte pieces of a f32 half row, a bf16 row */
