@@ -36,8 +36,10 @@ static void usage(FILE *f)
             "                     [--split-k on,off] [--seed S] [--profile] [--no-verify]\n"
             "                     [--out FILE.md] [--json FILE.json] [--device cuda|cpu]\n"
             "                     [--fuse on|off] [--pdl on|off] [--tp 1,2]\n"
-            "                     [--decode fused|persistent]\n"
+            "                     [--decode fused|persistent] [--max-seq N]\n"
             "  each repeat runs in a fresh process; variants alternate; medians are reported\n"
+            "  --max-seq sizes every session for N positions (default: prompt + new - 1, the\n"
+            "  least; an application sized for the model's context passes that)\n"
             "  --device cpu times the CPU reference forward instead (split-K does not apply)\n");
 }
 
@@ -105,7 +107,7 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
         close(fds[0]);
         dup2(fds[1], STDOUT_FILENO);
         close(fds[1]);
-        char sin[32], sout[32], sw[16], sseed[32];
+        char sin[32], sout[32], sw[16], sseed[32], scap[32];
         snprintf(sin, sizeof sin, "%lld", (long long)in);
         snprintf(sout, sizeof sout, "%lld", (long long)outn);
         snprintf(sw, sizeof sw, "%d", a->warmup);
@@ -139,6 +141,11 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
         argv[k++] = a->pdl ? "on" : "off";
         argv[k++] = "--decode";
         argv[k++] = a->persistent ? "persistent" : "fused";
+        if (a->max_seq > 0) {
+            snprintf(scap, sizeof scap, "%lld", (long long)a->max_seq);
+            argv[k++] = "--max-seq";
+            argv[k++] = scap;
+        }
         if (verify) argv[k++] = "--verify";
         argv[k] = NULL;
         execv("/proc/self/exe", argv);
@@ -293,6 +300,10 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                         : "separate (7 matmuls a layer)", a->pdl ? "on" : "off",
                 a->persistent ? "persistent (one kernel for all layers and the head)"
                               : "fused (five kernels a layer)");
+    if (a->max_seq > 0)
+        fprintf(md, "Sessions sized for %lld positions (--max-seq).  \n", (long long)a->max_seq);
+    else
+        fprintf(md, "Sessions sized for prompt + new - 1 positions (the least).  \n");
     fprintf(md, "Protocol: each repeat a fresh process (%d untimed generations, then one timed); "
             "variants alternate; median of %d [min - max]. Prefill tok/s = prompt tokens / time "
             "of the forward that yields the first token; decode tok/s = (new tokens - 1) / time "
@@ -421,6 +432,7 @@ int bench_e2e_main(int argc, char **argv)
             else if (!strcmp(o, "--warmup")) a.warmup = atoi(v), bad = a.warmup < 0;
             else if (!strcmp(o, "--repeats")) a.repeats = atoi(v), bad = a.repeats < 1 || a.repeats > MAX_REPEATS;
             else if (!strcmp(o, "--seed")) a.seed = atoll(v);
+            else if (!strcmp(o, "--max-seq")) a.max_seq = atoll(v), bad = a.max_seq < 1;
             else if (!strcmp(o, "--out")) a.out_md = v;
             else if (!strcmp(o, "--json")) a.out_json = v;
             else if (!strcmp(o, "--fuse")) {
@@ -453,6 +465,15 @@ int bench_e2e_main(int argc, char **argv)
     if (a.nout != 1 && a.nout != a.nlen) {
         fprintf(stderr, "qmm bench e2e: --output-len needs one value or one per input length\n");
         return 2;
+    }
+    for (int i = 0; i < a.nlen && a.max_seq > 0; i++) {
+        const int64_t need = a.in_len[i] + (a.nout == 1 ? a.out_len[0] : a.out_len[i]) - 1;
+        if (need > a.max_seq) {
+            fprintf(stderr, "qmm bench e2e: --max-seq %lld holds no %lld-token prompt with its "
+                    "new tokens (%lld positions)\n", (long long)a.max_seq, (long long)a.in_len[i],
+                    (long long)need);
+            return 2;
+        }
     }
     if (child) {
         a.verify = verify_child;

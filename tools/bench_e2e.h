@@ -18,6 +18,7 @@ typedef struct e2e_args {
     int fuse; /* --fuse on (default): stacked q|k|v and gate|up weights in every variant */
     int pdl;  /* --pdl on (default): engine kernels with programmatic dependent launch */
     int persistent; /* --decode persistent: one kernel a decode step (default: fused) */
+    int64_t max_seq; /* --max-seq: the session's positions (0: prompt + new - 1, the least) */
     long long seed;
 } e2e_args;
 

@@ -66,6 +66,7 @@ int e2e_child_main(const e2e_args *a, int split_k)
     }
     const qmm_llm_config *c = qmm_llm_model_config(m);
     int64_t n = a->in_len[0], out = a->out_len[0];
+    const int64_t cap = a->max_seq > 0 ? a->max_seq : n + out - 1;
     int32_t *ids = malloc((size_t)n * 4), *toks = malloc((size_t)out * 4);
     prompt_ids(ids, n, a->seed, c->vocab_size);
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
@@ -78,13 +79,13 @@ int e2e_child_main(const e2e_args *a, int split_k)
     qmm_llm_timing t;
     memset(&t, 0, sizeof t);
     if (a->cpu) {
-        st = qmm_llm_cpu_session_create(m, n + out - 1, 0, &cs);
+        st = qmm_llm_cpu_session_create(m, cap, 0, &cs);
         for (int w = 0; w <= a->warmup && !st; w++) {
             st = qmm_llm_cpu_reset(cs);
             if (!st) st = qmm_llm_cpu_generate(cs, ids, n, out, toks, &t);
         }
     } else {
-        st = qmm_llm_cuda_session_create(m, n + out - 1, &o, &s);
+        st = qmm_llm_cuda_session_create(m, cap, &o, &s);
         for (int w = 0; w <= a->warmup && !st; w++) {
             st = qmm_llm_cuda_reset(s);
             if (!st) st = qmm_llm_cuda_generate(s, ids, n, out, toks, &t);

@@ -108,6 +108,19 @@ expect "chat --help lists --decode" 0 "--decode fused\|persistent" -- "$qmm" cha
 # the CPU engine has no decode kernels to choose: the option is accepted and changes nothing
 expect "run --decode persistent is accepted (cpu)" 0 "generated \(2\)" -- \
     "$qmm" run --model "$tiny" --prompt-ids 1,2 --max-new-tokens 2 --device cpu --decode persistent
+
+echo "-- bench e2e --max-seq"
+expect "bench e2e --max-seq 0 is refused" 2 "bad or missing value for --max-seq" -- \
+    "$qmm" bench e2e --model "$tiny" --device cpu --max-seq 0
+expect "bench e2e --max-seq below a prompt and its new tokens is refused" 2 \
+    "--max-seq 10 holds no 8-token prompt with its new tokens \(11 positions\)" -- \
+    "$qmm" bench e2e --model "$tiny" --device cpu --input-len 8 --output-len 4 --max-seq 10
+expect "bench e2e --max-seq sizes the sessions (cpu)" 0 "Sessions sized for 64 positions" -- \
+    "$qmm" bench e2e --model "$tiny" --device cpu --input-len 4 --output-len 3 --warmup 0 \
+    --repeats 1 --max-seq 64
+expect "bench e2e without --max-seq: the least (cpu)" 0 "prompt \+ new - 1 positions" -- \
+    "$qmm" bench e2e --model "$tiny" --device cpu --input-len 4 --output-len 3 --warmup 0 \
+    --repeats 1
 expect "run --decode fused is accepted (cpu)" 0 "generated \(2\)" -- \
     "$qmm" run --model "$tiny" --prompt-ids 1,2 --max-new-tokens 2 --device cpu --decode fused
 expect "chat --decode persistent is accepted (cpu)" 0 "turn 1: fed" -- \
