@@ -365,6 +365,8 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
         fprintf(j, "  \"device\": \"%s\",\n  \"fused_projections\": %s,\n  \"pdl\": %s,\n",
                 a->cpu ? "cpu" : "cuda", a->fuse ? "true" : "false", a->pdl ? "true" : "false");
         fprintf(j, "  \"decode_step\": \"%s\",\n", a->persistent ? "persistent" : "fused");
+        if (a->max_seq > 0) fprintf(j, "  \"max_seq\": %lld,\n", (long long)a->max_seq);
+        else fprintf(j, "  \"max_seq\": null,\n"); /* prompt + new - 1 a cell */
         fprintf(j, "  \"results\": [\n");
         int first = 1;
         for (int li = 0; li < a->nlen; li++) {

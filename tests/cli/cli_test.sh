@@ -121,6 +121,10 @@ expect "bench e2e --max-seq sizes the sessions (cpu)" 0 "Sessions sized for 64 p
 expect "bench e2e without --max-seq: the least (cpu)" 0 "prompt \+ new - 1 positions" -- \
     "$qmm" bench e2e --model "$tiny" --device cpu --input-len 4 --output-len 3 --warmup 0 \
     --repeats 1
+expect "bench e2e --json records --max-seq (cpu)" 0 "" -- \
+    "$qmm" bench e2e --model "$tiny" --device cpu --input-len 4 --output-len 3 --warmup 0 \
+    --repeats 1 --max-seq 64 --json "$work/e2e_maxseq.json"
+expect "... as \"max_seq\": 64" 0 '"max_seq": 64,' -- cat "$work/e2e_maxseq.json"
 expect "run --decode fused is accepted (cpu)" 0 "generated \(2\)" -- \
     "$qmm" run --model "$tiny" --prompt-ids 1,2 --max-new-tokens 2 --device cpu --decode fused
 expect "chat --decode persistent is accepted (cpu)" 0 "turn 1: fed" -- \
