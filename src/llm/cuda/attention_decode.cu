@@ -86,8 +86,9 @@ struct AdBlockSync {
 };
 
 // Grid (kv_heads, max(nsplit, G)): block (x, y) is KV head x's split y, or its query head y
-// while the context is one split (attention_decode_block.cuh). Three blocks a SM, as many as
-// the shared memory holds (80 registers, no spills; uncapped, the mma version took 112).
+// while the context is one split (attention_decode_block.cuh). Two blocks a SM: ~110 registers
+// and no spills (at three, the shared memory's limit, 80 registers made the one-head chain 20 %
+// slower, NOTES row 138); the split count stays within the blocks resident at once.
 template <int HD, int G>
 __global__ void __launch_bounds__(AD_THREADS, AD_BLOCKS_PER_SM)
     attn_decode_fused_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
@@ -128,7 +129,7 @@ int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count)
     int64_t tiles = (max_seq + AD_T - 1) / AD_T;
     int64_t n = fill < tiles ? fill : tiles;
     if (n > AD_MAX_SPLITS) n = AD_MAX_SPLITS;
-    /* no more blocks than are resident at once: past 396 (long contexts) the last ones waited
+    /* no more blocks than are resident at once (264 on 132 SMs): beyond, the last ones waited
      * for a second wave, longer splits cost less (bench/NOTES.md row 125) */
     const int64_t resident = AD_BLOCKS_PER_SM * sms / kv_heads;
     if (n > resident) n = resident;

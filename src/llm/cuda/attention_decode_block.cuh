@@ -17,8 +17,10 @@
 namespace qmm_llm {
 
 constexpr int AD_T = 64, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = 2 * AD_T, AD_MAX_SPLITS = 64;
-/* the fused kernel's blocks a SM (its launch bound; the shared memory holds three) */
-constexpr int AD_BLOCKS_PER_SM = 3;
+/* the fused kernel's blocks a SM (its launch bound; the shared memory would hold three): at
+ * three, 80 registers, and ptxas recomputed the one-head P·V's addresses inside its chain
+ * whenever the split path grew (bench/NOTES.md rows 137, 138) */
+constexpr int AD_BLOCKS_PER_SM = 2;
 
 /* Experiment build -DQMM_AD_TRACE: thread 0 of a block stamps %globaltimer at the phases of the
  * chain (Sync::phase; attention_decode.cu keeps the last launch's stamps and prints them). */
