@@ -86,9 +86,10 @@ struct AdBlockSync {
 };
 
 // Grid (kv_heads, max(nsplit, G)): block (x, y) is KV head x's split y, or its query head y
-// while the context is one split (attention_decode_block.cuh). Two blocks a SM: ~110 registers
-// and no spills (at three, the shared memory's limit, 80 registers made the one-head chain 20 %
-// slower, NOTES row 138); the split count stays within the blocks resident at once.
+// while the context is one split (attention_decode_block.cuh). Two blocks a SM: 116 registers
+// for <128, 4>, no spills (at three, the shared memory's limit, ptxas had 80, and the attention
+// took 117 µs a step at 32 positions against 98 with more: NOTES row 138); the split count
+// stays within the blocks resident at once.
 template <int HD, int G>
 __global__ void __launch_bounds__(AD_THREADS, AD_BLOCKS_PER_SM)
     attn_decode_fused_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
