@@ -434,7 +434,11 @@ int bench_e2e_main(int argc, char **argv)
             else if (!strcmp(o, "--warmup")) a.warmup = atoi(v), bad = a.warmup < 0;
             else if (!strcmp(o, "--repeats")) a.repeats = atoi(v), bad = a.repeats < 1 || a.repeats > MAX_REPEATS;
             else if (!strcmp(o, "--seed")) a.seed = atoll(v);
-            else if (!strcmp(o, "--max-seq")) a.max_seq = atoll(v), bad = a.max_seq < 1;
+            else if (!strcmp(o, "--max-seq")) {
+                long long ms = 0;
+                bad = !parse_int_arg(v, 1, INT64_MAX, &ms);
+                a.max_seq = ms;
+            }
             else if (!strcmp(o, "--out")) a.out_md = v;
             else if (!strcmp(o, "--json")) a.out_json = v;
             else if (!strcmp(o, "--fuse")) {

@@ -112,6 +112,10 @@ expect "run --decode persistent is accepted (cpu)" 0 "generated \(2\)" -- \
 echo "-- bench e2e --max-seq"
 expect "bench e2e --max-seq 0 is refused" 2 "bad or missing value for --max-seq" -- \
     "$qmm" bench e2e --model "$tiny" --device cpu --max-seq 0
+expect "bench e2e --max-seq 12abc is refused" 2 "bad or missing value for --max-seq" -- \
+    "$qmm" bench e2e --model "$tiny" --device cpu --max-seq 12abc
+expect "bench e2e --max-seq overflow is refused" 2 "bad or missing value for --max-seq" -- \
+    "$qmm" bench e2e --model "$tiny" --device cpu --max-seq 99999999999999999999
 expect "bench e2e --max-seq below a prompt and its new tokens is refused" 2 \
     "--max-seq 10 holds no 8-token prompt with its new tokens \(11 positions\)" -- \
     "$qmm" bench e2e --model "$tiny" --device cpu --input-len 8 --output-len 4 --max-seq 10
