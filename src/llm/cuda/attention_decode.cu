@@ -137,6 +137,32 @@ int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count)
     return n < 1 ? 1 : (int)n;
 }
 
+/* Dynamic shared memory of a launch: its own, or, when the grid fits the SMs (the one-head
+ * blocks while the context is one split), enough that two of its blocks cannot share a SM while
+ * one o-matvec CTA still fits beside one. Under PDL a launch's blocks fill the SMs that free first
+ * up to the launch bound, two a SM on 16 SMs for 32 blocks; one a SM took the attention 94.6 →
+ * 86.6 µs a step at 32 positions and decode +1 % (a whole SM each, 227 KB, cost more in the
+ * matvec that follows than it saved: bench/NOTES.md rows 145, 146). */
+static size_t ad_launch_bytes(size_t bytes, unsigned blocks)
+{
+    static int sms[64], smem_sm[64], optin[64]; /* per device; sms written last */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return bytes;
+    if (!sms[dev]) {
+        int n = 0, sm = 0, oi = 0;
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&oi, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return bytes;
+        }
+        smem_sm[dev] = sm, optin[dev] = oi, sms[dev] = n;
+    }
+    /* with the 1 KB a block the hardware reserves, two blocks of half a SM + 1 KB do not fit */
+    const size_t one = (size_t)smem_sm[dev] / 2 + 1024;
+    return blocks <= (unsigned)sms[dev] && one > bytes && one <= (size_t)optin[dev] ? one : bytes;
+}
+
 template <int HD, int G>
 static cudaError_t launch_fused_inst(int kv_heads, int nsplit, const bf16 *q, const bf16 *k,
                                      const bf16 *v, const bf16 *qw, const bf16 *kw,
@@ -145,12 +171,13 @@ static cudaError_t launch_fused_inst(int kv_heads, int nsplit, const bf16 *q, co
                                      float *partials, int *counters, bf16 *out,
                                      cudaStream_t stream, const llm_launch *ln)
 {
-    constexpr int bytes = ad_layout<HD, G>::BYTES;
-    static int opted[64]; /* per device: the opt-in above 48 KB of shared memory is made */
-    cudaError_t e = llm_opt_in_smem(attn_decode_fused_kernel<HD, G>, bytes, opted);
-    if (e != cudaSuccess) return e;
     /* at least G blocks a KV head: one a query head while the context is one split */
     const dim3 grid(kv_heads, nsplit > G ? nsplit : G);
+    const size_t bytes = ad_launch_bytes(ad_layout<HD, G>::BYTES, grid.x * grid.y);
+    const size_t most = ad_launch_bytes(ad_layout<HD, G>::BYTES, 1u); /* either size */
+    static int opted[64]; /* per device: the opt-in above 48 KB of shared memory is made */
+    cudaError_t e = llm_opt_in_smem(attn_decode_fused_kernel<HD, G>, (int)most, opted);
+    if (e != cudaSuccess) return e;
     e = llm_launch_kernel(attn_decode_fused_kernel<HD, G>, grid, dim3(AD_THREADS), bytes, stream, ln,
                           q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq, nsplit, kc, vc, partials,
                           counters, out, stamp_of(ln));
