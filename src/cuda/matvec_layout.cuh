@@ -17,7 +17,8 @@ constexpr int MV_SMEM_MAX = 227 * 1024, MV_SMEM_SM = 228 * 1024;
  * 4 warps 5 (95 registers). The bound also caps how many CTAs of a launch one SM takes: under
  * PDL a launch's CTAs fill the SMs that free first up to it, so at 6 the 4-warp shapes' 608–640
  * CTAs (4.6–4.9 a SM) put 6 on some SMs, which ended the launch; at 5 (the same SASS) gate at
- * one token ran 6.7 → 6.1 µs and decode 5–6 % faster (NOTES.md rows 139, 141). */
+ * one token ran 6.7 → 6.1 µs and decode 5–6 % faster (down, whose 640 CTAs in clusters of 8 no
+ * longer fit one wave, moved to 8-warp CTAs; NOTES.md rows 139, 141, 147). */
 __host__ __device__ constexpr int mv_ctas_bound(int tokt, int w) { return w == 4 ? 5 : tokt == 1 ? 3 : 2; }
 /* MatvecScratch.cluster_ctas's kernel index: one token tile in 8 warps, two in 8, one in 4. */
 constexpr int mv_kernel_index(int tokt, int w) { return w == 4 ? 2 : tokt == 1 ? 0 : 1; }
