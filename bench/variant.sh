@@ -15,7 +15,7 @@ cd "$root/${BUILD:-build}"
 out=/tmp/var/$name
 mkdir -p "$out/obj"
 cmds=$(ninja -t commands qmm)
-arcmd=$(echo "$cmds" | grep "/usr/bin/ar qc libqmm.a")
+arcmd=$(echo "$cmds" | grep " qc libqmm.a ")
 for f in "$@"; do
     o="CMakeFiles/qmm_obj.dir/src/$f.o"
     c=$(echo "$cmds" | grep -- "-o $o" | head -1 || true)

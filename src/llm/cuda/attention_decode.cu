@@ -143,8 +143,9 @@ int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count)
  * up to the launch bound, two a SM on 16 SMs for 32 blocks; one a SM took the attention 94.6 →
  * 86.6 µs a step at 32 positions and decode +1 % (a whole SM each, 227 KB, cost more in the
  * matvec that follows than it saved: bench/NOTES.md rows 145, 146). */
-static size_t ad_launch_bytes(size_t bytes, unsigned blocks)
+static size_t ad_launch_bytes(size_t bytes, unsigned blocks, size_t *most)
 {
+    *most = bytes; /* the larger of the two sizes, for the opt-in */
     static int sms[64], smem_sm[64], optin[64]; /* per device; sms written last */
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return bytes;
@@ -160,7 +161,9 @@ static size_t ad_launch_bytes(size_t bytes, unsigned blocks)
     }
     /* with the 1 KB a block the hardware reserves, two blocks of half a SM + 1 KB do not fit */
     const size_t one = (size_t)smem_sm[dev] / 2 + 1024;
-    return blocks <= (unsigned)sms[dev] && one > bytes && one <= (size_t)optin[dev] ? one : bytes;
+    if (one <= bytes || one > (size_t)optin[dev]) return bytes;
+    *most = one;
+    return blocks <= (unsigned)sms[dev] ? one : bytes;
 }
 
 template <int HD, int G>
@@ -173,8 +176,8 @@ static cudaError_t launch_fused_inst(int kv_heads, int nsplit, const bf16 *q, co
 {
     /* at least G blocks a KV head: one a query head while the context is one split */
     const dim3 grid(kv_heads, nsplit > G ? nsplit : G);
-    const size_t bytes = ad_launch_bytes(ad_layout<HD, G>::BYTES, grid.x * grid.y);
-    const size_t most = ad_launch_bytes(ad_layout<HD, G>::BYTES, 1u); /* either size */
+    size_t most;
+    const size_t bytes = ad_launch_bytes(ad_layout<HD, G>::BYTES, grid.x * grid.y, &most);
     static int opted[64]; /* per device: the opt-in above 48 KB of shared memory is made */
     cudaError_t e = llm_opt_in_smem(attn_decode_fused_kernel<HD, G>, (int)most, opted);
     if (e != cudaSuccess) return e;
