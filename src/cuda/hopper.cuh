@@ -86,11 +86,15 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t b
                  : "memory");
 }
 /* The same without a cache hint (data other CTAs read too, e.g. activations). */
-__device__ __forceinline__ void bulk_copy_plain(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
+__device__ __forceinline__ void bulk_copy_u32(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
 {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 ::"r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
                  : "memory");
+}
+__device__ __forceinline__ void bulk_copy_plain(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
+{
+    bulk_copy_u32(smem_u32(dst), src, bytes, smem_u32(bar));
 }
 /* A 2-D box of the tensor map at (x = innermost coordinate, y) into dst (1024-byte aligned). */
 __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int x, int y,

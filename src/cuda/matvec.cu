@@ -76,6 +76,7 @@ __device__ __forceinline__ uint32_t ld_stream32(const uint32_t *p)
 struct MvResidualPre {
     float x, g;
     bool ok;
+    const float *xp; /* the row's x, read after the wait */
 };
 __device__ __forceinline__ void mv_residual_pre_weights(const MatvecArgs &p, MvResidualPre &pre, int set,
                                                         int lr, int rank)
@@ -85,14 +86,11 @@ __device__ __forceinline__ void mv_residual_pre_weights(const MatvecArgs &p, MvR
     pre.ok = p.epi == MV_EPI_RESIDUAL && rank == 0 && pr < (p.m << lr) && lane < 16 && row < p.n;
     pre.x = 0.f;
     pre.g = pre.ok && p.xg ? __bfloat162float(p.gamma[row]) : 0.f;
+    pre.xp = p.x + (int64_t)(pr >> lr) * p.ldc + row;
 }
-__device__ __forceinline__ void mv_residual_pre_x(const MatvecArgs &p, MvResidualPre &pre)
+__device__ __forceinline__ void mv_residual_pre_x(MvResidualPre &pre)
 {
-    if (!pre.ok) return;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, lr = p.log_r, pr = warp;
-    const int set = blockIdx.x >> p.log_c, t = pr >> lr;
-    const int row = mv_tile_lg(set, pr & ((1 << lr) - 1), lr) * 16 + lane % 16;
-    pre.x = p.x[(int64_t)t * p.ldc + row];
+    if (pre.ok) pre.x = *pre.xp;
 }
 
 /* The epilogue of a row set from its fp32 sums ys[t][i·16 + r] (tile i, row r), all threads. */
@@ -317,23 +315,45 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
      * weight), its residual row after the wait; read at the end they were a round trip there. */
     MvResidualPre pre;
     mv_residual_pre_weights(p, pre, set, lr, rank);
+    /* Everything the steps after the wait need is computed before it, so that the wait is
+     * followed by the copies themselves (ptxas had placed ~70 instructions of the staging's
+     * addresses between the wait and the first copy; NOTES.md row 148). The empty asm pins a
+     * value here: volatile asm keeps its order, so the value cannot sink below the wait. */
+    /* the copies of rows warp and warp + W (m <= 2W: the launcher) */
+    uint32_t row_bytes = (uint32_t)(c1 - c0) * 256, bar_u32 = smem_u32(staged);
+    uint32_t a_dst0 = smem_u32(as + warp * L.a_stride), a_dst1 = a_dst0 + W * L.a_stride * 2;
+    const __nv_bfloat16 *a_src0 = p.a + (int64_t)warp * p.lda + c0 * 128, *a_src1 = a_src0 + W * p.lda;
+    asm volatile("" : "+r"(row_bytes), "+r"(bar_u32), "+r"(a_dst0), "+r"(a_dst1), "+l"(a_src0), "+l"(a_src1));
+    float acc[TOKT][4] = {};
+    uint32_t arow[TOKT]; /* shared addresses: this lane's ldmatrix row of token tile tt (rows
+                          * clamped to m - 1: those columns of the mma are discarded) */
+#pragma unroll
+    for (int tt = 0; tt < TOKT; tt++) {
+        const int r = min(tt * 8 + (lane % 8), p.m - 1);
+        arow[tt] = smem_u32(as + r * L.a_stride + 16 * (lane / 16) + 8 * ((lane / 8) % 2));
+        asm volatile("" : "+r"(arow[tt]));
+    }
+    /* ONE: lane l < 16 gives row l % 8 of matrix l / 8 of the slices' B fragment: slice l % 8,
+     * its k 0–7 or 8–15 (lanes 16–31 repeat them; ldmatrix .x2 reads lanes 0–15) */
+    uint32_t srow = smem_u32(as + 16 * (lane % 8) + 8 * ((lane / 8) % 2));
+    uint32_t magic = codes_magic(p.m);
+    asm volatile("" : "+r"(srow), "+r"(magic), "+l"(pre.xp));
     __syncthreads(); /* the barrier's init before anyone waits on it */
+    /* the barrier's one arrival carries every row's bytes; a row landing before it only sends
+     * the transaction count below zero for a while (its phase cannot complete) */
+    if (tid == 0) mbar_arrive_expect_tx(staged, row_bytes * (uint32_t)p.m);
 
     pdl_wait(); /* activations, norm sums and outputs belong to the previous kernel until here */
     /* The m activation rows of groups [c0, c1) by the copy engine (one bulk copy a row): loads
      * of this SM's threads would queue behind the weight loads already in flight. */
-    if (lane == 0) { /* row t by warp t % W: a bulk copy is issued one lane at a time */
-        const uint32_t row_bytes = (uint32_t)(c1 - c0) * 256;
-        /* the barrier's one arrival carries every row's bytes; a row landing before it only
-         * sends the transaction count below zero for a while (its phase cannot complete) */
-        if (warp == 0) mbar_arrive_expect_tx(staged, row_bytes * (uint32_t)p.m);
-        for (int t = warp; t < p.m; t += W)
-            bulk_copy_plain(as + (int64_t)t * L.a_stride, p.a + (int64_t)t * p.lda + c0 * 128, row_bytes, staged);
+    if (lane == 0 && warp < p.m) { /* row t by warp t % W: a bulk copy is issued one lane at a time */
+        bulk_copy_u32(a_dst0, a_src0, row_bytes, bar_u32);
+        if (warp + W < p.m) bulk_copy_u32(a_dst1, a_src1, row_bytes, bar_u32);
     }
 #pragma unroll
     for (int j = 0; j < D; j++)
         if (j < ng && j >= pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
-    mv_residual_pre_x(p, pre);
+    mv_residual_pre_x(pre);
     for (int t = warp; t < p.m; t += W) { /* RMSNorm of the input rows from their Σx² */
         float ss = 0.f;
         if (p.ss_in)
@@ -345,19 +365,7 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     mbar_wait(staged, 0); /* inv is read after later barriers */
     MV_STAMP(3);
 
-    /* the warp's groups, D in flight; lanes read token rows clamped to m - 1 (those columns of
-     * the mma are discarded) */
-    float acc[TOKT][4] = {};
-    uint32_t arow[TOKT]; /* shared addresses: this lane's ldmatrix row of token tile tt */
-#pragma unroll
-    for (int tt = 0; tt < TOKT; tt++) {
-        const int r = min(tt * 8 + (lane % 8), p.m - 1);
-        arow[tt] = smem_u32(as + r * L.a_stride + 16 * (lane / 16) + 8 * ((lane / 8) % 2));
-    }
-    /* ONE: lane l < 16 gives row l % 8 of matrix l / 8 of the slices' B fragment: slice l % 8,
-     * its k 0–7 or 8–15 (lanes 16–31 repeat them; ldmatrix .x2 reads lanes 0–15) */
-    const uint32_t srow = smem_u32(as + 16 * (lane % 8) + 8 * ((lane / 8) % 2));
-    const uint32_t magic = codes_magic(p.m);
+    /* the warp's groups, D in flight */
     for (int base = 0; base < ng; base += D) {
 #pragma unroll
         for (int j = 0; j < D; j++) {
