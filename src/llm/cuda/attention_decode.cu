@@ -4,11 +4,11 @@
  * order by the last block of each KV head (no second launch).
  *
  * Grid (kv_heads, max(nsplit, G)), 256 threads (G query heads a KV head). nsplit is fixed when
- * the graph is captured (it fills the GPU at the longest context); at run time the position
- * decides how many splits do work: up to AD_SINGLE positions one block per query head (no merge;
- * the block chain is the latency there, bench/NOTES.md row 90), beyond that splits of whole
- * 64-row tiles, at most nsplit of them, each for the G heads of its KV head. Idle blocks exit at
- * once.
+ * the graph is captured (it fills the GPU at the longest context; graphs of fewer splits serve
+ * short contexts with the same bits, decode_bucket.h); at run time the position decides how
+ * many splits do work: up to AD_SINGLE positions one block per query head (no merge; the block
+ * chain is the latency there, bench/NOTES.md row 90), beyond that splits of whole 64-row tiles,
+ * at most nsplit of them, each for the G heads of its KV head. Idle blocks exit at once.
  *
  * A block streams its rows through shared memory in tiles of AD_T positions with a cp.async ring
  * of AD_STAGES tiles. Rows before the new position are already in the cache (written by earlier
@@ -28,6 +28,7 @@
  */
 #include "llm/cuda/attention_decode_block.cuh"
 #include "llm/cuda/pdl.cuh"
+#include "llm/decode_bucket.h"
 #ifdef QMM_AD_TRACE
 #include <stdio.h>
 #include <algorithm>
@@ -35,6 +36,9 @@
 #endif
 
 namespace qmm_llm {
+
+static_assert(AD_SINGLE == LLM_AD_SINGLE && AD_T == LLM_AD_TILE,
+              "the decode graphs' buckets (decode_bucket.h) follow ad_split's rule");
 
 #ifdef QMM_AD_TRACE
 /* Experiment build: the phases of every block of the last launch, µs after the first block's

@@ -1,0 +1,102 @@
+/* The decode graphs' context buckets (src/llm/decode_bucket.h), against a host copy of the fused
+ * decode attention's split rule (ad_split in attention_decode_block.cuh): wherever the rule
+ * calls a bucket exact, its chunk and active splits are those of every larger split count (so
+ * the kernel's arithmetic and merge order are too), one position further they are not; the
+ * buckets listed for each session split count; the bucket picked at each context. */
+#include "harness.h"
+#include "llm/decode_bucket.h"
+
+/* ad_split: rows per split and splits with work at len positions, launched with nsplit splits */
+static void split_rule(int64_t len, int nsplit, int64_t *chunk, int *active)
+{
+    if (len <= 128 || nsplit <= 1) {
+        *chunk = len;
+        *active = 1;
+        return;
+    }
+    int64_t c = (len + nsplit - 1) / nsplit;
+    c = (c + 63) / 64 * 64;
+    *chunk = c;
+    *active = (int)((len + c - 1) / c);
+}
+
+static int same_split(int64_t len, int a, int b)
+{
+    int64_t ca, cb;
+    int na, nb;
+    split_rule(len, a, &ca, &na);
+    split_rule(len, b, &cb, &nb);
+    return ca == cb && na == nb;
+}
+
+static void exact_means_the_same_split(void)
+{
+    for (int s = 1; s < 64; s++) {
+        int64_t last = 0; /* the longest exact context */
+        for (int64_t len = 1; len <= 64 * 64 + 300; len++) {
+            if (!llm_decode_bucket_exact(len, s)) continue;
+            CHECKF(len == last + 1, "%d splits: exact at %lld but not at %lld", s, (long long)len,
+                   (long long)len - 1);
+            last = len;
+            for (int n = s + 1; n <= 64; n++)
+                CHECKF(same_split(len, s, n), "%d splits exact at %lld positions, but %d split "
+                       "otherwise", s, (long long)len, n);
+        }
+        /* the bound is tight: one more position and the session's 64 splits cut differently */
+        CHECKF(last == (s * 64 > 128 ? s * 64 : 128), "%d splits: exact up to %lld", s,
+               (long long)last);
+        CHECKF(!same_split(last + 1, s, 64), "%d splits: %lld positions split as 64 do", s,
+               (long long)last + 1);
+    }
+}
+
+static void buckets_of_each_session(void)
+{
+    static const struct {
+        int nsplit, count, splits[LLM_DECODE_BUCKETS];
+    } cases[] = {
+        {1, 0, {0}},          {2, 1, {1}},          {4, 1, {1}},
+        {5, 2, {1, 4}},       {16, 3, {1, 4, 8}},   {17, 4, {1, 4, 8, 16}},
+        {33, 5, {1, 4, 8, 16, 32}}, /* Qwen3, 8 KV heads, 40 960 positions, 132 SMs */
+        {64, 5, {1, 4, 8, 16, 32}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int got[LLM_DECODE_BUCKETS] = {0};
+        const int n = llm_decode_buckets(cases[i].nsplit, got);
+        printf("    nsplit %2d: %d buckets\n", cases[i].nsplit, n);
+        CHECKF(n == cases[i].count, "nsplit %d: %d buckets", cases[i].nsplit, n);
+        for (int j = 0; j < n && n == cases[i].count; j++)
+            CHECKF(got[j] == cases[i].splits[j], "nsplit %d: bucket %d has %d splits",
+                   cases[i].nsplit, j, got[j]);
+    }
+    for (int nsplit = 1; nsplit <= 64; nsplit++) {
+        int got[LLM_DECODE_BUCKETS];
+        const int n = llm_decode_buckets(nsplit, got);
+        CHECK(n >= 0 && n <= LLM_DECODE_BUCKETS);
+        for (int j = 0; j < n; j++) CHECK(got[j] < nsplit && (j == 0 || got[j] > got[j - 1]));
+    }
+}
+
+static void the_smallest_exact_bucket_is_picked(void)
+{
+    const int splits[] = {1, 4, 8, 16, 32};
+    static const struct {
+        int64_t len;
+        int bucket;
+    } cases[] = {{1, 0},    {128, 0},  {129, 1},  {256, 1},  {257, 2},   {512, 2},
+                 {513, 3},  {1024, 3}, {1025, 4}, {2048, 4}, {2049, 5},  {40960, 5}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int b = llm_decode_bucket_of(cases[i].len, splits, 5);
+        CHECKF(b == cases[i].bucket, "len %lld: bucket %d, want %d", (long long)cases[i].len, b,
+               cases[i].bucket);
+    }
+    CHECK(llm_decode_bucket_of(129, splits, 1) == 1); /* only the 1-split bucket: the full graph */
+    CHECK(llm_decode_bucket_of(1, splits, 0) == 0);   /* no buckets */
+}
+
+int main(int argc, char **argv)
+{
+    TEST_TABLE(cases, exact_means_the_same_split, buckets_of_each_session,
+               the_smallest_exact_bucket_is_picked);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
+}
