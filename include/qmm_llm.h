@@ -191,7 +191,9 @@ typedef struct qmm_llm_cuda_options {
     int device;          /* CUDA device index */
     int split_k;         /* 1: projections take the planner's path (split-K where it helps);
                             0: the unsplit tiled kernel for every projection with M > 8 */
-    int use_graph;       /* 1: decode steps replay one captured CUDA graph */
+    int use_graph;       /* 1: decode steps replay a captured CUDA graph (one for each range of
+                            context lengths, with smaller attention grids at short contexts;
+                            the eager step's results bit for bit) */
     int64_t max_chunk;   /* rows per prefill forward (longer prompts run in chunks); 0 = min(max_seq, 4096) */
     int attention_ref;   /* 1: reference attention kernels: prefill in fp32 on CUDA cores (the
                             reference of the default tensor-core kernel; slower), and decode as

@@ -309,7 +309,8 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
             "of the forward that yields the first token; decode tok/s = (new tokens - 1) / time "
             "of the remaining steps (%s).\n\n",
             a->warmup, a->repeats,
-            a->cpu ? "host clock" : "CUDA events; decode steps replay one CUDA graph");
+            a->cpu ? "host clock"
+                   : "CUDA events; decode steps replay the CUDA graph of their context's bucket");
     fprintf(md, "| prompt -> new | split-K | prefill ms | prefill tok/s | decode ms | decode tok/s "
                 "|\n|---|---|---:|---:|---:|---:|\n");
     for (int li = 0; li < a->nlen; li++) {

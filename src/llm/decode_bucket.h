@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "qmm.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,6 +31,9 @@ int llm_decode_buckets(int nsplit, int out[LLM_DECODE_BUCKETS]);
 int llm_decode_bucket_exact(int64_t len, int splits);
 /* The first of splits[count] (ascending) exact at len; count when none is (the full graph). */
 int llm_decode_bucket_of(int64_t len, const int *splits, int count);
+/* The bucket graphs session s holds beside its full decode graph (session.cu): 0 without graphs,
+ * with the persistent step or the reference attention, or in a build without CUDA. */
+int llm_cuda_decode_buckets(const qmm_llm_cuda_session *s);
 
 #ifdef __cplusplus
 }

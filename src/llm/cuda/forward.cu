@@ -180,7 +180,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
         if (fused_attention) {
             K_TRY(launch_attention_decode_fused(
                 s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
-                s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_fused, kc, vc,
+                s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_step, kc, vc,
                 s->partials, s->counters, s->att, st, llm_launch_as(s, &ln, "attention", attn_bytes)));
         } else {
             K_TRY(launch_qk_norm_rope(
@@ -293,13 +293,37 @@ qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraph
     return QMM_OK;
 }
 
-qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final)
+qmm_status llm_cuda_capture_decode(qmm_llm_cuda_session *s, int splits, cudaGraphExec_t *out,
+                                   int *kernel_nodes)
+{
+    s->nsplit_step = splits;
+    qmm_status st = llm_cuda_capture(s, 1, 1, out, kernel_nodes);
+    s->nsplit_step = s->nsplit_fused; /* eager steps keep the session's */
+    return st;
+}
+
+int llm_decode_splits_at(const qmm_llm_cuda_session *s, int64_t len)
+{
+    const int i = llm_decode_bucket_of(len, s->bucket_splits, s->nbuckets);
+    return i < s->nbuckets ? s->bucket_splits[i] : s->nsplit_fused;
+}
+
+/* The decode graph of a step at context len: the smallest bucket exact there, else the full one. */
+static cudaGraphExec_t decode_graph_at(const qmm_llm_cuda_session *s, int64_t len)
+{
+    const int i = llm_decode_bucket_of(len, s->bucket_splits, s->nbuckets);
+    return i < s->nbuckets ? s->bucket_graph[i] : s->decode_graph;
+}
+
+qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final, int64_t pos)
 {
     qmm_status ust = llm_tp_usable(s); /* an aborted communicator: no graph may run */
     if (ust) return ust;
     if (!s->use_graph) return llm_cuda_forward(s, m, final, NULL);
-    if (m == 1 && final && s->decode_graph) {
-        QMM_CUDA_TRY(cudaGraphLaunch(s->decode_graph, s->stream));
+    /* the attention sees the context with this row's K/V appended: pos + 1 positions */
+    cudaGraphExec_t step = m == 1 && final ? decode_graph_at(s, pos + 1) : NULL;
+    if (step) {
+        QMM_CUDA_TRY(cudaGraphLaunch(step, s->stream));
         return QMM_OK;
     }
     for (int i = 0; i < s->ngraphs; i++)

@@ -112,7 +112,10 @@ extern "C" qmm_status qmm_llm_cuda_profile_graph(qmm_llm_cuda_session *s, const 
     if (!st) {
         s->pos += n;
         s->splan = sp;
-        st = llm_cuda_capture(s, 1, 1, &g, &out->kernels_per_step);
+        /* the bucket generation replays at the last profiled step (context n + steps), exact at
+         * every earlier one too: a session sized for a long context profiles what it runs here */
+        st = llm_cuda_capture_decode(s, llm_decode_splits_at(s, n + steps), &g,
+                                     &out->kernels_per_step);
         s->splan = NULL;
     }
     int gap_family = -1;

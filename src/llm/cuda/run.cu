@@ -36,12 +36,13 @@ static qmm_status put_ids(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n
     return QMM_OK;
 }
 
-/* The prefill forwards of n tokens already in the history (chunked), ending with the argmax. */
+/* The prefill forwards of n tokens already in the history at s->pos (chunked), ending with the
+ * argmax. */
 static qmm_status enqueue_prefill(qmm_llm_cuda_session *s, int64_t n)
 {
     for (int64_t done = 0; done < n;) {
         int rows = chunk_rows(s, n - done);
-        qmm_status st = llm_cuda_run_forward(s, rows, done + rows == n);
+        qmm_status st = llm_cuda_run_forward(s, rows, done + rows == n, s->pos + done);
         if (st) return st;
         done += rows;
     }
@@ -94,7 +95,7 @@ extern "C" qmm_status qmm_llm_cuda_decode(qmm_llm_cuda_session *s, int32_t id, f
     qmm_status st = check_ids(s, &id, 1, 0);
     if (st) return st;
     QMM_CUDA_TRY(cudaSetDevice(s->device));
-    if ((st = put_ids(s, &id, 1)) || (st = llm_cuda_run_forward(s, 1, 1))) return st;
+    if ((st = put_ids(s, &id, 1)) || (st = llm_cuda_run_forward(s, 1, 1, s->pos))) return st;
     s->pos += 1;
     st = finish(s, logits_out, next_out);
     if (!st) qmm_clear_error();
@@ -118,7 +119,8 @@ extern "C" qmm_status qmm_llm_cuda_generate(qmm_llm_cuda_session *s, const int32
      * under tensor parallelism every 32 steps: a lost peer stalls the stream, and once the
      * launch queue is full cudaGraphLaunch would block the host with no timeout */
     for (int64_t i = 1; i < max_new; i++) {
-        if ((st = llm_cuda_run_forward(s, 1, 1))) return st;
+        /* s->pos moves only after the loop: step i runs at p0 + n + i - 1 */
+        if ((st = llm_cuda_run_forward(s, 1, 1, p0 + n + i - 1))) return st;
         if (s->tp && i % 32 == 0 && (st = llm_sync(s))) return st;
     }
     QMM_CUDA_TRY(cudaEventRecord(s->ev[2], s->stream));

@@ -51,7 +51,7 @@ extern "C" void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s)
     llm_tp_release(s);
     cudaSetDevice(s->device);
     if (s->stream) cudaStreamSynchronize(s->stream);
-    if (s->decode_graph) cudaGraphExecDestroy(s->decode_graph);
+    llm_destroy_decode_graphs(s);
     for (int i = 0; i < s->ngraphs; i++) cudaGraphExecDestroy(s->graphs[i].exec);
     llm_offload_destroy(s);
     llm_persistent_destroy(s);
@@ -259,6 +259,43 @@ static void llm_cuda_groups(const qmm_llm_model *m, int *stackable, int *all_g12
     }
 }
 
+void llm_destroy_decode_graphs(qmm_llm_cuda_session *s)
+{
+    if (s->decode_graph) cudaGraphExecDestroy(s->decode_graph);
+    s->decode_graph = NULL;
+    for (int i = 0; i < LLM_DECODE_BUCKETS; i++) {
+        if (s->bucket_graph[i]) cudaGraphExecDestroy(s->bucket_graph[i]);
+        s->bucket_graph[i] = NULL;
+    }
+    s->nbuckets = 0;
+}
+
+/* The decode step's graphs: the full one, and one per context bucket (decode_bucket.h) when the
+ * step runs the fused attention (the persistent step sizes its own splits; attention_ref runs
+ * the reference kernels). Tensor-parallel sessions too: every rank counts the same positions,
+ * so all replay the same bucket, and each graph holds the same collectives in the same order.
+ * All captured here rather than on first use: a few ms each (a node a launch), which lazily
+ * would stall a generation the first time its context crosses into a bucket, and land in a
+ * benchmark's timed decode; the cost is at most LLM_DECODE_BUCKETS more graphs held. */
+static qmm_status capture_decode_graphs(qmm_llm_cuda_session *s)
+{
+    qmm_status st = llm_cuda_capture_decode(s, s->nsplit_fused, &s->decode_graph, NULL);
+    if (st || s->pd || s->attention_ref) return st;
+    int splits[LLM_DECODE_BUCKETS];
+    const int n = llm_decode_buckets(s->nsplit_fused, splits);
+    for (int i = 0; i < n; i++) {
+        if ((st = llm_cuda_capture_decode(s, splits[i], &s->bucket_graph[i], NULL))) return st;
+        s->bucket_splits[i] = splits[i];
+        s->nbuckets = i + 1;
+    }
+    return QMM_OK;
+}
+
+extern "C" int llm_cuda_decode_buckets(const qmm_llm_cuda_session *s)
+{
+    return s ? s->nbuckets : 0;
+}
+
 extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_t max_seq,
                                                   const qmm_llm_cuda_options *opt,
                                                   qmm_llm_cuda_session **out)
@@ -347,6 +384,7 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
         s->sm_count = 0; /* the split rule's default */
     }
     s->nsplit_fused = attention_decode_splits(max_seq, (int)c->num_kv_heads, s->sm_count);
+    s->nsplit_step = s->nsplit_fused;
     if (!st) st = qmm_cuda_create(o.device, s->stream, &s->ctx);
     if (!st) st = upload_weights(s);
     if (!st && s->off) st = llm_offload_create(s);
@@ -380,7 +418,7 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
         if (!st) st = llm_sync(s);
         if (!st) st = qmm_llm_cuda_reset(s);
     }
-    if (!st && s->use_graph) st = llm_cuda_capture(s, 1, 1, &s->decode_graph, NULL);
+    if (!st && s->use_graph) st = capture_decode_graphs(s);
     if (st) {
         qmm_llm_cuda_session_destroy(s);
         return st;

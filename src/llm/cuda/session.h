@@ -9,6 +9,7 @@
 #include "internal.h"
 #include "llm/cuda/llm_kernels.cuh"
 #include "llm/cuda/tp_session.h"
+#include "llm/decode_bucket.h"
 #include "llm/model.h"
 #include "llm/stack_w4.h"
 
@@ -116,6 +117,8 @@ struct qmm_llm_cuda_session {
     float *partials;             /* decode attention splits [heads, max(nsplit, nsplit_fused), hd + 2] */
     int nsplit;                  /* splits of the reference decode attention (attention_ref) */
     int nsplit_fused;            /* grid splits of the fused decode attention */
+    int nsplit_step;             /* its splits in the forward being enqueued: nsplit_fused, or a
+                                  * bucket's while that bucket's graph is captured */
     int *counters;               /* [kv_heads] arrivals per KV head (fused decode attention) */
     float *pair_v;               /* argmax stage 1 pairs [npairs] */
     int *pair_i;
@@ -128,7 +131,11 @@ struct qmm_llm_cuda_session {
     qmm_llm::bf16 *h_logits;     /* pinned host staging */
     int32_t *h_tokens;
     cudaEvent_t ev[3];
-    cudaGraphExec_t decode_graph;
+    cudaGraphExec_t decode_graph;    /* the decode step at nsplit_fused: any context */
+    /* the decode step at bucket_splits[i] attention splits, replayed only at contexts where it
+     * gives decode_graph's bits (decode_bucket.h) */
+    cudaGraphExec_t bucket_graph[LLM_DECODE_BUCKETS];
+    int bucket_splits[LLM_DECODE_BUCKETS], nbuckets;
     llm_graph_entry graphs[LLM_PREFILL_GRAPHS];
     int ngraphs, next_evict;
 };
@@ -202,13 +209,22 @@ cudaError_t llm_launch_argmax(qmm_llm_cuda_session *s, int m);
 /* Wait for the session's stream; under tensor parallelism with the collectives' timeout. */
 qmm_status llm_sync(qmm_llm_cuda_session *s);
 
-/* The forward of m rows through a cached graph (capturing it the first time) or eagerly. */
-qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final);
+/* The forward of m rows at device position pos (the host's count of it) through a cached graph
+ * (capturing it the first time; a decode step: the graph of its context's bucket) or eagerly. */
+qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final, int64_t pos);
 
 /* Capture llm_cuda_forward(m, final) into an executable graph; kernel_nodes (may be NULL)
  * receives the number of kernels in it. */
 qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraphExec_t *out,
                             int *kernel_nodes);
+/* The same for the decode step with the fused attention launched at `splits` splits (the
+ * session's nsplit_fused, or a bucket's); eager forwards keep nsplit_fused. */
+qmm_status llm_cuda_capture_decode(qmm_llm_cuda_session *s, int splits, cudaGraphExec_t *out,
+                                   int *kernel_nodes);
+/* The attention splits of the decode graph a step at context len replays (decode_bucket.h). */
+int llm_decode_splits_at(const qmm_llm_cuda_session *s, int64_t len);
+/* Destroy decode_graph and every bucket's graph (session teardown, a TP abort). */
+void llm_destroy_decode_graphs(qmm_llm_cuda_session *s);
 
 /* Shared by run.cu and graph_profile.cu: tokens into the device history at the current
  * position, and the prefill forwards of n tokens already there. */

@@ -121,7 +121,7 @@ qmm_status llm_tp_sync(qmm_llm_cuda_session *s)
     if (!(st = tp_comm_sync(s->tp->comm, s->stream))) return QMM_OK;
     /* every graph that captured a collective goes first (an in-flight one is freed when it
      * ends, which the abort lets it do), then the bounded abort; the message stays the wait's */
-    if (s->decode_graph) cudaGraphExecDestroy(s->decode_graph), s->decode_graph = NULL;
+    llm_destroy_decode_graphs(s);
     for (int i = 0; i < s->ngraphs; i++) cudaGraphExecDestroy(s->graphs[i].exec);
     s->ngraphs = 0, s->next_evict = 0;
     tp_comm_abort(s->tp->comm);
