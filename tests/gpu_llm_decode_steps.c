@@ -9,7 +9,9 @@
  *     memory is taken, and the cache they leave is the one a fresh prefill of the same tokens
  *     builds (prefill n + decode == prefill n + 1 at n = 10 016, logits within 1e-2);
  *   - the in-graph profile: the families and counts the forward launches, a breakdown that adds
- *     up to the stamped step, and the session reset afterwards.
+ *     up to the stamped step, and the session reset afterwards;
+ *   - the decode graphs per context bucket (src/llm/decode_bucket.h): graph == eager bit for bit
+ *     across the buckets' boundaries, in teacher-forced steps and in generation.
  * Skips (exit 77) without a GPU or without CUDA in this build.
  */
 #include <math.h>
@@ -17,6 +19,8 @@
 #include <string.h>
 
 #include "harness.h"
+#include "llm/cuda/decode_ops.h"
+#include "llm/decode_bucket.h"
 
 #ifndef QMM_HAVE_CUDA
 int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not found)"); }
@@ -196,6 +200,78 @@ static void graph_profile_adds_up(void)
     qmm_llm_model_destroy(m);
 }
 
+/* Both sessions' logits (a, b) and tokens the same bits. */
+static int same(const test_llm *f, int32_t tg, int32_t te)
+{
+    return !memcmp(f->a, f->b, (size_t)f->V * 4) && tg == te;
+}
+
+/* Sized for 1000 positions, the tiny models' 2 KV heads give the fused attention 16 splits
+ * (132 SMs) and decode graphs of 1, 4 and 8 splits beside the full one: steps across 128, 256
+ * and 512 positions replay four graphs in turn, each bit for bit the eager step (which keeps
+ * the 16 splits). Teacher-forced steps (logits and tokens), then, on the same sessions after a
+ * reset (twice), generation from position 0 and continued from its end (the host's count of
+ * the position picks the graph) and the logits of one more step (the cache generation left). */
+static void bucket_graphs_equal_eager(void)
+{
+    const qmm_llm_config *cfgs[2] = {&tiny, &tiny4};
+    enum { MAX_SEQ = 1000, LONG = 540, P1 = 100, N1 = 60, P2 = 90, N2 = 300 };
+    int sms = 0;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+    for (int ci = 0; ci < 2; ci++) {
+        const int kvh = (int)cfgs[ci]->num_kv_heads;
+        const int nsplit = llm_cuda_op_attention_decode_splits(MAX_SEQ, kvh, sms);
+        int want[LLM_DECODE_BUCKETS];
+        const int nb = llm_decode_buckets(nsplit, want);
+        printf("    config %d: %d splits, %d buckets\n", ci, nsplit, nb);
+        CHECKF(nb >= 3, "config %d: %d buckets at %d splits", ci, nb, nsplit);
+        test_llm f;
+        if (!test_llm_init(&f, synthetic(cfgs[ci]), LONG)) continue;
+        qmm_llm_cuda_session *g = session(f.m, MAX_SEQ, 1, 1, 0);
+        qmm_llm_cuda_session *e = session(f.m, MAX_SEQ, 1, 0, 0);
+        if (g && e) {
+            CHECK(llm_cuda_decode_buckets(g) == nb && llm_cuda_decode_buckets(e) == 0);
+            int32_t tg = -1, te = -2;
+            CHECK_OK(qmm_llm_cuda_prefill(g, f.ids, P1, f.a, &tg));
+            CHECK_OK(qmm_llm_cuda_prefill(e, f.ids, P1, f.b, &te));
+            CHECK(same(&f, tg, te));
+            for (int p = P1; p < LONG; p++) { /* contexts P1 + 1 .. LONG */
+                CHECK_OK(qmm_llm_cuda_decode(g, f.ids[p], f.a, &tg));
+                CHECK_OK(qmm_llm_cuda_decode(e, f.ids[p], f.b, &te));
+                if (!same(&f, tg, te)) {
+                    CHECKF(0, "config %d, context %d: graph and eager differ", ci, p + 1);
+                    break;
+                }
+            }
+            int32_t first[N1 + N2];
+            for (int run = 0; run < 2; run++) {
+                int32_t og[N1 + N2], oe[N1 + N2];
+                CHECK_OK(qmm_llm_cuda_reset(g));
+                CHECK_OK(qmm_llm_cuda_reset(e));
+                /* contexts P1 + 1 .. P1 + N1 - 1 (across 128), then from P1 + N1 - 1 another
+                 * prompt and contexts up to P1 + N1 - 1 + P2 + N2 - 1 = 548 (256 and 512) */
+                CHECK_OK(qmm_llm_cuda_generate(g, f.ids, P1, N1, og, NULL));
+                CHECK_OK(qmm_llm_cuda_generate(e, f.ids, P1, N1, oe, NULL));
+                CHECK_OK(qmm_llm_cuda_generate(g, f.ids + P1, P2, N2, og + N1, NULL));
+                CHECK_OK(qmm_llm_cuda_generate(e, f.ids + P1, P2, N2, oe + N1, NULL));
+                CHECKF(!memcmp(og, oe, sizeof og), "config %d, run %d: generated tokens differ",
+                       ci, run);
+                CHECK_OK(qmm_llm_cuda_decode(g, og[N1 + N2 - 1], f.a, &tg));
+                CHECK_OK(qmm_llm_cuda_decode(e, oe[N1 + N2 - 1], f.b, &te));
+                CHECKF(same(&f, tg, te), "config %d, run %d: the step after generation differs",
+                       ci, run);
+                if (run == 0) memcpy(first, og, sizeof og);
+                else CHECKF(!memcmp(first, og, sizeof og), "config %d: a reset session "
+                            "generates other tokens", ci);
+            }
+        }
+        qmm_llm_cuda_session_destroy(g);
+        qmm_llm_cuda_session_destroy(e);
+        test_llm_free(&f);
+    }
+}
+
 TEST_GPU_MAIN("the decode step is not tested here", pdl_on_off_bitwise,
-              fused_attention_matches_reference, ten_thousand_steps, graph_profile_adds_up)
+              fused_attention_matches_reference, ten_thousand_steps, graph_profile_adds_up,
+              bucket_graphs_equal_eager)
 #endif

@@ -9,7 +9,10 @@
  *     logits within TOL of t = 1 fused at every step, its argmax t = 1's token (or a near tie
  *     of t = 1's logits, counted and printed);
  *   - TP fused, eager (use_graph = 0): bit for bit the graph's logits and tokens (the same
- *     kernels and collectives; the sum of two ranks is order-free);
+ *     kernels and collectives; the sum of two ranks is order-free). The TP sessions are sized
+ *     for TP_MAX_SEQ positions, so the graph session holds decode graphs per context bucket
+ *     (src/llm/decode_bucket.h) and its steps replay the smallest, which must give the bits of
+ *     the eager step at the session's full split count;
  *   - TP unfused (fuse_projections = 0: the TP path of before, the reference): it must report
  *     the unfused step; the fused logits within TOL of it, the same tokens (or a near tie).
  * With one rank the collectives are copies and the TP step differs from the single-GPU one only
@@ -29,11 +32,13 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "llm/decode_bucket.h"
 #include "llm/tp.h"
 
 #define STEPS 32
 #define PROMPT 16
 #define NLOG (STEPS + 1) /* the prefill's logits, then one a step */
+#define TP_MAX_SEQ 4096  /* a long context: the attention's decode graphs per bucket exist */
 
 static int rank_fail(const tp_env *e, const char *what, qmm_status st)
 {
@@ -65,8 +70,12 @@ static void tp_run(const tp_env *e, const qmm_llm_model *shard, tp_comm *comm, i
     o.fuse_projections = fuse;
     o.use_graph = graph;
     qmm_llm_cuda_session *s = NULL;
-    qmm_status st = tp_session_create(shard, PROMPT + STEPS + 1, &o, comm, &s);
+    qmm_status st = tp_session_create(shard, TP_MAX_SEQ, &o, comm, &s);
     if (st) rank_fail(e, what, st);
+    if (graph && llm_cuda_decode_buckets(s) < 1) {
+        fprintf(stderr, "rank %d: %s: no decode graph per context bucket\n", e->rank, what);
+        _exit(1);
+    }
     if (tp_session_decode_fused(s) != fused) {
         fprintf(stderr, "rank %d: %s: decodes with the %s step, want the %s one\n", e->rank, what,
                 tp_session_decode_fused(s) ? "fused" : "unfused", fused ? "fused" : "unfused");
