@@ -36,7 +36,7 @@
 #include "llm/tp.h"
 
 #define STEPS 32
-#define PROMPT 16
+#define PROMPT 110 /* the steps cross 128 positions: two decode graphs, by context bucket */
 #define NLOG (STEPS + 1) /* the prefill's logits, then one a step */
 #define TP_MAX_SEQ 4096  /* a long context: the attention's decode graphs per bucket exist */
 

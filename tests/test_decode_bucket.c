@@ -1,31 +1,18 @@
-/* The decode graphs' context buckets (src/llm/decode_bucket.h), against a host copy of the fused
- * decode attention's split rule (ad_split in attention_decode_block.cuh): wherever the rule
- * calls a bucket exact, its chunk and active splits are those of every larger split count (so
- * the kernel's arithmetic and merge order are too), one position further they are not; the
- * buckets listed for each session split count; the bucket picked at each context. */
+/* The decode graphs' context buckets (src/llm/decode_bucket.h), against the fused decode
+ * attention's own split rule (llm_ad_split, src/llm/decode_split.h, which the kernel calls):
+ * wherever the rule calls a bucket exact, its chunk and active splits are those of every larger
+ * split count (so the kernel's arithmetic and merge order are too), one position further they
+ * are not; the buckets listed for each session split count; the bucket picked at each context
+ * and for the step of each row (whose context has the row appended). */
 #include "harness.h"
 #include "llm/decode_bucket.h"
-
-/* ad_split: rows per split and splits with work at len positions, launched with nsplit splits */
-static void split_rule(int64_t len, int nsplit, int64_t *chunk, int *active)
-{
-    if (len <= 128 || nsplit <= 1) {
-        *chunk = len;
-        *active = 1;
-        return;
-    }
-    int64_t c = (len + nsplit - 1) / nsplit;
-    c = (c + 63) / 64 * 64;
-    *chunk = c;
-    *active = (int)((len + c - 1) / c);
-}
 
 static int same_split(int64_t len, int a, int b)
 {
     int64_t ca, cb;
     int na, nb;
-    split_rule(len, a, &ca, &na);
-    split_rule(len, b, &cb, &nb);
+    llm_ad_split(len, a, &ca, &na);
+    llm_ad_split(len, b, &cb, &nb);
     return ca == cb && na == nb;
 }
 
@@ -92,6 +79,17 @@ static void the_smallest_exact_bucket_is_picked(void)
     }
     CHECK(llm_decode_bucket_of(129, splits, 1) == 1); /* only the 1-split bucket: the full graph */
     CHECK(llm_decode_bucket_of(1, splits, 0) == 0);   /* no buckets */
+    /* a step's context is its row plus the rows before it: the row at 127 is the last of the
+     * one-split bucket, the row at 128 the first of the next */
+    static const struct {
+        int64_t pos;
+        int bucket;
+    } steps[] = {{0, 0}, {127, 0}, {128, 1}, {255, 1}, {256, 2}, {2047, 4}, {2048, 5}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        const int b = llm_decode_bucket_of_step(steps[i].pos, splits, 5);
+        CHECKF(b == steps[i].bucket, "the row at %lld: bucket %d, want %d",
+               (long long)steps[i].pos, b, steps[i].bucket);
+    }
 }
 
 int main(int argc, char **argv)

@@ -383,8 +383,9 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                 for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->prefill[i]);
                 fprintf(j, "], \"decode_ms\": [");
                 for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->decode[i]);
-                fprintf(j, "], \"tokens_identical\": %s, \"tokens_hash\": %u",
-                        c->hash_varies ? "false" : "true", c->hash);
+                fprintf(j, "], \"tokens_identical\": %s", c->hash_varies ? "false" : "true");
+                if (c->hash_varies) fprintf(j, ", \"tokens_hash\": null"); /* one would mislead */
+                else fprintf(j, ", \"tokens_hash\": %u", c->hash);
                 fprintf(j, ", \"profile_prefill\": %s, \"profile_decode\": %s, "
                         "\"profile_graph\": %s}", c->prof_prefill[0] ? c->prof_prefill : "null",
                         c->prof_decode[0] ? c->prof_decode : "null",

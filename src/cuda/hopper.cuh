@@ -85,13 +85,15 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t b
                  "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy)
                  : "memory");
 }
-/* The same without a cache hint (data other CTAs read too, e.g. activations). */
+/* The same without a cache hint (data other CTAs read too, e.g. activations), from shared
+ * addresses already converted (the matvec converts them before its dependency wait). */
 __device__ __forceinline__ void bulk_copy_u32(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
 {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                  ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
                  : "memory");
 }
+/* The same from generic pointers. */
 __device__ __forceinline__ void bulk_copy_plain(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
 {
     bulk_copy_u32(smem_u32(dst), src, bytes, smem_u32(bar));

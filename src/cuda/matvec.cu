@@ -86,7 +86,8 @@ __device__ __forceinline__ void mv_residual_pre_weights(const MatvecArgs &p, MvR
     pre.ok = p.epi == MV_EPI_RESIDUAL && rank == 0 && pr < (p.m << lr) && lane < 16 && row < p.n;
     pre.x = 0.f;
     pre.g = pre.ok && p.xg ? __bfloat162float(p.gamma[row]) : 0.f;
-    pre.xp = p.x + (int64_t)(pr >> lr) * p.ldc + row;
+    /* as an integer: p.x is NULL outside the residual epilogue (only dereferenced when ok) */
+    pre.xp = (const float *)((uintptr_t)p.x + (uintptr_t)(((int64_t)(pr >> lr) * p.ldc + row) * 4));
 }
 __device__ __forceinline__ void mv_residual_pre_x(MvResidualPre &pre)
 {
@@ -253,6 +254,7 @@ cudaError_t matvec_trace_read(unsigned long long *out, int max_ctas, int *ctas)
 template <int TOKT, int W, bool ONE>
 __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(const MatvecArgs p)
 {
+    static_assert(8 * TOKT <= 2 * W, "a warp copies at most two activation rows (the staging)");
     constexpr int TOKS = 8 * TOKT;
     constexpr int D = mv_depth(TOKT);
     extern __shared__ __align__(128) unsigned char smem[];
@@ -316,9 +318,11 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     MvResidualPre pre;
     mv_residual_pre_weights(p, pre, set, lr, rank);
     /* Everything the steps after the wait need is computed before it, so that the wait is
-     * followed by the copies themselves (ptxas had placed ~70 instructions of the staging's
+     * followed by the copies themselves (the build had ~80 instructions of the staging's
      * addresses between the wait and the first copy; NOTES.md row 148). The empty asm pins a
-     * value here: volatile asm keeps its order, so the value cannot sink below the wait. */
+     * value here: volatile asm keeps its order, so the compiler's front end cannot sink the
+     * computation below the wait (ptxas could still schedule it later; the SASS shows it does
+     * not: 27 instructions from the wait to the first copy). */
     /* the copies of rows warp and warp + W (m <= 2W: the launcher) */
     uint32_t row_bytes = (uint32_t)(c1 - c0) * 256, bar_u32 = smem_u32(staged);
     uint32_t a_dst0 = smem_u32(as + warp * L.a_stride), a_dst1 = a_dst0 + W * L.a_stride * 2;

@@ -1,38 +1,38 @@
 /* Decode graphs per context bucket (session.cu, forward.cu). The fused decode attention launched
  * with s splits instead of the session's nsplit_fused (> s) gives the same bits while the context
- * is short enough (attention_decode_block.cuh, ad_split): up to AD_SINGLE positions every split
- * count runs the one-split path, and up to AD_T · s positions s splits or more all cut the
+ * is short enough (llm_ad_split, decode_split.h): up to LLM_AD_SINGLE positions every split count
+ * runs the one-split path, and up to LLM_AD_TILE · s positions s splits or more all cut the
  * context into the same 64-row chunks, merged in index order. So a session keeps one decode graph
  * per bucket (s splits: a grid of max(s, G) blocks a KV head, not nsplit_fused mostly idle ones)
- * and replays the smallest bucket exact at each step. Host code, so that the CPU tests check the
- * rule. */
+ * and replays the smallest bucket exact at each step. The rule is host code, so that the CPU
+ * tests check it against the kernel's llm_ad_split. */
 #ifndef QMM_LLM_DECODE_BUCKET_H
 #define QMM_LLM_DECODE_BUCKET_H
 
 #include <stdint.h>
 
 #include "qmm.h"
+#include "llm/decode_split.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* attention_decode_block.cuh's AD_SINGLE and AD_T (attention_decode.cu checks they agree) */
-#define LLM_AD_SINGLE 128
-#define LLM_AD_TILE 64
-/* at most 1, 4, 8, 16, 32 splits: the kernel's splits are at most 64 */
+/* at most 1, 4, 8, 16, 32 splits (decode_bucket.c); the kernel's splits are at most 64 */
 #define LLM_DECODE_BUCKETS 5
 
-/* The buckets' split counts below nsplit, ascending, into out; returns how many. 2 splits are
- * never a bucket: they are exact only up to AD_SINGLE positions, as 1 is, with more blocks. */
+/* The buckets' split counts below nsplit, ascending, into out; returns how many. */
 int llm_decode_buckets(int nsplit, int out[LLM_DECODE_BUCKETS]);
 /* 1 when the attention at len cached positions (the new one included) gives the same bits
  * launched with `splits` splits as with any larger count. */
 int llm_decode_bucket_exact(int64_t len, int splits);
 /* The first of splits[count] (ascending) exact at len; count when none is (the full graph). */
 int llm_decode_bucket_of(int64_t len, const int *splits, int count);
-/* The bucket graphs session s holds beside its full decode graph (session.cu): 0 without graphs,
- * with the persistent step or the reference attention, or in a build without CUDA. */
+/* The same for the decode step of the row at position pos: its attention sees pos + 1
+ * positions, the new row's K/V appended. */
+int llm_decode_bucket_of_step(int64_t pos, const int *splits, int count);
+/* For the tests: the bucket graphs session s holds beside its full decode graph (session.cu): 0
+ * without graphs, with the persistent step or the reference attention, or without CUDA. */
 int llm_cuda_decode_buckets(const qmm_llm_cuda_session *s);
 
 #ifdef __cplusplus

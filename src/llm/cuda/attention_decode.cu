@@ -28,7 +28,6 @@
  */
 #include "llm/cuda/attention_decode_block.cuh"
 #include "llm/cuda/pdl.cuh"
-#include "llm/decode_bucket.h"
 #ifdef QMM_AD_TRACE
 #include <stdio.h>
 #include <algorithm>
@@ -36,9 +35,6 @@
 #endif
 
 namespace qmm_llm {
-
-static_assert(AD_SINGLE == LLM_AD_SINGLE && AD_T == LLM_AD_TILE,
-              "the decode graphs' buckets (decode_bucket.h) follow ad_split's rule");
 
 #ifdef QMM_AD_TRACE
 /* Experiment build: the phases of every block of the last launch, µs after the first block's

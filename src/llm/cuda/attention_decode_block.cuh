@@ -13,10 +13,12 @@
 
 #include "llm/cuda/llm_kernels.cuh"
 #include "llm/cuda/mma_sync.cuh"
+#include "llm/decode_split.h"
 
 namespace qmm_llm {
 
-constexpr int AD_T = 64, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = 2 * AD_T, AD_MAX_SPLITS = 64;
+constexpr int AD_T = LLM_AD_TILE, AD_STAGES = 2, AD_THREADS = 256, AD_SINGLE = LLM_AD_SINGLE,
+              AD_MAX_SPLITS = 64;
 /* the fused kernel's blocks a SM (its launch bound; the shared memory would hold three): at
  * three, 80 registers, and ptxas recomputed the one-head P·V's addresses inside its chain
  * whenever the split path grew (bench/NOTES.md rows 137, 138) */
@@ -36,20 +38,6 @@ template <int HD>
 __device__ __forceinline__ int ad_at(int row, int piece)
 {
     return row * HD + (piece ^ (row & 7)) * 8;
-}
-
-/* Rows per split and splits with work at len cached positions (host and device agree). */
-__host__ __device__ inline void ad_split(int64_t len, int nsplit, int64_t *chunk, int *active)
-{
-    if (len <= AD_SINGLE || nsplit <= 1) {
-        *chunk = len;
-        *active = 1;
-        return;
-    }
-    int64_t c = (len + nsplit - 1) / nsplit;
-    c = (c + AD_T - 1) / AD_T * AD_T;
-    *chunk = c;
-    *active = (int)((len + c - 1) / c);
 }
 
 /* Shared memory of one block, in bytes, and the offsets of its parts. */
@@ -109,7 +97,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
     const int64_t p = *pos, len = p + 1;
     int64_t chunk;
     int active;
-    ad_split(len, nsplit, &chunk, &active);
+    llm_ad_split(len, nsplit, &chunk, &active); /* decode_split.h */
     if constexpr (ONE_HEAD && G > 1) {
         if (active == 1) {
             if (split >= G) return false;

@@ -302,17 +302,16 @@ qmm_status llm_cuda_capture_decode(qmm_llm_cuda_session *s, int splits, cudaGrap
     return st;
 }
 
-int llm_decode_splits_at(const qmm_llm_cuda_session *s, int64_t len)
+/* The bucket of the decode step of the row at pos; s->nbuckets: the full graph. */
+static int step_bucket(const qmm_llm_cuda_session *s, int64_t pos)
 {
-    const int i = llm_decode_bucket_of(len, s->bucket_splits, s->nbuckets);
-    return i < s->nbuckets ? s->bucket_splits[i] : s->nsplit_fused;
+    return llm_decode_bucket_of_step(pos, s->bucket_splits, s->nbuckets);
 }
 
-/* The decode graph of a step at context len: the smallest bucket exact there, else the full one. */
-static cudaGraphExec_t decode_graph_at(const qmm_llm_cuda_session *s, int64_t len)
+int llm_decode_splits_of_step(const qmm_llm_cuda_session *s, int64_t pos)
 {
-    const int i = llm_decode_bucket_of(len, s->bucket_splits, s->nbuckets);
-    return i < s->nbuckets ? s->bucket_graph[i] : s->decode_graph;
+    const int i = step_bucket(s, pos);
+    return i < s->nbuckets ? s->bucket_splits[i] : s->nsplit_fused;
 }
 
 qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final, int64_t pos)
@@ -320,9 +319,9 @@ qmm_status llm_cuda_run_forward(qmm_llm_cuda_session *s, int m, int final, int64
     qmm_status ust = llm_tp_usable(s); /* an aborted communicator: no graph may run */
     if (ust) return ust;
     if (!s->use_graph) return llm_cuda_forward(s, m, final, NULL);
-    /* the attention sees the context with this row's K/V appended: pos + 1 positions */
-    cudaGraphExec_t step = m == 1 && final ? decode_graph_at(s, pos + 1) : NULL;
-    if (step) {
+    if (m == 1 && final && s->decode_graph) { /* a decode step: its bucket's graph */
+        const int i = step_bucket(s, pos);
+        cudaGraphExec_t step = i < s->nbuckets ? s->bucket_graph[i] : s->decode_graph;
         QMM_CUDA_TRY(cudaGraphLaunch(step, s->stream));
         return QMM_OK;
     }

@@ -112,9 +112,9 @@ extern "C" qmm_status qmm_llm_cuda_profile_graph(qmm_llm_cuda_session *s, const 
     if (!st) {
         s->pos += n;
         s->splan = sp;
-        /* the bucket generation replays at the last profiled step (context n + steps), exact at
-         * every earlier one too: a session sized for a long context profiles what it runs here */
-        st = llm_cuda_capture_decode(s, llm_decode_splits_at(s, n + steps), &g,
+        /* the bucket of the last profiled step (the row at n + steps - 1), exact at every
+         * earlier one too: a session sized for a long context profiles what it runs here */
+        st = llm_cuda_capture_decode(s, llm_decode_splits_of_step(s, n + steps - 1), &g,
                                      &out->kernels_per_step);
         s->splan = NULL;
     }

@@ -221,8 +221,8 @@ qmm_status llm_cuda_capture(qmm_llm_cuda_session *s, int m, int final, cudaGraph
  * session's nsplit_fused, or a bucket's); eager forwards keep nsplit_fused. */
 qmm_status llm_cuda_capture_decode(qmm_llm_cuda_session *s, int splits, cudaGraphExec_t *out,
                                    int *kernel_nodes);
-/* The attention splits of the decode graph a step at context len replays (decode_bucket.h). */
-int llm_decode_splits_at(const qmm_llm_cuda_session *s, int64_t len);
+/* The attention splits of the decode graph the step of the row at pos replays (decode_bucket.h). */
+int llm_decode_splits_of_step(const qmm_llm_cuda_session *s, int64_t pos);
 /* Destroy decode_graph and every bucket's graph (session teardown, a TP abort). */
 void llm_destroy_decode_graphs(qmm_llm_cuda_session *s);
 
