@@ -322,8 +322,8 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
      * addresses between the wait and the first copy; NOTES.md row 148). The empty asm pins a
      * value here: volatile asm keeps its order, so the compiler's front end cannot sink the
      * computation below the wait (ptxas could still schedule it later; the SASS shows it does
-     * not: 27 instructions from the wait to the first copy). */
-    /* the copies of rows warp and warp + W (m <= 2W: the launcher) */
+     * not: 27 instructions from the wait to the first copy). First the copies of rows warp and
+     * warp + W (m <= 2W: the launcher's checks and the static_assert above). */
     uint32_t row_bytes = (uint32_t)(c1 - c0) * 256, bar_u32 = smem_u32(staged);
     uint32_t a_dst0 = smem_u32(as + warp * L.a_stride), a_dst1 = a_dst0 + W * L.a_stride * 2;
     const __nv_bfloat16 *a_src0 = p.a + (int64_t)warp * p.lda + c0 * 128, *a_src1 = a_src0 + W * p.lda;
