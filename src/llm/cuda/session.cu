@@ -274,9 +274,10 @@ void llm_destroy_decode_graphs(qmm_llm_cuda_session *s)
  * step runs the fused attention (the persistent step sizes its own splits; attention_ref runs
  * the reference kernels). Tensor-parallel sessions too: every rank counts the same positions,
  * so all replay the same bucket, and each graph holds the same collectives in the same order.
- * All captured here rather than on first use: a few ms each (a node a launch), which lazily
- * would stall a generation the first time its context crosses into a bucket, and land in a
- * benchmark's timed decode; the cost is at most LLM_DECODE_BUCKETS more graphs held. */
+ * All captured here rather than on first use: a capture (a node a launch) taken lazily would
+ * stall a generation the first time its context crosses into a bucket, and land in a
+ * benchmark's timed decode; the cost is at most LLM_DECODE_BUCKETS more graphs held, and their
+ * captures at creation (not timed alone: bench/NOTES.md row 151). */
 static qmm_status capture_decode_graphs(qmm_llm_cuda_session *s)
 {
     qmm_status st = llm_cuda_capture_decode(s, s->nsplit_fused, &s->decode_graph, NULL);
