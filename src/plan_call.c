@@ -108,13 +108,18 @@ static int should_use_matvec(const qmm_cuda_options *o, const qmm_plan *policy)
 }
 
 /* The Hopper wgmma kernel: forced (WGMMA, STREAMK), or AUTO under the device policy in the
- * tuning table's M range (wgmma_min_m = 0: never) where the table does not want dense. */
+ * tuning table's M range (wgmma_min_m = 0: never) where the table does not want dense, and
+ * from wgmma_wide_min_m on where the 256-token tiles fill the waves (q and gate at 1 024 and
+ * 2 048 tokens: 0.97 and 0.77 / 0.92 of them, 1.0-1.3x faster than the dense path; o and down,
+ * 160 tiles at 2 048 = 0.61, 1.1-1.4x slower: NOTES.md row 161). */
 static int should_use_wgmma(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m,
                             int64_t n)
 {
     if (o->path == QMM_PATH_WGMMA || o->path == QMM_PATH_STREAMK) return 1;
-    return o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && d->wgmma_min_m > 0 &&
-           m >= d->wgmma_min_m && m <= d->wgmma_max_m && !table_wants_dense(d, o, m, n);
+    if (o->path != QMM_PATH_AUTO || o->policy != QMM_POLICY_DEVICE || d->wgmma_min_m <= 0) return 0;
+    if (d->wgmma_wide_min_m > 0 && m >= d->wgmma_wide_min_m)
+        return qmm_sm90_wide_fill(m, n, d->gpu.sms) >= d->wgmma_wide_fill;
+    return m >= d->wgmma_min_m && m <= d->wgmma_max_m && !table_wants_dense(d, o, m, n);
 }
 
 /* Partitions of K for the tiled kernel: the policy's, unless the options hold it at 1 (TILED, or
@@ -202,7 +207,7 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     else if (o->path == QMM_PATH_WGMMA) req = o->split > 0 ? QMM_SM90_SPLIT : QMM_SM90_AUTO, split = o->split;
     else if (o->split == 1) req = QMM_SM90_SPLIT; /* AUTO held at split 1: the unsplit control */
     qmm_plan p;
-    qmm_status st = qmm_plan_sm90(m, n, k, d->gpu.sms, req, split, &p);
+    qmm_status st = qmm_plan_sm90(m, n, k, d->gpu.sms, d->wgmma_wide_min_m, req, split, &p);
     if (st != QMM_OK) return st;
     if (p.path == QMM_PATH_WGMMA && qmm_sm90_cluster_slots(d, p.config, p.split) < 0)
         return qmm_fail(QMM_ERR_ARG, "split %d: clusters of %d CTAs do not fit this GPU", p.split,
@@ -228,7 +233,8 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
             const int s = c % QMM_SM90_MAX_CLUSTER + 1, alt = c >= QMM_SM90_MAX_CLUSTER;
             if (s > k / QMM_GROUP || (alt && (s < 2 || !both))) continue;
             qmm_plan q;
-            if (qmm_plan_sm90(m, n, k, d->gpu.sms, alt ? QMM_SM90_SPLIT_ALT : QMM_SM90_SPLIT, s, &q) != QMM_OK)
+            if (qmm_plan_sm90(m, n, k, d->gpu.sms, d->wgmma_wide_min_m, alt ? QMM_SM90_SPLIT_ALT : QMM_SM90_SPLIT, s,
+                              &q) != QMM_OK)
                 continue;
             const int64_t slots = qmm_sm90_cluster_slots(d, q.config, s);
             if (slots < 0 || q.blocks > (slots ? slots : (int64_t)d->gpu.sms * qmm_sm90_blocks_per_sm(q.config)))

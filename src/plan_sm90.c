@@ -30,7 +30,8 @@ int qmm_sm90_blocks_per_sm(int index)
 
 int qmm_sm90_cluster_slots(const qmm_device_desc *d, int config, int split)
 {
-    if (!d || config < 0 || config >= QMM_SM90_CONFIG_COUNT || qmm_sm90_cluster(split) < 2) return 0;
+    if (!d || config < 0 || config >= QMM_SM90_CONFIG_COUNT || qmm_sm90_cluster(sm90_rows[config][0], split) < 2)
+        return 0;
     const int slots = d->wgmma_cluster_ctas[config][split];
     return slots < 0 ? -1 : slots;
 }
@@ -44,13 +45,21 @@ static int find_config(int tn, int wg)
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* The smallest token tile that holds M (the widest beyond it). */
-static int token_tile(int64_t m)
+/* The smallest token tile that holds M, 128 beyond it, and 256 from wide_min_m on (> 0). */
+static int token_tile(int64_t m, int64_t wide_min_m)
 {
     static const int tiles[] = {8, 16, 32, 64, 128};
+    if (wide_min_m > 0 && m >= wide_min_m) return 256;
     for (int i = 0; i < 5; i++)
         if (m <= tiles[i]) return tiles[i];
     return 128;
+}
+
+double qmm_sm90_wide_fill(int64_t m, int64_t n, int sm_count)
+{
+    if (m < 1 || n < 1 || sm_count < 1) return 0;
+    const int64_t tiles = cdiv(m, 256) * cdiv(n, 128);
+    return (double)tiles / (double)(cdiv(tiles, sm_count) * sm_count);
 }
 
 /* Whole waves, or so many that the last partial wave costs little. */
@@ -61,8 +70,8 @@ static int fills_gpu(int64_t tiles, int sm_count)
     return tiles % sm_count == 0 || (double)tiles / (double)(waves * sm_count) >= 0.85;
 }
 
-qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90_request req,
-                         int split, qmm_plan *out)
+qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, int64_t wide_min_m,
+                         qmm_sm90_request req, int split, qmm_plan *out)
 {
     if (!out) return qmm_fail(QMM_ERR_NULL, "plan output is NULL");
     if (m < 1 || n < 1 || k < 1 || k % QMM_GROUP || m > (1 << 30) || n > (1 << 30) || k > (1 << 30))
@@ -76,11 +85,11 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90
 
     /* small token tiles: 64-row blocks (many CTAs a SM); wider ones 128 rows, unless the
      * output is narrow (k/v) and 64-row blocks double the tiles */
-    int tn = token_tile(m), wg = tn <= 32 ? 1 : 2;
+    int tn = token_tile(m, wide_min_m), wg = tn <= 32 ? 1 : 2;
     int64_t tiles = cdiv(m, tn) * cdiv(n, 64 * wg);
     if (tn == 64 && tiles * 2 <= sm_count) wg = 1, tiles = cdiv(m, tn) * cdiv(n, 64);
-    if (req == QMM_SM90_SPLIT_ALT) {
-        if (tn >= 64) wg = 3 - wg, tiles = cdiv(m, tn) * cdiv(n, 64 * wg);
+    if (req == QMM_SM90_SPLIT_ALT) { /* the 256-token tile has one height */
+        if (tn == 64 || tn == 128) wg = 3 - wg, tiles = cdiv(m, tn) * cdiv(n, 64 * wg);
         req = QMM_SM90_SPLIT;
     }
     int config = find_config(tn, wg);
@@ -114,7 +123,7 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90
     }
     if (ctas > INT32_MAX)
         return qmm_fail(QMM_ERR_SHAPE, "%lld CTAs exceed the grid limit", (long long)ctas);
-    if ((streamk || qmm_sm90_cluster(split) < split) && tiles > QMM_SM90_MAX_COUNTED_TILES)
+    if ((streamk || qmm_sm90_cluster(tn, split) < split) && tiles > QMM_SM90_MAX_COUNTED_TILES)
         return qmm_fail(QMM_ERR_SHAPE, "%lld tiles: a split schedule counts at most %d", (long long)tiles,
                         QMM_SM90_MAX_COUNTED_TILES);
     p.blocks = ctas;
@@ -125,7 +134,7 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90
 size_t qmm_sm90_workspace_bytes(const qmm_plan *p)
 {
     if (!p || (p->path != QMM_PATH_STREAMK && !(p->path == QMM_PATH_WGMMA && p->split > 1))) return 0;
-    if (p->path == QMM_PATH_WGMMA && qmm_sm90_cluster(p->split) > 1) return 0; /* in the clusters */
+    if (p->path == QMM_PATH_WGMMA && qmm_sm90_cluster(p->tile_m, p->split) > 1) return 0; /* in the clusters */
     /* two fp32 partial slots per CTA (its first and last tile segments) */
     return (size_t)p->blocks * 2 * (size_t)p->tile_n * (size_t)p->tile_m * sizeof(float);
 }

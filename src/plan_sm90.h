@@ -18,9 +18,13 @@ typedef enum qmm_sm90_request {
 } qmm_sm90_request;
 
 /* The plan: path WGMMA (split = partitions per tile) or STREAMK; config = the tuning row;
- * tile_m = token tile, tile_n = weight rows per block; blocks = CTAs launched. */
-qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, qmm_sm90_request req,
-                         int split, qmm_plan *out);
+ * tile_m = token tile (256 from wide_min_m tokens on, where wide_min_m > 0), tile_n = weight
+ * rows per block; blocks = CTAs launched. */
+qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, int64_t wide_min_m,
+                         qmm_sm90_request req, int split, qmm_plan *out);
+/* The fraction of the waves that the 256-token tiles of an M x N output fill on sm_count SMs
+ * (one CTA a SM): tiles / (waves x SMs). */
+double qmm_sm90_wide_fill(int64_t m, int64_t n, int sm_count);
 /* Row `index` of the tuning table (tune/sm90.h); 0 when out of range. */
 int qmm_sm90_config(int index, int *tile_tokens, int *warpgroups, int *stages);
 /* Resident CTAs a SM of row `index` (tune/sm90.h); 0 when out of range. */

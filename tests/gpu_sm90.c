@@ -6,7 +6,8 @@
  * plan equal to the forced unsplit schedule, dependent launches (PDL) equal to synchronized ones.
  * Groups of 64 and 32 (cases g64/..., g32/...): a stage holds 2 or 4 groups of scale|bias; the
  * same checks on such weights, M = 1…300, and bitwise equality with groups of 128 when each
- * block's groups share their scale and bias.
+ * block's groups share their scale and bias. 256-token tiles (bitwise/256-token, small/256-token)
+ * from 1 024 tokens.
  * Skips (exit 77) with the reason when there is no GPU or no CUDA in this build.
  */
 #include <math.h>
@@ -180,6 +181,56 @@ static void case_bitwise_128(void)
         prob_free(&p);
         free(first), free(out);
     }
+}
+
+/* 256-token tiles (from the table's wgmma_wide_min_m tokens, NOTES.md row 161): the plan, the
+ * unsplit schedule, stream-K and split-K of 3 and 8 (through the workspace: no clusters at this
+ * tile) give the same bits 10 times, within tolerance of fp64; at the edges (M = 1030: a last
+ * tile of 6 tokens; N = 2504: warps whose rows pass N, the 2-byte stores); a full grid (256
+ * tiles, 0.97 of two waves) is planned unsplit, bit for bit the forced unsplit schedule. */
+static void case_bitwise_256(void)
+{
+    static const int64_t shapes[][3] = {{1030, 2504, 1024}, {1024, 8192, 512}};
+    const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 1),
+                                     opts(QMM_PATH_STREAMK, 0), opts(QMM_PATH_WGMMA, 3),
+                                     opts(QMM_PATH_WGMMA, 8)};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        const int64_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
+        prob p;
+        SETUP(p, m, n, k);
+        size_t bytes = (size_t)(m * n) * 2;
+        qmm_bf16 *first = malloc(bytes), *out = malloc(bytes), *planned = malloc(bytes);
+        for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+            qmm_plan plan;
+            CHECK_OK(prob_run(&p, &list[i], first, &plan));
+            CHECKF(plan.tile_m == 256 && plan.tile_n == 128, "M=%lld schedule %zu: %dx%d tiles",
+                   (long long)m, i, plan.tile_m, plan.tile_n);
+            if (i == 0 && sh == 1)
+                CHECKF(plan.path == QMM_PATH_WGMMA && plan.split == 1, "full grid planned as %s split %d",
+                       qmm_path_name(plan.path), plan.split);
+            prob_check(&p, first, 1e-2, "256-token");
+            if (i == 0) memcpy(planned, first, bytes);
+            if (i == 1 && sh == 1) CHECKF(memcmp(planned, first, bytes) == 0, "full grid: plan != unsplit");
+            for (int r = 0; r < 10; r++) {
+                CHECK_OK(prob_run(&p, &list[i], out, &plan));
+                CHECKF(memcmp(first, out, bytes) == 0, "M=%lld schedule %zu: run %d differs from run 0",
+                       (long long)m, i, r + 1);
+            }
+            printf("    M=%-4lld N=%-5lld K=%-5lld %s split %d: the same bits 10 times\n", (long long)m,
+                   (long long)n, (long long)k, qmm_path_name(plan.path), plan.split);
+        }
+        prob_free(&p);
+        free(first), free(out), free(planned);
+    }
+}
+
+/* A small 256-token case for the sanitizers: every schedule, groups of 128, 64 and 32, N = 130
+ * (not a multiple of 8: the 2-byte stores throughout). */
+static void case_small_256(void)
+{
+    check_schedules_g(1030, 130, 384, QMM_GROUP, "tn256");
+    check_schedules_g(1030, 130, 384, 64, "tn256");
+    check_schedules_g(1030, 130, 384, 32, "tn256");
 }
 
 /* Every schedule gives the same bits 10 times; the full-grid plan is the unsplit schedule. */
@@ -453,6 +504,8 @@ static const test_case cases[] = {
     {"small/dependent-launches", case_dependent_launches},
     {"bitwise", case_bitwise},
     {"bitwise/128-token", case_bitwise_128},
+    {"bitwise/256-token", case_bitwise_256},
+    {"small/256-token", case_small_256},
     {"projections", case_projections},
     {"other-height/clusters", case_other_height_clusters},
     {"g64/other-height-clusters", case_g64_other_height_clusters},

@@ -34,6 +34,7 @@ static const op_case cases[] = {
     MATMUL("q m1", 1, 4096, 2560), MATMUL("kv m8", 8, 1024, 2560), MATMUL("kv m16", 16, 1024, 2560),
     MATMUL("o m17", 17, 2560, 4096), MATMUL("down m9", 9, 2560, 9728),
     MATMUL("m65 (second tile)", 65, 512, 1024), MATMUL("m130 (third tile)", 130, 300, 512),
+    MATMUL("m1030 (256-token tiles)", 1030, 130, 384),
     MATMUL("ragged m37", 37, 1000, 384), MATMUL("n1 k128", 13, 1, 128),
     /* groups of 64 (mlx_lm.convert's default) and 32: decode sizes (no matvec: the wgmma kernel),
      * prefill, ragged and edge shapes */

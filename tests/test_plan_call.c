@@ -36,7 +36,8 @@ static qmm_device_desc sm90_tiled(void)
  * dense from M = 257), the dense path beyond. Since session 16 token tiles of 64 and 128 also
  * take clusters of the other block height where the model prefers them: o and down at M = 64
  * clusters of 5 in 128-row blocks (8.11 / 13.57 µs measured against 10.35 / 16.44 for 64-row
- * clusters of 2 and stream-K; NOTES.md row 114).
+ * clusters of 2 and stream-K; NOTES.md row 114). Since session 25 the 256-token tile, unsplit, takes
+ * q and gate at M = 2048, where its tiles fill the waves (NOTES.md row 161).
  * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
  * rows. A change here is a change of what the GPU runs (the matvec's predictions at M = 1: its
  * fitted model since NOTES row 59, test_perf_fit; the path is unchanged). */
@@ -47,13 +48,13 @@ static const struct {
     const char *tiled[5], *deflt[5];
 } qwen3_4b[] = {
     {"q", 2560, 4096, {"splitk/10/5.4", "splitk/10/6.1", "splitk/5/12.2", "splitk/4/15.2", "dense/1/116.2"},
-     {"matvec/1/4.5", "wgmma/5/320x16x64", "wgmma/2/128x64x64", "wgmma/1/96x128x128", "dense/1/116.2"}},
+     {"matvec/1/4.5", "wgmma/5/320x16x64", "wgmma/2/128x64x64", "wgmma/1/96x128x128", "wgmma/1/256x256x128"}},
     {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "dense/1/5.4", "dense/1/30.5"},
      {"matvec/1/2.9", "wgmma/7/112x16x64", "wgmma/5/80x64x64", "dense/1/8.7", "dense/1/30.5"}},
     {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/15.5", "dense/1/116.2"},
      {"matvec/1/4.5", "wgmma/8/320x16x64", "wgmma/5/100x64x128", "wgmma/2/120x128x128", "dense/1/116.2"}},
     {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/34.1", "dense/1/273.2"},
-     {"matvec/1/7.3", "wgmma/2/304x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "dense/1/273.2"}},
+     {"matvec/1/7.3", "wgmma/2/304x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "wgmma/1/608x256x128"}},
     {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/34.1", "dense/1/273.2"},
      {"matvec/1/7.3", "wgmma/8/320x16x64", "wgmma/5/100x64x128", "wgmma/2/120x128x128", "dense/1/273.2"}},
 };
@@ -95,6 +96,7 @@ static void qwen3_4b_default_table(void)
 {
     qmm_device_desc d = sm90();
     CHECK(d.wgmma_min_m == 9 && d.wgmma_max_m == 512 && d.dense_force_m == 513);
+    CHECK(d.wgmma_wide_min_m == 1024 && d.wgmma_wide_fill == 0.75);
     CHECK(d.dense_narrow_n == 1024 && d.dense_narrow_m == 257);
     check_pinned(&d, 1);
 }
@@ -128,6 +130,59 @@ static void other_block_height(void)
     }
 }
 
+/* The 256-token tile (NOTES.md row 161): from wgmma_wide_min_m tokens the kernel's tile, and the
+ * auto plan's where those tiles fill >= wgmma_wide_fill of their waves (dense elsewhere); forced
+ * splits of it go through the workspace (no clusters). */
+static void wide_tiles(void)
+{
+    qmm_device_desc d = sm90();
+    static const struct {
+        int64_t m, n, k;
+        qmm_path path; /* AUTO: WGMMA unsplit or STREAMK, the model's choice */
+    } cells[] = {
+        {1024, 4096, 2560, QMM_PATH_WGMMA}, /* q: 128 tiles, 0.97 of a wave */
+        {2048, 4096, 2560, QMM_PATH_WGMMA}, /* q: 256 tiles, 0.97 of two */
+        {2048, 9728, 2560, QMM_PATH_WGMMA}, /* gate: 608 tiles, 0.92 of five */
+        {1024, 9728, 2560, QMM_PATH_AUTO},  /* gate: 304 tiles, 0.77 of three */
+        {4096, 6144, 2560, QMM_PATH_WGMMA}, /* q|k|v: 768 tiles, 0.97 of six */
+        {2048, 2560, 9728, QMM_PATH_DENSE}, /* down: 160 tiles, 0.61 of two */
+        {2048, 1024, 2560, QMM_PATH_DENSE}, /* k: 64 tiles */
+        {1000, 4096, 2560, QMM_PATH_DENSE}, /* below wgmma_wide_min_m */
+    };
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+        qmm_plan p;
+        CHECK_OK(qmm_plan_call(&d, cells[i].m, cells[i].n, cells[i].k, NULL, &p));
+        const int ok = cells[i].path == QMM_PATH_DENSE
+                           ? p.path == QMM_PATH_DENSE
+                           : p.tile_m == 256 && p.tile_n == 128 &&
+                                 ((p.path == QMM_PATH_WGMMA && p.split == 1 && p.workspace_bytes == 0) ||
+                                  (cells[i].path == QMM_PATH_AUTO && p.path == QMM_PATH_STREAMK &&
+                                   p.workspace_bytes == (size_t)p.blocks * 2 * 256 * 128 * 4));
+        CHECKF(ok, "M=%lld N=%lld K=%lld: %s split %d tile %dx%d", (long long)cells[i].m,
+               (long long)cells[i].n, (long long)cells[i].k, qmm_path_name(p.path), p.split, p.tile_m,
+               p.tile_n);
+    }
+    /* forced: 128 tokens below the threshold, 256 from it; a split of 3 through the workspace */
+    qmm_cuda_options o = qmm_cuda_options_default();
+    o.path = QMM_PATH_WGMMA, o.split = 3;
+    qmm_plan f;
+    CHECK_OK(qmm_plan_call(&d, 1023, 2560, 9728, &o, &f));
+    CHECK(f.tile_m == 128 && f.split == 3 && f.workspace_bytes == 0); /* clusters of 3 */
+    CHECK_OK(qmm_plan_call(&d, 1024, 2560, 9728, &o, &f));
+    CHECK(f.path == QMM_PATH_WGMMA && f.tile_m == 256 && f.split == 3 && f.blocks == 4 * 20 * 3 &&
+          f.workspace_bytes == (size_t)f.blocks * 2 * 256 * 128 * 4);
+    /* a description without the wide tile keeps the old ends, and a bad one is refused */
+    d.wgmma_wide_min_m = 0;
+    CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &f));
+    CHECK(f.path == QMM_PATH_DENSE);
+    CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, &o, &f));
+    CHECK(f.tile_m == 128);
+    d.wgmma_wide_min_m = 1024, d.wgmma_wide_fill = 1.5;
+    CHECK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &f) == QMM_ERR_ARG);
+    d.wgmma_wide_fill = 0.75, d.wgmma_wide_min_m = -1;
+    CHECK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &f) == QMM_ERR_ARG);
+}
+
 /* The plan is complete: configuration, stages and workspace are what the kernels will use. */
 static void plan_fields(void)
 {
@@ -145,8 +200,13 @@ static void plan_fields(void)
             qmm_plan w;
             CHECK_OK(qmm_plan_call(&wg, m, n, k, NULL, &w)); /* the default: the wgmma kernel */
             int tn = 0, wgs = 0, stages = 0;
-            int wg_m = m >= wg.wgmma_min_m && m <= wg.wgmma_max_m &&
-                       !(n <= wg.dense_narrow_n && m >= wg.dense_narrow_m);
+            /* the 256-token tiles from wgmma_wide_min_m where they fill the waves */
+            const int64_t wide_tiles = (m + 255) / 256 * ((n + 127) / 128);
+            const int64_t waves = (wide_tiles + wg.gpu.sms - 1) / wg.gpu.sms;
+            int wg_m = m >= wg.wgmma_wide_min_m
+                           ? (double)wide_tiles / (double)(waves * wg.gpu.sms) >= wg.wgmma_wide_fill
+                           : m >= wg.wgmma_min_m && m <= wg.wgmma_max_m &&
+                                 !(n <= wg.dense_narrow_n && m >= wg.dense_narrow_m);
             CHECK(wg_m == (w.path == QMM_PATH_WGMMA || w.path == QMM_PATH_STREAMK));
             if (wg_m) {
                 CHECK(qmm_sm90_config(w.config, &tn, &wgs, &stages) && w.tile_m == tn &&
@@ -407,7 +467,7 @@ static void bad_input(void)
 
 int main(int argc, char **argv)
 {
-    TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, other_block_height, plan_fields,
+    TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, other_block_height, wide_tiles, plan_fields,
                forced, generic_gpu, group_routing, bad_input);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

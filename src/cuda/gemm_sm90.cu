@@ -4,7 +4,7 @@
  * Roles are swapped (Cᵀ = W·Aᵀ): 64 weight rows per consumer warpgroup are the wgmma A operand,
  * dequantized from the device layout (w4_layout.h: one lane's 16 bytes per 16-row tile and group
  * are exactly its m64nNk16 A fragments for the group's eight k16 steps) to bf16(s·q + b); the
- * tokens are the wgmma N dimension (TN = 8…128), so a 16-token prompt runs an n16 tile.
+ * tokens are the wgmma N dimension (TN = 8…256), so a 16-token prompt runs an n16 tile.
  * A producer warp fills a ring of STAGES shared-memory buffers, one 128-column block of k each
  * (one group at g128; GPB = 2, 4 groups at g64, g32: a template parameter), by the copy
  * engines: the block's weight rows (one contiguous 4 or 8 KB piece of the device layout) by a
@@ -107,6 +107,10 @@ cudaError_t sm90_init(void)
 
 template <int TN, int WG, int ST, int BPS> static cudaError_t sm90_cluster_ctas_t(int s, int *ctas)
 {
+    if (TN > 128) { /* its ring cannot receive a cluster's partials (gemm_sm90_kernel.cuh) */
+        *ctas = 0;
+        return cudaSuccess;
+    }
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = (unsigned)s;
@@ -185,7 +189,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     if (iters > INT32_MAX) return cudaErrorInvalidValue;
     args.iters = (int)iters;
     args.split = sched.split;
-    args.cluster = qmm_sm90_cluster(sched.split);
+    args.cluster = qmm_sm90_cluster(cf.tile_tokens, sched.split);
     args.ctas = sched.split > 0 ? args.m_tiles * args.n_tiles * sched.split : sched.ctas;
     if (args.ctas < 1 || args.ctas > args.iters || sched.split > args.groups) return cudaErrorInvalidValue;
     const int share = sched.split > 0 ? args.groups : args.iters, parts = sched.split > 0 ? sched.split : args.ctas;

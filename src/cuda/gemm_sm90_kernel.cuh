@@ -31,7 +31,10 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     gemm_sm90_w4_bf16_kernel(const __grid_constant__ CUtensorMap amap, const Sm90Args args)
 {
     using S = Sm90Shape<TN, WG, GPB>;
-    static_assert((2 * S::PIECES + QMM_SM90_MAX_CLUSTER - 1) * 512 <= STAGES * S::STAGE_BYTES,
+    /* 256-token tiles (3 stages of 73 KB) have no room to receive a cluster's partials: they
+     * split through the workspace only (qmm_sm90_cluster gives them none) */
+    constexpr bool CLUSTER_OK = TN <= 128;
+    static_assert(!CLUSTER_OK || (2 * S::PIECES + QMM_SM90_MAX_CLUSTER - 1) * 512 <= STAGES * S::STAGE_BYTES,
                   "a cluster CTA stages its partial and receives its pieces in its ring");
     constexpr int KPG = 8 / GPB; /* k16 steps per group */
     extern __shared__ uint8_t smem_raw[];
@@ -51,6 +54,11 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     /* one k-block's wgmmas left in flight across the next one's issue: TN = 128 only; the
      * 64-token tiles ran 30-40 % slower with it (NOTES.md row 63) */
     constexpr bool PIPE = BPS == 1 && TN == 128;
+    /* one fragment buffer, the k-block's wgmmas awaited before the next is dequantized: with
+     * several CTAs a SM (they fill the gap), and at 256 tokens, where 128 accumulators and two
+     * buffers exceed the consumers' 232 registers and the other warpgroup's 8 wgmmas (twice the
+     * 128-token tile's) cover a warpgroup's dequantization */
+    constexpr bool ONE_BUF = BPS > 1 || TN >= 256;
     const int p = blockIdx.x;
     const int begin = cta_start(args, p), end = cta_start(args, p + 1);
     SM90_TRACE(const long long t_entry = clock64(); long long tr_t = 0; unsigned long long tr[SM90_TR_SLOTS] = {};
@@ -185,8 +193,11 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     /* NACC independent accumulators, k16 step kk into acc[kk % NACC]: a chain of dependent small
      * wgmmas runs at its latency (measured: ~1200 cycles for the 8 steps of one n8 group), while
      * independent chains overlap. They are summed in a fixed order at the end of a segment. */
-    constexpr int NACC = BPS > 1 ? 1 : TN <= 16 ? 8 : 128 / TN; /* several CTAs a SM: registers are short */
-    float accs[NACC][TN / 2], acc[TN / 2];
+    constexpr int NACC = BPS > 1 || TN >= 128 ? 1 : TN <= 16 ? 8 : 128 / TN; /* several CTAs a SM: registers are short */
+    /* the segment's sum: its own array, except at 256 tokens, where one accumulator set is
+     * 128 registers a thread and the sum is that set itself */
+    float accs[NACC][TN / 2], acc_own[TN >= 256 ? 1 : TN / 2];
+    float *const acc = TN >= 256 ? accs[0] : acc_own;
 #pragma unroll
     for (int u = 0; u < NACC; u++)
 #pragma unroll
@@ -263,7 +274,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     };
     /* 4-byte stores in the 128-token kernels (the 64-token two-warpgroup kernel spilled with
      * them; the smaller tiles store little) */
-    constexpr bool PAIR_STORES = TN == 128;
+    constexpr bool PAIR_STORES = TN >= 128;
 
     /* Split-K in a cluster of R CTAs (one segment a CTA, its partition of the tile). Piece gp
      * (warp gp / P's k-slice gp % P, P = TN / 8) is summed by CTA gp % R, into whose ring every
@@ -403,10 +414,11 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
 #pragma unroll
             for (int u = 1; u < NACC; u++) acc[i] += accs[u][i];
         }
-        if (args.cluster > 1) {
-            cluster_reduce(tile);
-            return;
-        }
+        if constexpr (CLUSTER_OK)
+            if (args.cluster > 1) {
+                cluster_reduce(tile);
+                return;
+            }
         const int t_first = tile * args.groups;
         /* the segment holds the tile's first iteration: this CTA is the first in the tile's
          * partition order (pa), and its partial the first of the sum */
@@ -414,7 +426,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         /* 128-token kernels: the head's own partial from registers (acc live through the
          * fixup's loads: the 64-token two-warpgroup kernel spilled with it; the smaller tiles'
          * partials are small) */
-        constexpr bool OWN_REGS = TN == 128;
+        constexpr bool OWN_REGS = TN >= 128;
         bool store = head && tile_end; /* the segment is the whole tile */
         if (!store) {
             int pa = 0, pb = 0; /* the tile's first and last partitions (CTAs) */
@@ -460,8 +472,13 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                 constexpr int FIX = BPS > 1 ? (TN <= 8 ? 4 : TN <= 16 ? 2 : 1) : TN <= 16 ? 8 : TN <= 32 ? 4 : TN <= 64 ? 2 : 1;
 #pragma unroll
                 for (int i = 0; i < TN / 2; i++) acc[i] = OWN_REGS && head ? 0.f + acc[i] : 0.f;
+                /* CH of the thread's TN / 8 float4s at a time: all of them below 256 tokens,
+                 * where a whole partial in flight fits beside the accumulators */
+                constexpr int CH = TN >= 256 ? 8 : TN / 8;
+#pragma unroll
+                for (int r0 = 0; r0 < TN / 8; r0 += CH)
                 for (int q0 = OWN_REGS && head ? pa + 1 : pa; q0 <= pb; q0 += FIX) {
-                    float4 v[FIX][TN / 8];
+                    float4 v[FIX][CH];
 #pragma unroll
                     for (int u = 0; u < FIX; u++) {
                         const int q = q0 + u;
@@ -469,15 +486,16 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                         const float *qs = args.partials +
                                           (int64_t)(q * 2 + (cta_start(args, q) >= t_first ? 0 : 1)) * S::SLOT_FLOATS;
 #pragma unroll
-                        for (int r4 = 0; r4 < TN / 8; r4++) v[u][r4] = __ldcg((const float4 *)(qs + my_off + r4 * 512));
+                        for (int r4 = 0; r4 < CH; r4++) v[u][r4] = __ldcg((const float4 *)(qs + my_off + (r0 + r4) * 512));
                     }
 #pragma unroll
                     for (int u = 0; u < FIX; u++) {
                         if (q0 + u > pb) break;
 #pragma unroll
-                        for (int r4 = 0; r4 < TN / 8; r4++) {
-                            acc[4 * r4] += v[u][r4].x, acc[4 * r4 + 1] += v[u][r4].y;
-                            acc[4 * r4 + 2] += v[u][r4].z, acc[4 * r4 + 3] += v[u][r4].w;
+                        for (int r4 = 0; r4 < CH; r4++) {
+                            float *a4 = acc + 4 * (r0 + r4);
+                            a4[0] += v[u][r4].x, a4[1] += v[u][r4].y;
+                            a4[2] += v[u][r4].z, a4[3] += v[u][r4].w;
                         }
                     }
                 }
@@ -540,7 +558,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             if (it + 1 < end) prepare(nxt, s, phase);
             return;
         }
-        if (BPS == 1 && it + 1 < end) prepare(nxt, s, phase); /* overlaps the wgmmas */
+        if (!ONE_BUF && it + 1 < end) prepare(nxt, s, phase); /* overlaps the wgmmas */
         SM90_TRACE(tr_t = clock64());
         wgmma_wait<0>();
         SM90_TRACE(tr[SM90_TR_C_MMA_WAIT] += clock64() - tr_t);
@@ -563,9 +581,9 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     for (int it = begin; it < end;) {
         const int tile_stop = (tile + 1) * args.groups, stop = min(end, tile_stop);
         for (; it < stop; it++) {
-            if (BPS == 1 && ((it - begin) & 1)) step(fb, fa, it);
+            if (!ONE_BUF && ((it - begin) & 1)) step(fb, fa, it);
             else step(fa, fb, it);
-            if (BPS > 1 && it + 1 < stop) prepare(fa, s, phase); /* one fragment buffer live */
+            if (ONE_BUF && it + 1 < stop) prepare(fa, s, phase); /* one fragment buffer live */
         }
         if (PIPE) { /* drain before the segment's end */
             wgmma_wait<0>();
@@ -580,7 +598,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         SM90_TRACE(tr[SM90_TR_C_LOOP_DONE] = clock64() - t_entry);
         finish_segment(tile, stop == tile_stop);
         tile++;
-        if (BPS > 1 && it < end) prepare(fa, s, phase);
+        if (ONE_BUF && it < end) prepare(fa, s, phase);
     }
     SM90_TRACE(if (c == 0 && ct == 0) {
         for (int i = SM90_TR_C_FIRST; i <= SM90_TR_C_LOOP_DONE; i++) tr_out[i] = tr[i];

@@ -72,7 +72,7 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
 
     int64_t s, segs = 1, peers = 0, npart = 0; /* npart: (CTA, tile) segments with a partial */
     int64_t waves = 1;
-    const int clustered = split > 0 && qmm_sm90_cluster(split) > 1;
+    const int clustered = split > 0 && qmm_sm90_cluster(tn, split) > 1;
     if (split > 0) {
         s = cdiv(groups, split);
         waves = cdiv(ctas, clustered && slots > 0 ? slots : (int64_t)sms * bps);

@@ -19,6 +19,7 @@ static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER +
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128 */
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 64, WG 1 */
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128, WG 1 */
+    {0, 0, -1, -1, -1, -1, -1, -1, -1},        /* TN 256: no clusters */
 };
 
 /* Fitted to bench ops on the H200 (bench/results/2026-11-29-stages-overlap/ops.*): with these the
@@ -53,6 +54,13 @@ static qmm_device_desc sm90(void)
      * calls the matvec itself (its epilogues). */
     d.wgmma_min_m = 9;
     d.wgmma_max_m = 512;
+    /* 256-token tiles from 1 024 tokens, where they fill >= 3/4 of their waves (NOTES.md row
+     * 161, bench/results/2026-12-04-session25/r1-tn256/: unsplit q 28.6 / 58.1 µs at 1 024 /
+     * 2 048 tokens against the dense path's 37.6 / 65.4 and cuBLAS's 28.6 / 58.4; gate at 2 048
+     * 147.5 against 169.9 and 154.9; gate at 1 024 (0.77 of 3 waves) 83.0 stream-K against
+     * 87.1). 512 tokens stay with the 128-token tile: 256 lost there on q, k, o (2 token tiles) */
+    d.wgmma_wide_min_m = 1024;
+    d.wgmma_wide_fill = 0.75;
     /* resident CTAs in clusters (a context asks its GPU instead) */
     for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
@@ -111,7 +119,7 @@ static qmm_device_desc generic(void)
     d.tiled_tflops = 100.0;
     d.dense_tflops = 0.0;
     d.dense_force_m = d.dense_narrow_n = 0;
-    d.wgmma_min_m = d.wgmma_max_m = 0; /* sm_90a code only */
+    d.wgmma_min_m = d.wgmma_max_m = d.wgmma_wide_min_m = 0; /* sm_90a code only */
     memset(&d.wgmma_model, 0, sizeof d.wgmma_model); /* never measured here: no predictions */
     d.matvec_tbs = 0;                                 /* the refined model at the rates above */
     return d;

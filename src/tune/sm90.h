@@ -39,18 +39,21 @@
  * 216 KB a CTA): every row keeps its stage count and resident blocks per SM at every group size.
  * The last row (128 tokens × 64 rows, 5 stages of 37 KB) runs only split-K in clusters, where
  * the planner's model prefers twice the tiles to the 128-row row's; likewise 64 tokens × 128
- * rows where the rule takes 64-row blocks (plan_call.c, the other block height). */
+ * rows where the rule takes 64-row blocks (plan_call.c, the other block height). The 256-token
+ * row (3 stages of 73 KB) takes prompts from the table's wgmma_wide_min_m tokens on (tune/sm90.c,
+ * NOTES.md row 161): a converted weight fragment feeds twice the tokens of the 128-token tile. */
 #define QMM_SM90_CONFIGS(X)                                                                        \
     X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 8, 2)                                                    \
-    X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 9, 1) X(128, 1, 5, 1)
+    X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 9, 1) X(128, 1, 5, 1) X(256, 2, 3, 1)
 
 /* Split-K with 2 … this many partitions runs each tile's CTAs as one cluster that sums the
  * partials in distributed shared memory (8: the portable cluster size); more partitions go
- * through the workspace and the tile counters. */
+ * through the workspace and the tile counters, as do all of the 256-token tile's, whose ring
+ * has no room to receive a cluster's partials. */
 #define QMM_SM90_MAX_CLUSTER 8 /* QMM_MAX_WGMMA_CLUSTER, qmm.h */
-static inline int qmm_sm90_cluster(int split)
+static inline int qmm_sm90_cluster(int tile_tokens, int split)
 {
-    return split >= 2 && split <= QMM_SM90_MAX_CLUSTER ? split : 1;
+    return tile_tokens <= 128 && split >= 2 && split <= QMM_SM90_MAX_CLUSTER ? split : 1;
 }
 
 /* A stream-K CTA takes at least this many groups, so a tile's partials stay few. */
