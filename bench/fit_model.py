@@ -31,7 +31,9 @@ import numpy as np
 from csvmeta import read_csv_with_meta
 
 SMS = 132
-ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1), (128, 1, 1)]  # tn, wg, bps
+# tn, wg, bps; the 256-token row (tune/sm90.h) is left out: its plans start at 1 024 tokens, beyond
+# the fitted runs' wgmma cells, and its wide_kblock_us is set by hand (src/tune/sm90.c)
+ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1), (128, 1, 1)]
 R = "bench/results/2026-12-01-"
 R17 = "bench/results/2026-12-02-session17/r5-final/"
 R18 = "bench/results/2026-12-04-session18/r1-owner-stores/"

@@ -218,7 +218,9 @@ typedef struct qmm_gpu_caps {
  * stages, plus issue_us per consumer warpgroup for every k-block of the CTAs sharing the busiest
  * SM (the two add: co-resident CTAs do not overlap). Split or stream-K tiles add round_trip_us per
  * segment end and per batch of partial loads, and their partial traffic at partial_us_per_mb;
- * split-K in clusters adds cluster_us + cluster_us_per_kb per KB of a CTA's partial, a wave. */
+ * split-K in clusters adds cluster_us + cluster_us_per_kb per KB of a CTA's partial, a wave. The
+ * 256-token tile adds wide_kblock_us to each k-block of its chain (one fragment buffer: a
+ * warpgroup's dequantization no longer runs under its own wgmmas). */
 typedef struct qmm_wgmma_model {
     double fixed_us;          /* launch and prologue, inside a graph */
     double fill_us_per_kb;    /* a CTA's first stage and its output tile, per KB */
@@ -229,6 +231,7 @@ typedef struct qmm_wgmma_model {
     double partial_us_per_mb; /* all partials written and read back, per MB */
     double cluster_us;        /* split-K in clusters: the two cluster barriers, a wave */
     double cluster_us_per_kb; /* … and a CTA's partial through shared memory, per KB, a wave */
+    double wide_kblock_us;    /* the 256-token tile's extra per k-block of its chain */
 } qmm_wgmma_model;
 
 typedef struct qmm_tile_config {

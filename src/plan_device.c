@@ -37,7 +37,7 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
     const qmm_wgmma_model *w = &d->wgmma_model;
     const double pred[] = {w->fixed_us, w->fill_us_per_kb, w->stage_us, w->us_per_mflop,
                            w->issue_us, w->round_trip_us, w->partial_us_per_mb,
-                           w->cluster_us, w->cluster_us_per_kb,
+                           w->cluster_us, w->cluster_us_per_kb, w->wide_kblock_us,
                            d->matvec_fixed_us, d->matvec_tbs, d->matvec_row_token_ns};
     for (size_t i = 0; i < sizeof pred / sizeof pred[0]; i++)
         if (!isfinite(pred[i]) || pred[i] < 0)

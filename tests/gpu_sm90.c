@@ -190,7 +190,7 @@ static void case_bitwise_128(void)
  * tiles, 0.97 of two waves) is planned unsplit, bit for bit the forced unsplit schedule. */
 static void case_bitwise_256(void)
 {
-    static const int64_t shapes[][3] = {{1030, 2504, 1024}, {1024, 8192, 512}};
+    static const int64_t shapes[][3] = {{1030, 2504, 1024}, {1024, 8192, 1024}};
     const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 1),
                                      opts(QMM_PATH_STREAMK, 0), opts(QMM_PATH_WGMMA, 3),
                                      opts(QMM_PATH_WGMMA, 8)};

@@ -24,7 +24,8 @@
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* The fixup's partial loads in flight (gemm_sm90.cu finish_segment's FIX). */
+/* The fixup's partial loads in flight (gemm_sm90.cu finish_segment's FIX; the 256-token tile
+ * loads a partial in four rounds of a quarter, its CH). */
 static int fixup_batch(int tn, int bps)
 {
     if (bps > 1) return tn <= 8 ? 4 : tn <= 16 ? 2 : 1;
@@ -35,7 +36,8 @@ static int model_ok(const qmm_wgmma_model *c)
 {
     const double v[] = {c->fixed_us,         c->fill_us_per_kb, c->stage_us,
                         c->us_per_mflop,     c->issue_us,       c->round_trip_us,
-                        c->partial_us_per_mb, c->cluster_us,    c->cluster_us_per_kb};
+                        c->partial_us_per_mb, c->cluster_us,    c->cluster_us_per_kb,
+                        c->wide_kblock_us};
     int any = 0;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         if (!isfinite(v[i]) || v[i] < 0) return 0;
@@ -100,10 +102,11 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
     const double w = clustered && slots > 0
                          ? (double)ctas * (double)s * (double)bps / (double)slots
                          : (double)cdiv(ctas, sms) * (double)s;
-    const double chain = (double)waves * (double)s * (c->stage_us + c->us_per_mflop * f);
+    const double chain =
+        (double)waves * (double)s * (c->stage_us + c->us_per_mflop * f + (tn >= 256 ? c->wide_kblock_us : 0));
     double t = c->fixed_us + c->fill_us_per_kb * fill_kb + chain + w * wg * c->issue_us;
     if (npart > 0)
-        t += c->round_trip_us * (double)(segs + cdiv(peers, fixup_batch(tn, bps))) +
+        t += c->round_trip_us * (double)(segs + cdiv(peers, fixup_batch(tn, bps)) * (tn >= 256 ? 4 : 1)) +
              c->partial_us_per_mb * 2.0 * slot_kb * (double)npart / 1e3;
     if (clustered) t += (double)waves * (c->cluster_us + c->cluster_us_per_kb * slot_kb);
     return isfinite(t) ? t : -1;
