@@ -187,10 +187,12 @@ static void case_bitwise_128(void)
  * unsplit schedule, stream-K and split-K of 3 and 8 (through the workspace: no clusters at this
  * tile) give the same bits 10 times, within tolerance of fp64; at the edges (M = 1030: a last
  * tile of 6 tokens; N = 2504: warps whose rows pass N, the 2-byte stores); a full grid (256
- * tiles, 0.97 of two waves) is planned unsplit, bit for bit the forced unsplit schedule. */
+ * tiles, 0.97 of two waves) is planned unsplit, bit for bit the forced unsplit schedule. Its
+ * stream-K runs a wave of whole tiles first and spreads the other 124; at 1792 x 2432 the one
+ * tile left over is spread over 4 of the 132 CTAs (the others have no stream-K share). */
 static void case_bitwise_256(void)
 {
-    static const int64_t shapes[][3] = {{1030, 2504, 1024}, {1024, 8192, 1024}};
+    static const int64_t shapes[][3] = {{1030, 2504, 1024}, {1024, 8192, 1024}, {1792, 2432, 512}};
     const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 1),
                                      opts(QMM_PATH_STREAMK, 0), opts(QMM_PATH_WGMMA, 3),
                                      opts(QMM_PATH_WGMMA, 8)};

@@ -19,7 +19,9 @@
  *                          partitions differing by at most one group (S = 1: the unsplit
  *                          schedule, one CTA per tile);
  *   split = 0 (stream-K):  P CTAs take equal shares (at most one iteration apart) of all
- *                          I = tiles · groups iterations.
+ *                          I = tiles · groups iterations; at 256 tokens, CTA p first takes
+ *                          whole tiles p·W … p·W + W − 1 (W = floor(tiles / P): the full
+ *                          waves, data-parallel) and then its equal share of the rest.
  * A CTA that covers a whole tile stores it. Split-K with at most QMM_SM90_MAX_CLUSTER partitions
  * runs a tile's CTAs as one cluster: the tile's pieces are shared out among the CTAs, each CTA
  * sends its fp32 partial of a piece into the owner's idle ring (st.async, completing on the
@@ -192,7 +194,12 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     args.cluster = qmm_sm90_cluster(cf.tile_tokens, sched.split);
     args.ctas = sched.split > 0 ? args.m_tiles * args.n_tiles * sched.split : sched.ctas;
     if (args.ctas < 1 || args.ctas > args.iters || sched.split > args.groups) return cudaErrorInvalidValue;
-    const int share = sched.split > 0 ? args.groups : args.iters, parts = sched.split > 0 ? sched.split : args.ctas;
+    /* stream-K on the 256-token tile: the full waves of whole tiles first (gemm_sm90_kernel.cuh) */
+    const int tiles = args.m_tiles * args.n_tiles;
+    args.dp_per_cta = sched.split == 0 && cf.tile_tokens > 128 ? tiles / args.ctas : 0;
+    args.dp_tiles = args.dp_per_cta * args.ctas;
+    const int share = sched.split > 0 ? args.groups : args.iters - args.dp_tiles * args.groups;
+    const int parts = sched.split > 0 ? sched.split : args.ctas;
     args.q = share / parts;
     args.r = share % parts;
     args.vec_c = w.n % 8 == 0 && (uintptr_t)c % 16 == 0;

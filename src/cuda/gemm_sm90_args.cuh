@@ -50,6 +50,10 @@ struct Sm90Args {
     int q, r;
     int vec_c; /* n % 8 == 0 and c 16-byte aligned: the 128-token tiles' 4-byte stores */
     Sm90Div by_split, by_groups, by_m_tiles; /* the prologue's divisions (split ≥ 1 here) */
+    /* stream-K on the 256-token tile: CTA p first runs whole tiles [p·dp_per_cta, (p+1)·dp_per_cta)
+     * (data-parallel, the full waves), then its share of the iterations from dp_tiles·groups on
+     * (q, r over those); 0, 0 elsewhere */
+    int dp_per_cta, dp_tiles;
 };
 
 template <int TN, int WG, int GPB> struct Sm90Shape {
@@ -76,24 +80,26 @@ template <int TN, int WG, int STAGES, int GPB> constexpr size_t sm90_smem_bytes(
            sm90_bar_bytes<STAGES>();
 }
 
-/* First iteration of CTA p (p = ctas gives iters). */
-__device__ __forceinline__ int cta_start(const Sm90Args &a, int p)
+/* First iteration of CTA p's split or stream-K range (p = ctas gives iters); DP: the kernel has
+ * data-parallel tiles before the stream-K iterations (the 256-token tile). */
+template <bool DP = false> __device__ __forceinline__ int cta_start(const Sm90Args &a, int p)
 {
     if (p >= a.ctas) return a.iters;
     if (a.split > 0) {
         const int t = a.by_split.div(p), z = p - t * a.split;
         return t * a.groups + z * a.q + min(z, a.r);
     }
-    return p * a.q + min(p, a.r);
+    return (DP ? a.dp_tiles * a.groups : 0) + p * a.q + min(p, a.r);
 }
 
-/* The CTA whose range holds iteration i. */
-__device__ __forceinline__ int cta_of(const Sm90Args &a, int i)
+/* The CTA whose split or stream-K range holds iteration i. */
+template <bool DP = false> __device__ __forceinline__ int cta_of(const Sm90Args &a, int i)
 {
     if (a.split > 0) {
         const int t = i / a.groups, g = i - t * a.groups, edge = a.r * (a.q + 1);
         return t * a.split + (g < edge ? g / (a.q + 1) : a.r + (g - edge) / a.q);
     }
+    if (DP) i -= a.dp_tiles * a.groups;
     const int edge = a.r * (a.q + 1);
     return i < edge ? i / (a.q + 1) : a.r + (i - edge) / a.q;
 }

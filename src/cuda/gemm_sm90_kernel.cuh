@@ -59,8 +59,14 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * buffers exceed the consumers' 232 registers and the other warpgroup's 8 wgmmas (twice the
      * 128-token tile's) cover a warpgroup's dequantization */
     constexpr bool ONE_BUF = BPS > 1 || TN >= 256;
+    /* stream-K on the 256-token tile starts with whole tiles, one wave after another (their
+     * k-blocks in step on every SM, so the SMs share each k-block's activations and weights in
+     * L2), and spreads only the tiles left over (NOTES.md row 162) */
+    constexpr bool DP = TN >= 256;
     const int p = blockIdx.x;
-    const int begin = cta_start(args, p), end = cta_start(args, p + 1);
+    const int begin = cta_start<DP>(args, p), end = cta_start<DP>(args, p + 1);
+    const int dp_begin = DP ? p * args.dp_per_cta * args.groups : 0;
+    const int dp_end = DP ? dp_begin + args.dp_per_cta * args.groups : 0;
     SM90_TRACE(const long long t_entry = clock64(); long long tr_t = 0; unsigned long long tr[SM90_TR_SLOTS] = {};
                unsigned long long *tr_out = sm90_trace_buf + (size_t)min(p, SM90_TR_MAX_CTAS - 1) * SM90_TR_SLOTS;
                if (threadIdx.x == 0) {
@@ -76,16 +82,24 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     /* The producer's schedule: the (tile, group) of its next weight and activation copies,
      * advanced without divisions; lane 0 of warp 0 issues every copy. */
     struct Pos {
-        int grp, mt, nt;
+        int grp, mt, nt, it;
+    };
+    auto pos_of = [&](int i) {
+        const int t0 = args.by_groups.div(i), nt0 = args.by_m_tiles.div(t0);
+        return Pos{i - t0 * args.groups, t0 - nt0 * args.m_tiles, nt0, i};
     };
     auto advance = [&](Pos &q) {
+        if (DP && ++q.it == dp_end) { /* the data-parallel tiles done: the stream-K range */
+            q = pos_of(begin);
+            return;
+        }
         if (++q.grp == args.groups) {
             q.grp = 0;
             if (++q.mt == args.m_tiles) q.mt = 0, q.nt++;
         }
     };
     const bool producer_warp = threadIdx.x < 32, lane0 = threadIdx.x == 0;
-    const int n_it = end - begin, pre = n_it < STAGES ? n_it : STAGES;
+    const int n_it = (dp_end - dp_begin) + (end - begin), pre = n_it < STAGES ? n_it : STAGES;
     /* Weights never depend on the previous kernel: the first PRE_W stages' are requested
      * before the wait, the activations after it. From 32 tokens on, a stage's activations
      * (8–32 KB) outweigh its weights (4–8 KB), and requested behind every first-stage
@@ -94,7 +108,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74). */
     constexpr int PRE_W = TN <= 16 ? STAGES : 1;
     const int pre_w = pre < PRE_W ? pre : PRE_W;
-    Pos wp = {0, 0, 0};
+    Pos wp = {0, 0, 0, 0};
     uint64_t pol = 0;
     auto load_weights = [&](int s, Pos &q) {
         if (lane0) {
@@ -112,10 +126,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         }
         advance(q);
     };
-    if (producer_warp) {
-        const int t0 = args.by_groups.div(begin), nt0 = args.by_m_tiles.div(t0);
-        wp = {begin - t0 * args.groups, t0 - nt0 * args.m_tiles, nt0};
-    }
+    if (producer_warp) wp = pos_of(dp_begin < dp_end ? dp_begin : begin);
     Pos ap = wp;
     if (lane0) {
         for (int s = 0; s < STAGES; s++) {
@@ -407,7 +418,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     };
 
     /* The end of this CTA's segment of a tile: store it, or add the partial to the tile's. */
-    auto finish_segment = [&](int tile, bool tile_end) {
+    auto finish_segment = [&](int tile, bool tile_end, int begin) {
 #pragma unroll
         for (int i = 0; i < TN / 2; i++) {
             acc[i] = accs[0][i];
@@ -439,7 +450,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
              * last_flag[1] is written once. */
             bool early = false;
             if (OWN_REGS && head && args.split == 0) {
-                pa = p, pb = cta_of(args, t_first + args.groups - 1);
+                pa = p, pb = cta_of<DP>(args, t_first + args.groups - 1);
                 if (ct == 0 && c == 0) last_flag[1] = ld_acquire_gpu(&args.counters[tile]) == (uint32_t)(pb - pa);
                 named_barrier(1, 128 * WG);
                 early = last_flag[1] != 0;
@@ -457,7 +468,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                     *(float4 *)(slot + my_off + r4 * 512) =
                         make_float4(acc[4 * r4], acc[4 * r4 + 1], acc[4 * r4 + 2], acc[4 * r4 + 3]);
                 named_barrier(1, 128 * WG);
-                pa = cta_of(args, t_first), pb = cta_of(args, t_first + args.groups - 1);
+                pa = cta_of<DP>(args, t_first), pb = cta_of<DP>(args, t_first + args.groups - 1);
                 if (ct == 0 && c == 0) {
                     const uint32_t old = atom_add_acq_rel_gpu(&args.counters[tile], 1u);
                     *last_flag = old == (uint32_t)(pb - pa);
@@ -484,7 +495,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                         const int q = q0 + u;
                         if (q > pb) break;
                         const float *qs = args.partials +
-                                          (int64_t)(q * 2 + (cta_start(args, q) >= t_first ? 0 : 1)) * S::SLOT_FLOATS;
+                                          (int64_t)(q * 2 + (cta_start<DP>(args, q) >= t_first ? 0 : 1)) * S::SLOT_FLOATS;
 #pragma unroll
                         for (int r4 = 0; r4 < CH; r4++) v[u][r4] = __ldcg((const float4 *)(qs + my_off + (r0 + r4) * 512));
                     }
@@ -525,7 +536,6 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * stage released and i + 1 dequantized into i − 1's buffer); two buffers, alternating.
      * Several CTAs a SM: one buffer, each k-block's wgmmas awaited before the next is
      * dequantized (the other CTAs fill the gap). */
-    int tile = args.by_groups.div(begin);
     int s = 0, phase = 0;
     int pending = -1; /* PIPE: the stage whose wgmmas may still run */
     Frag fa, fb;
@@ -576,12 +586,16 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     /* The loop segment by segment, the segment's end once after its k-blocks: inlined into
      * each step (as it was), the rarely run epilogue split the hot loop ~64 KB apart and a third
      * of the consumers' stalls were instruction fetches (ncu, NOTES.md row 61); merged into the
-     * k-block loop's latch, it made ptxas drain the wgmmas every k-block (C7517). */
-    if (begin < end) prepare(fa, s, phase);
-    for (int it = begin; it < end;) {
-        const int tile_stop = (tile + 1) * args.groups, stop = min(end, tile_stop);
+     * k-block loop's latch, it made ptxas drain the wgmmas every k-block (C7517). A range of
+     * iterations [rb, re): the CTA's one range, or its data-parallel tiles and then its
+     * stream-K share (DP). */
+    auto run_range = [&](const int rb, const int re) {
+    int tile = args.by_groups.div(rb);
+    if (rb < re) prepare(fa, s, phase);
+    for (int it = rb; it < re;) {
+        const int tile_stop = (tile + 1) * args.groups, stop = min(re, tile_stop);
         for (; it < stop; it++) {
-            if (!ONE_BUF && ((it - begin) & 1)) step(fb, fa, it);
+            if (!ONE_BUF && ((it - rb) & 1)) step(fb, fa, it);
             else step(fa, fb, it);
             if (ONE_BUF && it + 1 < stop) prepare(fa, s, phase); /* one fragment buffer live */
         }
@@ -596,10 +610,13 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             pending = -1;
         }
         SM90_TRACE(tr[SM90_TR_C_LOOP_DONE] = clock64() - t_entry);
-        finish_segment(tile, stop == tile_stop);
+        finish_segment(tile, stop == tile_stop, rb);
         tile++;
-        if (ONE_BUF && it < end) prepare(fa, s, phase);
+        if (ONE_BUF && it < re) prepare(fa, s, phase);
     }
+    };
+    if (DP) run_range(dp_begin, dp_end);
+    run_range(begin, end);
     SM90_TRACE(if (c == 0 && ct == 0) {
         for (int i = SM90_TR_C_FIRST; i <= SM90_TR_C_LOOP_DONE; i++) tr_out[i] = tr[i];
         tr_out[SM90_TR_C_BAR1] = tr[SM90_TR_C_BAR1], tr_out[SM90_TR_C_SUMMED] = tr[SM90_TR_C_SUMMED];

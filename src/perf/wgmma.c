@@ -80,15 +80,19 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
         waves = cdiv(ctas, clustered && slots > 0 ? slots : (int64_t)sms * bps);
         if (split > 1 && !clustered) peers = split, npart = ctas;
     } else {
-        sk_sched k = {tiles * groups, ctas, tiles * groups / ctas, tiles * groups % ctas};
-        s = k.q + (k.r > 0);
+        /* the 256-token tile first runs the full waves of whole tiles (W a CTA), then stream-K
+         * over the tiles left (gemm_sm90.cu); the others stream-K over all */
+        const int64_t w_dp = tn >= 256 ? tiles / ctas : 0, sk_tiles = tiles - w_dp * ctas;
+        sk_sched k = {sk_tiles * groups, ctas, sk_tiles * groups / ctas, sk_tiles * groups % ctas};
+        s = w_dp * groups + k.q + (k.r > 0);
         segs = 0;
-        for (int64_t p = 0; p < ctas; p++) { /* tiles a CTA touches: its segment ends */
+        for (int64_t p = 0; p < ctas && k.iters > 0; p++) { /* tiles a CTA touches: its segment ends */
             int64_t a = sk_start(&k, p), b = sk_start(&k, p + 1) - 1;
+            if (b < a) continue;
             int64_t t = b / groups - a / groups + 1;
             if (t > segs) segs = t;
         }
-        for (int64_t t = 0; t < tiles; t++) {
+        for (int64_t t = 0; t < sk_tiles; t++) {
             int64_t pa = sk_cta_of(&k, t * groups), pb = sk_cta_of(&k, t * groups + groups - 1);
             if (pb == pa) continue;
             npart += pb - pa + 1;
