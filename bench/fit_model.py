@@ -6,14 +6,17 @@ tests/test_perf_fit.c checks the C side against the same cells.
 
   python3 bench/fit_model.py [wgmma ops.csv [check ops.csv [matvec M=1 ops.csv [M=8 ops.csv]]]]
   python3 bench/fit_model.py --shipped [ops.csv ...]   the shipped constants (SHIPPED), no fit
+  python3 bench/fit_model.py --wide ops.csv           the 256-token tile's wide_kblock_us alone
 
 Without arguments the wgmma cells are the seventeenth session's final run
 (`2026-12-02-session17/r5-final/ops_final.csv`, the five Qwen3-4B projections) together with
 the eighteenth session's other shapes (`2026-12-04-session18/r1-owner-stores/plans.csv`: the
 stacked gate|up, Qwen3-0.6B's gate, 8B's gate and down, 14B's q at M = 9…128), checked on the
 first run's second pass (`ops_new2.csv`, M = 9…512); the matvec's are the fifth session's (as
-shipped). The shipped constants were fitted to those cells (NOTES.md row 119); cells whose plan
-is a cluster of the other block height are measured only by their auto row.
+shipped). The shipped constants were fitted to those cells (NOTES.md row 119), but for
+wide_kblock_us (the 256-token tile, whose plans start at 1 024 tokens), fitted alone with --wide
+to the twenty-fifth session's `r2-final/ops_final.csv` (NOTES.md row 161); cells whose plan is a
+cluster of the other block height are measured only by their auto row.
 
 For each CSV: the fit's error on the forced wgmma contenders (wgmma_s1, streamk, cluster S),
 the auto cells as the planner would plan them again (prediction against the forced contender
@@ -31,20 +34,20 @@ import numpy as np
 from csvmeta import read_csv_with_meta
 
 SMS = 132
-# tn, wg, bps; the 256-token row (tune/sm90.h) is left out: its plans start at 1 024 tokens, beyond
-# the fitted runs' wgmma cells, and its wide_kblock_us is set by hand (src/tune/sm90.c)
-ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1), (128, 1, 1)]
+ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1), (128, 1, 1),
+        (256, 2, 1)]  # tn, wg, bps
+WIDE_MIN_M, WIDE_FILL = 1024, 0.75  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
 R = "bench/results/2026-12-01-"
 R17 = "bench/results/2026-12-02-session17/r5-final/"
 R18 = "bench/results/2026-12-04-session18/r1-owner-stores/"
 DEFAULTS = [R17 + "ops_final.csv+" + R18 + "plans.csv", R17 + "ops_new2.csv",
             R + "session5/r10-final-e2e/ops.csv", R + "session5/r11-sanitize/ops.csv"]
 NAMES = ["fixed_us", "fill_us_per_kb", "stage_us", "us_per_mflop", "issue_us", "round_trip_us",
-         "partial_us_per_mb", "cluster_us", "cluster_us_per_kb"]
+         "partial_us_per_mb", "cluster_us", "cluster_us_per_kb", "wide_kblock_us"]
 # src/tune/sm90.c: the wgmma model, the matvec (fixed µs, TB/s, ns a row-token), the dense path
 SHIPPED = dict(fixed_us=0.0, fill_us_per_kb=0.007312, stage_us=0.2555, us_per_mflop=0.06651,
                issue_us=0.1569, round_trip_us=0.8027, partial_us_per_mb=0.08809, cluster_us=2.178,
-               cluster_us_per_kb=0.0335)
+               cluster_us_per_kb=0.0335, wide_kblock_us=0.228)
 MATVEC = (2.42, 2.71, 0.0598)
 DENSE_TFLOPS, BANDWIDTH_TBS, LAUNCH_US = 400.0, 3.9, 1.0
 FORCED = ("wgmma_s1", "streamk", "cluster")  # the schedules bench ops forces (auto repeats one)
@@ -54,7 +57,7 @@ NOT_CONTENDERS = ("auto", "cublas", "read", "wgmma")  # not qmm's own forced sch
 CLUSTER_CTAS = [[0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368, 345, 372, 329, 360],
                 [0, 0, 264, 237, 248, 235, 234, 224, 240], [0, 0, 132, 117, 120, 110, 102, 105, 120],
                 [0, 0, 132, 117, 120, 110, 102, 105, 120], [0, 0, 132, 117, 120, 110, 102, 105, 120],
-                [0, 0, 132, 117, 120, 110, 102, 105, 120]]
+                [0, 0, 132, 117, 120, 110, 102, 105, 120], [0] * 9]  # TN 256: no clusters
 
 
 def cdiv(a, b):
@@ -65,13 +68,13 @@ def schedule(m, n, k, req, split=1):
     """src/plan_sm90.c for req 'auto', 'streamk' or 'split' -> (config, tiles, groups, ctas,
     split; split 0 = stream-K)."""
     g = k // 128
-    tn = next((t for t in (8, 16, 32, 64, 128) if m <= t), 128)
+    tn = 256 if m >= WIDE_MIN_M else next((t for t in (8, 16, 32, 64, 128) if m <= t), 128)
     wg = 1 if tn <= 32 else 2
     tiles = cdiv(m, tn) * cdiv(n, 64 * wg)
     if tn == 64 and tiles * 2 <= SMS:
         wg, tiles = 1, cdiv(m, tn) * cdiv(n, 64)
     if req == "alt":  # QMM_SM90_SPLIT_ALT: the other block height (64 <-> 128 rows)
-        if tn >= 64:
+        if tn in (64, 128):
             wg = 3 - wg
             tiles = cdiv(m, tn) * cdiv(n, 64 * wg)
         req = "split"
@@ -94,16 +97,19 @@ def features(sched):
     config, tiles, g, ctas, split = sched
     tn, wg, bps = ROWS[config]
     waves, segs, peers, npart = 1, 1, 0, 0
-    clustered = 2 <= split <= 8
-    if split == 0:
-        it = tiles * g
+    clustered = 2 <= split <= 8 and tn <= 128
+    if split == 0:  # the 256-token tile: whole tiles for the full waves first (W a CTA)
+        w_dp = tiles // ctas if tn >= 256 else 0
+        sk_tiles = tiles - w_dp * ctas
+        it = sk_tiles * g
         q, r = divmod(it, ctas)
-        s = q + (r > 0)
+        s = w_dp * g + q + (r > 0)
         start = lambda p: it if p >= ctas else p * q + min(p, r)
         edge = r * (q + 1)
         cta_of = lambda i: i // (q + 1) if i < edge else r + (i - edge) // q
-        segs = max((start(p + 1) - 1) // g - start(p) // g + 1 for p in range(ctas))
-        for t in range(tiles):
+        segs = max([(start(p + 1) - 1) // g - start(p) // g + 1 for p in range(ctas)
+                    if start(p + 1) > start(p)] or [0])
+        for t in range(sk_tiles):
             pa, pb = cta_of(t * g), cta_of(t * g + g - 1)
             if pb > pa:
                 npart += pb - pa + 1
@@ -117,9 +123,9 @@ def features(sched):
     # k-blocks on the busiest SM; a clustered launch's spread over the SMs its clusters occupy
     w = ctas * s * bps / CLUSTER_CTAS[config][split] if clustered else cdiv(ctas, SMS) * s
     fill_kb = (4096 * wg + 256 * tn + 128 * wg * tn) / 1e3
-    x = [1, fill_kb, waves * s, waves * s * f, w * wg, 0, 0, 0, 0]
-    if npart:
-        x[5] = segs + cdiv(peers, fix_batch(tn, bps))
+    x = [1, fill_kb, waves * s, waves * s * f, w * wg, 0, 0, 0, 0, waves * s if tn >= 256 else 0]
+    if npart:  # the 256-token tile loads a partial in four rounds
+        x[5] = segs + cdiv(peers, fix_batch(tn, bps)) * (4 if tn >= 256 else 1)
         x[6] = 2 * (256 * wg * tn / 1e3) * npart / 1e3
     if clustered:
         x[7], x[8] = waves, waves * 256 * wg * tn / 1e3
@@ -139,7 +145,11 @@ def auto_plan(m, n, k, th):
     if m <= 8:  # matvec_max_m
         mb = n * k * 0.53125 / 1e6
         return "matvec", 0, MATVEC[0] + mb / MATVEC[1] + (m - 1) * n * MATVEC[2] / 1e3
-    if m >= 513 or (n <= 1024 and m >= 257):  # dense_force_m, dense_narrow_n / _m
+    wide = m >= WIDE_MIN_M  # the 256-token tile where its tiles fill the waves, else dense
+    if wide:
+        tiles = cdiv(m, 256) * cdiv(n, 128)
+        wide = tiles / (cdiv(tiles, SMS) * SMS) >= WIDE_FILL
+    if not wide and (m >= 513 or (n <= 1024 and m >= 257)):  # dense_force_m, dense_narrow_n / _m
         bw, nk = BANDWIDTH_TBS * 1e6, n * k
         gemm = max(2.0 * m * nk / (DENSE_TFLOPS * 1e6), (2 * nk + 2 * m * k + 2 * m * n) / bw)
         return "dense", 0, nk * 2.53125 / bw + LAUNCH_US + gemm + LAUNCH_US
@@ -253,7 +263,26 @@ def fit_matvec(paths_ms):
                                                                        100 * (x @ th / t - 1)))
 
 
+def fit_wide(cells):
+    """wide_kblock_us alone, the other constants as shipped: least squares of the relative error
+    over the 256-token tile's forced cells."""
+    th = np.array([SHIPPED[k] for k in NAMES])
+    i = NAMES.index("wide_kblock_us")
+    th[i] = 0
+    rows = [(x, t) for *_, x, t in forced_rows(cells) if x[i] > 0]
+    a = np.array([x[i] / t for x, t in rows])
+    b = np.array([1 - (x @ th) / t for x, t in rows])
+    th[i] = max(0.0, float(a @ b / (a @ a)))
+    print("wide_kblock_us = %.3g over %d cells of the 256-token tile" % (th[i], len(rows)))
+    return th
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--wide"]:
+        path = sys.argv[2]
+        cells = read_cells(path)
+        evaluate(path, cells, fit_wide(cells))
+        sys.exit(0)
     if sys.argv[1:2] == ["--shipped"]:
         th = np.array([SHIPPED[k] for k in NAMES])
         for path in sys.argv[2:] or DEFAULTS[:2]:

@@ -5,7 +5,9 @@
  * Qwen3-4B projections at M = 1, 8, 9, 16, 32, 64, 128, 256, 384, 512, 1024, 2048 (the model's
  * constants were fitted to the seventeenth session's run of the same cells with five other
  * shapes, NOTES.md row 119, all but wide_kblock_us, row 161) — and the same build's second pass
- * `r2-final/ops_new2.csv` (M = 9..2048), a check of the runs' noise.
+ * `r2-final/ops_new2.csv` (M = 9..2048), a check of the runs' noise. Those runs' stream-K rows of
+ * the 256-token tile with more tiles than CTAs ran the schedule before row 162 (no whole-tile
+ * first part): five forced cells of 400, no auto cell but gate at M = 1024.
  * Each cell is planned again and its prediction compared with the measurement of that schedule
  * (the auto row, or the forced contender that ran the same schedule); a schedule nobody measured
  * counts as a miss. The tables are printed; a description with its model constants scaled must

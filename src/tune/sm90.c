@@ -96,11 +96,10 @@ static qmm_device_desc sm90(void)
         .partial_us_per_mb = 0.08809, /* partials written and read: ~11 TB/s */
         .cluster_us = 2.178,         /* two cluster barriers, the partners' skew, a wave */
         .cluster_us_per_kb = 0.0335,  /* a CTA's partial through distributed shared memory */
-        /* not fitted by fit_model.py (its plan emulation stops at 128 tokens): the mean excess
-         * of the 256-token cells of NOTES.md row 161's final run over the constants above, per
-         * k-block of the chain (q, gate unsplit at 1 024 / 2 048 tokens, gate stream-K at 1 024:
-         * 0.27-0.42 µs) */
-        .wide_kblock_us = 0.38,
+        /* the 256-token tile's extra per k-block of its chain, fitted alone (`fit_model.py
+         * --wide`, the constants above held) to the 20 forced cells of that tile in NOTES.md
+         * row 161's final run (r2-final/ops_final.csv; 0.231 on row 162's r4-hybrid/ops1.csv) */
+        .wide_kblock_us = 0.228,
     };
     /* The matvec (groups of 128): fixed + weight bytes / rate + (M - 1)·N·row_token, least squares
      * of the relative error over the fifth session's auto cells at M = 1 (r10-final-e2e) and
