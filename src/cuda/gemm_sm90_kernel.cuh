@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
                    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
                    tr_out[SM90_TR_ENTRY_NS] = gt, tr_out[SM90_TR_SMID] = smid;
-                   tr_out[SM90_TR_KBLOCKS] = (unsigned long long)(end - begin);
+                   tr_out[SM90_TR_KBLOCKS] = (unsigned long long)((dp_end - dp_begin) + (end - begin));
                    if (p == 0) sm90_trace_grid = gridDim.x;
                })
 
