@@ -359,9 +359,27 @@ static void model_rejects_bad_input(void)
     CHECK_STATUS(qmm_plan_call(&bad, 1, 4096, 2560, NULL, &p), QMM_ERR_ARG);
 }
 
+/* The 256-token tile's schedule in the model, by one constant at a time (the others 0): down at
+ * M = 2048 is 160 tiles of 76 k-blocks. Stream-K over 132 CTAs: the 128-token tile's busiest CTA
+ * has ceil(320 · 76 / 132) = 185 k-blocks; the 256-token tile's one whole tile (76) and then
+ * ceil(28 · 76 / 132) = 17 of the leftover (NOTES.md row 162). Unsplit: two waves of 76, and
+ * wide_kblock_us on each k-block of the 256-token chain only. */
+static void model_counts_the_wide_tile(void)
+{
+    qmm_wgmma_model stage = {0}, wide = {0};
+    stage.stage_us = 1.0, wide.wide_kblock_us = 1.0;
+    CHECK(fabs(qmm_model_wgmma_us(&stage, 132, 2048, 2560, 76, 128, 2, 1, 132, 0, 0) - 185.0) < 1e-9);
+    CHECK(fabs(qmm_model_wgmma_us(&stage, 132, 2048, 2560, 76, 256, 2, 1, 132, 0, 0) - 93.0) < 1e-9);
+    CHECK(fabs(qmm_model_wgmma_us(&wide, 132, 2048, 2560, 76, 256, 2, 1, 160, 1, 0) - 152.0) < 1e-9);
+    CHECK(qmm_model_wgmma_us(&wide, 132, 2048, 2560, 76, 128, 2, 1, 320, 1, 0) == 0.0);
+    /* whole tiles only (264 = 2 x 132): two a CTA, nothing left to spread */
+    CHECK(fabs(qmm_model_wgmma_us(&stage, 132, 2048, 4224, 20, 256, 2, 1, 132, 0, 0) - 40.0) < 1e-9);
+}
+
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, auto_cells_within_15, wgmma_contenders_within_15, plan_within_5_of_best,
-               second_pass_meets_both, broken_models_fail, model_rejects_bad_input);
+               second_pass_meets_both, broken_models_fail, model_rejects_bad_input,
+               model_counts_the_wide_tile);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }
