@@ -1,5 +1,5 @@
 /* The wgmma kernel's argument block, its shared-memory layout and the schedule's arithmetic
- * (which iterations a CTA owns), shared by the kernel (gemm_sm90_kernel.cuh) and its launcher
+ * (which iterations a CTA owns, the producer's walk over them), shared by the kernel (gemm_sm90_kernel.cuh) and its launcher
  * (gemm_sm90.cu, where the design is described). */
 #ifndef QMM_CUDA_GEMM_SM90_ARGS_CUH
 #define QMM_CUDA_GEMM_SM90_ARGS_CUH
@@ -102,6 +102,30 @@ template <bool DP = false> __device__ __forceinline__ int cta_of(const Sm90Args 
     if (DP) i -= a.dp_tiles * a.groups;
     const int edge = a.r * (a.q + 1);
     return i < edge ? i / (a.q + 1) : a.r + (i - edge) / a.q;
+}
+
+/* The producer's walk over a CTA's iterations: the (group, m-tile, n-tile) of iteration `it`,
+ * advanced without divisions; with DP, from the end of the data-parallel tiles (dp_end) to the
+ * stream-K range's first iteration (sk_begin). */
+struct Sm90Pos {
+    int grp, mt, nt, it;
+};
+__device__ __forceinline__ Sm90Pos sm90_pos(const Sm90Args &a, int i)
+{
+    const int t0 = a.by_groups.div(i), nt0 = a.by_m_tiles.div(t0);
+    return Sm90Pos{i - t0 * a.groups, t0 - nt0 * a.m_tiles, nt0, i};
+}
+template <bool DP>
+__device__ __forceinline__ void sm90_advance(const Sm90Args &a, Sm90Pos &q, int dp_end, int sk_begin)
+{
+    if (DP && ++q.it == dp_end) {
+        q = sm90_pos(a, sk_begin);
+        return;
+    }
+    if (++q.grp == a.groups) {
+        q.grp = 0;
+        if (++q.mt == a.m_tiles) q.mt = 0, q.nt++;
+    }
 }
 
 } // namespace qmm

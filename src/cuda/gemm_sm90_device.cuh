@@ -1,6 +1,6 @@
 /* Device helpers of the Hopper W4A16 kernel (gemm_sm90_kernel.cuh): shared-memory loads, the
  * predicated 4-byte store of the 128-token epilogues, the code conversion, a stage's fragment
- * registers, and the trace build's per-CTA buffer. Included by gemm_sm90_kernel.cuh only (it
+ * registers, the fixup's sum of workspace partials, and the trace build's per-CTA buffer. Included by gemm_sm90_kernel.cuh only (it
  * defines that buffer). */
 #ifndef QMM_CUDA_GEMM_SM90_DEVICE_CUH
 #define QMM_CUDA_GEMM_SM90_DEVICE_CUH
@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "gemm_sm90_args.cuh"
 #include "hopper.cuh"
 #include "tune/sm90.h"
 #include "common.cuh" /* dequant_pair */
@@ -67,6 +68,43 @@ __device__ __forceinline__ uint32_t sm90_convert(uint32_t word, int shift, uint3
 #else
     return (codes_lop3(word >> shift, magic) + s2) ^ b2;
 #endif
+}
+
+/* The fixup: adds to acc (this thread's TN / 2 values, at my_off of each slot) the workspace
+ * partials of a tile's partitions (CTAs) q_first…pb in CTA order, each CTA's slot 0 or 1 as its
+ * split or stream-K range starts at or before the tile's first iteration t_first (DP: after the
+ * data-parallel tiles, gemm_sm90_args.cuh). FIX partials' loads in flight at once, CH of the
+ * thread's TN / 8 float4s at a time: all of them below 256 tokens, where a whole partial in
+ * flight fits beside the accumulators. */
+template <int TN, int BPS, bool DP, int SLOT_FLOATS>
+__device__ __forceinline__ void add_partials(const Sm90Args &args, float *acc, int q_first, int pb,
+                                             int t_first, int my_off)
+{
+    constexpr int FIX = BPS > 1 ? (TN <= 8 ? 4 : TN <= 16 ? 2 : 1) : TN <= 16 ? 8 : TN <= 32 ? 4 : TN <= 64 ? 2 : 1;
+    constexpr int CH = TN >= 256 ? 8 : TN / 8;
+#pragma unroll
+    for (int r0 = 0; r0 < TN / 8; r0 += CH)
+        for (int q0 = q_first; q0 <= pb; q0 += FIX) {
+            float4 v[FIX][CH];
+#pragma unroll
+            for (int u = 0; u < FIX; u++) {
+                const int q = q0 + u;
+                if (q > pb) break;
+                const float *qs = args.partials + (int64_t)(q * 2 + (cta_start<DP>(args, q) >= t_first ? 0 : 1)) * SLOT_FLOATS;
+#pragma unroll
+                for (int r4 = 0; r4 < CH; r4++) v[u][r4] = __ldcg((const float4 *)(qs + my_off + (r0 + r4) * 512));
+            }
+#pragma unroll
+            for (int u = 0; u < FIX; u++) {
+                if (q0 + u > pb) break;
+#pragma unroll
+                for (int r4 = 0; r4 < CH; r4++) {
+                    float *a4 = acc + 4 * (r0 + r4);
+                    a4[0] += v[u][r4].x, a4[1] += v[u][r4].y;
+                    a4[2] += v[u][r4].z, a4[3] += v[u][r4].w;
+                }
+            }
+        }
 }
 
 /* One stage's A fragments for this thread: eight k16 steps × 4 registers. */

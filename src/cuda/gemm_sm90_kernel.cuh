@@ -79,25 +79,10 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                    if (p == 0) sm90_trace_grid = gridDim.x;
                })
 
-    /* The producer's schedule: the (tile, group) of its next weight and activation copies,
-     * advanced without divisions; lane 0 of warp 0 issues every copy. */
-    struct Pos {
-        int grp, mt, nt, it;
-    };
-    auto pos_of = [&](int i) {
-        const int t0 = args.by_groups.div(i), nt0 = args.by_m_tiles.div(t0);
-        return Pos{i - t0 * args.groups, t0 - nt0 * args.m_tiles, nt0, i};
-    };
-    auto advance = [&](Pos &q) {
-        if (DP && ++q.it == dp_end) { /* the data-parallel tiles done: the stream-K range */
-            q = pos_of(begin);
-            return;
-        }
-        if (++q.grp == args.groups) {
-            q.grp = 0;
-            if (++q.mt == args.m_tiles) q.mt = 0, q.nt++;
-        }
-    };
+    /* The producer's schedule (Sm90Pos): the (tile, group) of its next weight and activation
+     * copies; lane 0 of warp 0 issues every copy. */
+    using Pos = Sm90Pos;
+    auto advance = [&](Pos &q) { sm90_advance<DP>(args, q, dp_end, begin); };
     const bool producer_warp = threadIdx.x < 32, lane0 = threadIdx.x == 0;
     const int n_it = (dp_end - dp_begin) + (end - begin), pre = n_it < STAGES ? n_it : STAGES;
     /* Weights never depend on the previous kernel: the first PRE_W stages' are requested
@@ -126,7 +111,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         }
         advance(q);
     };
-    if (producer_warp) wp = pos_of(dp_begin < dp_end ? dp_begin : begin);
+    if (producer_warp) wp = sm90_pos(args, dp_begin < dp_end ? dp_begin : begin);
     Pos ap = wp;
     if (lane0) {
         for (int s = 0; s < STAGES; s++) {
@@ -478,38 +463,10 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             }
             if (store) {
                 /* every other partial is in the workspace (this CTA's too, read back unless it
-                 * is the head and OWN_REGS): sum in CTA order from zero, with the loads of up
-                 * to FIX partials in flight at once */
-                constexpr int FIX = BPS > 1 ? (TN <= 8 ? 4 : TN <= 16 ? 2 : 1) : TN <= 16 ? 8 : TN <= 32 ? 4 : TN <= 64 ? 2 : 1;
+                 * is the head and OWN_REGS): sum in CTA order from zero */
 #pragma unroll
                 for (int i = 0; i < TN / 2; i++) acc[i] = OWN_REGS && head ? 0.f + acc[i] : 0.f;
-                /* CH of the thread's TN / 8 float4s at a time: all of them below 256 tokens,
-                 * where a whole partial in flight fits beside the accumulators */
-                constexpr int CH = TN >= 256 ? 8 : TN / 8;
-#pragma unroll
-                for (int r0 = 0; r0 < TN / 8; r0 += CH)
-                for (int q0 = OWN_REGS && head ? pa + 1 : pa; q0 <= pb; q0 += FIX) {
-                    float4 v[FIX][CH];
-#pragma unroll
-                    for (int u = 0; u < FIX; u++) {
-                        const int q = q0 + u;
-                        if (q > pb) break;
-                        const float *qs = args.partials +
-                                          (int64_t)(q * 2 + (cta_start<DP>(args, q) >= t_first ? 0 : 1)) * S::SLOT_FLOATS;
-#pragma unroll
-                        for (int r4 = 0; r4 < CH; r4++) v[u][r4] = __ldcg((const float4 *)(qs + my_off + (r0 + r4) * 512));
-                    }
-#pragma unroll
-                    for (int u = 0; u < FIX; u++) {
-                        if (q0 + u > pb) break;
-#pragma unroll
-                        for (int r4 = 0; r4 < CH; r4++) {
-                            float *a4 = acc + 4 * (r0 + r4);
-                            a4[0] += v[u][r4].x, a4[1] += v[u][r4].y;
-                            a4[2] += v[u][r4].z, a4[3] += v[u][r4].w;
-                        }
-                    }
-                }
+                add_partials<TN, BPS, DP, S::SLOT_FLOATS>(args, acc, OWN_REGS && head ? pa + 1 : pa, pb, t_first, my_off);
                 if (ct == 0 && c == 0) args.counters[tile] = 0; /* ready for the next call */
             }
         }

@@ -24,8 +24,8 @@
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* The fixup's partial loads in flight (gemm_sm90.cu finish_segment's FIX; the 256-token tile
- * loads a partial in four rounds of a quarter, its CH). */
+/* The fixup's partial loads in flight (gemm_sm90_device.cuh add_partials' FIX; the 256-token
+ * tile loads a partial in four rounds of a quarter, its CH). */
 static int fixup_batch(int tn, int bps)
 {
     if (bps > 1) return tn <= 8 ? 4 : tn <= 16 ? 2 : 1;
