@@ -148,6 +148,20 @@ static void case_nonfinite_rows_matvec(void)
     }
 }
 
+/* Schedule i of a list run 10 more times gives the bits of its first run (`first`). */
+static void same_bits_10_times(prob *p, const qmm_cuda_options *o, const qmm_bf16 *first, qmm_bf16 *out,
+                               size_t bytes, size_t i)
+{
+    qmm_plan plan;
+    for (int r = 0; r < 10; r++) {
+        CHECK_OK(prob_run(p, o, out, &plan));
+        CHECKF(memcmp(first, out, bytes) == 0, "M=%lld schedule %zu: run %d differs from run 0",
+               (long long)p->m, i, r + 1);
+    }
+    printf("    M=%-4lld N=%-5lld K=%-5lld %s split %d: the same bits 10 times\n", (long long)p->m,
+           (long long)p->n, (long long)p->k, qmm_path_name(plan.path), plan.split);
+}
+
 /* 128-token tiles: stream-K (a tile in three or four partitions: the head's fixup from its
  * registers, with or without counting, NOTES.md row 115) and clusters of 2, 5 and 8 (the owner's
  * loop for each rank count, row 116) give the same bits 10 times, within tolerance of fp64; at
@@ -170,13 +184,7 @@ static void case_bitwise_128(void)
             CHECK_OK(prob_run(&p, &list[i], first, &plan));
             CHECKF(plan.tile_m == 128, "M=%lld schedule %zu: %d-token tiles", (long long)m, i, plan.tile_m);
             prob_check(&p, first, 1e-2, "128-token");
-            for (int r = 0; r < 10; r++) {
-                CHECK_OK(prob_run(&p, &list[i], out, &plan));
-                CHECKF(memcmp(first, out, bytes) == 0, "M=%lld schedule %zu: run %d differs from run 0",
-                       (long long)m, i, r + 1);
-            }
-            printf("    M=%-4lld N=%-5lld K=%-5lld %s split %d: the same bits 10 times\n", (long long)m,
-                   (long long)n, (long long)k, qmm_path_name(plan.path), plan.split);
+            same_bits_10_times(&p, &list[i], first, out, bytes, i);
         }
         prob_free(&p);
         free(first), free(out);
@@ -215,13 +223,7 @@ static void case_bitwise_256(void)
             prob_check(&p, first, 1e-2, "256-token");
             if (i == 0) memcpy(planned, first, bytes);
             if (i == 1 && sh == 1) CHECKF(memcmp(planned, first, bytes) == 0, "full grid: plan != unsplit");
-            for (int r = 0; r < 10; r++) {
-                CHECK_OK(prob_run(&p, &list[i], out, &plan));
-                CHECKF(memcmp(first, out, bytes) == 0, "M=%lld schedule %zu: run %d differs from run 0",
-                       (long long)m, i, r + 1);
-            }
-            printf("    M=%-4lld N=%-5lld K=%-5lld %s split %d: the same bits 10 times\n", (long long)m,
-                   (long long)n, (long long)k, qmm_path_name(plan.path), plan.split);
+            same_bits_10_times(&p, &list[i], first, out, bytes, i);
         }
         prob_free(&p);
         free(first), free(out), free(planned);
