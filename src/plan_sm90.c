@@ -55,19 +55,23 @@ static int token_tile(int64_t m, int64_t wide_min_m)
     return 128;
 }
 
+/* The fraction of its waves that `tiles` CTAs (one a SM) fill: tiles / (waves x SMs). */
+static double wave_fill(int64_t tiles, int sm_count)
+{
+    return (double)tiles / (double)(cdiv(tiles, sm_count) * sm_count);
+}
+
 double qmm_sm90_wide_fill(int64_t m, int64_t n, int sm_count)
 {
     if (m < 1 || n < 1 || sm_count < 1) return 0;
-    const int64_t tiles = cdiv(m, 256) * cdiv(n, 128);
-    return (double)tiles / (double)(cdiv(tiles, sm_count) * sm_count);
+    return wave_fill(cdiv(m, 256) * cdiv(n, 128), sm_count);
 }
 
 /* Whole waves, or so many that the last partial wave costs little. */
 static int fills_gpu(int64_t tiles, int sm_count)
 {
     if (tiles < sm_count) return 0;
-    int64_t waves = cdiv(tiles, sm_count);
-    return tiles % sm_count == 0 || (double)tiles / (double)(waves * sm_count) >= 0.85;
+    return tiles % sm_count == 0 || wave_fill(tiles, sm_count) >= 0.85;
 }
 
 qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, int64_t wide_min_m,
