@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# ctest entry: what the compiler made of the Hopper wgmma kernel (src/cuda/gemm_sm90.cu), read
+# from the built library with cuobjdump:
+#   * every row of the tuning table (src/tune/sm90.h QMM_SM90_CONFIGS) at every group size (1, 2
+#     or 4 groups a k-block) is a kernel instance in the library;
+#   * its SASS runs the row's wgmma, HGMMA.64x<TN>x16.F32.BF16, at least 8 times (one k-block's
+#     eight k16 steps), and no other HGMMA shape;
+#   * no instance spills to local memory, and the 256-token instances (128 accumulators a
+#     thread in 232 registers) use no stack at all (NOTES.md row 161).
+# cuobjdump and nvdisasm come with the full CUDA toolkit, or from PyPI (nvidia-cuda-cuobjdump,
+# nvidia-cuda-nvdisasm: .ci/run installs them into build/.venv). Without them the test skips
+# (77), except in CI (CI=true), where it fails.
+# usage: sass_check.sh LIBRARY TUNE_HEADER
+set -uo pipefail
+lib=$1
+header=$2
+
+missing() {
+    if [ "${CI:-}" = "true" ]; then echo "FAIL (CI): $1"; exit 1; fi
+    echo "SKIP: $1 (the CUDA toolkit's cuobjdump, or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)"
+    exit 77
+}
+
+# cuobjdump: $CUOBJDUMP, PATH, the toolkit, or the PyPI wheel in $PYTHON's site-packages
+tool=${CUOBJDUMP:-}
+[ -n "$tool" ] || tool=$(command -v cuobjdump || true)
+[ -n "$tool" ] || { [ -x /usr/local/cuda/bin/cuobjdump ] && tool=/usr/local/cuda/bin/cuobjdump; }
+if [ -z "$tool" ] && [ -n "${PYTHON:-}" ]; then
+    tool=$("$PYTHON" -c 'import glob, os, sys
+for p in sys.path:
+    for f in sorted(glob.glob(os.path.join(p, "nvidia", "cu*", "bin", "cuobjdump"))):
+        print(f); sys.exit()' 2>/dev/null || true)
+fi
+[ -n "$tool" ] && [ -x "$tool" ] || missing "no cuobjdump"
+# cuobjdump -sass runs nvdisasm from its own folder or PATH
+export PATH="$(dirname "$tool"):$PATH"
+command -v nvdisasm >/dev/null || missing "no nvdisasm beside $tool"
+[ -f "$lib" ] || { echo "FAIL: no library $lib"; exit 1; }
+
+sass=$(mktemp) res=$(mktemp)
+trap 'rm -f "$sass" "$res"' EXIT
+"$tool" -sass "$lib" >"$sass" 2>&1 || { echo "FAIL: cuobjdump -sass $lib"; head -5 "$sass"; exit 1; }
+"$tool" -res-usage "$lib" >"$res" 2>&1 || { echo "FAIL: cuobjdump -res-usage $lib"; exit 1; }
+
+# the tuning table's rows: X(TN, WG, STAGES, BLOCKS_PER_SM) inside QMM_SM90_CONFIGS(X)
+rows=$(awk '/^#define QMM_SM90_CONFIGS\(X\)/ { on = 1 } on { print } on && !/\\$/ { exit }' "$header" |
+    grep -o 'X([0-9]*, [0-9]*, [0-9]*, [0-9]*)' | tr -d 'X() ' )
+[ -n "$rows" ] || { echo "FAIL: no QMM_SM90_CONFIGS rows in $header"; exit 1; }
+
+fails=0 checked=0
+for row in $rows; do
+    IFS=, read -r tn wg st bps <<<"$row"
+    for gpb in 1 2 4; do
+        name="_ZN3qmm24gemm_sm90_w4_bf16_kernelILi${tn}ELi${wg}ELi${st}ELi${bps}ELi${gpb}EEEv14CUtensorMap_stNS_8Sm90ArgsE"
+        what="TN $tn WG $wg stages $st, $gpb group(s) a k-block"
+        body=$(awk -v f="Function : $name" 'index($0, "Function : ") { on = index($0, f) > 0; next } on' "$sass")
+        if [ -z "$body" ]; then
+            echo "FAIL: $what: no kernel $name in $lib"; fails=$((fails + 1)); continue
+        fi
+        want=$(grep -c "HGMMA\.64x${tn}x16\.F32\.BF16" <<<"$body")
+        other=$(grep -o 'HGMMA\.[0-9x]*' <<<"$body" | grep -vc "HGMMA\.64x${tn}x16" || true)
+        usage=$(grep -A1 "Function $name:" "$res" | tail -n 1)
+        stack=$(grep -o 'STACK:[0-9]*' <<<"$usage" | cut -d: -f2)
+        local_b=$(grep -o 'LOCAL:[0-9]*' <<<"$usage" | cut -d: -f2)
+        regs=$(grep -o 'REG:[0-9]*' <<<"$usage" | cut -d: -f2)
+        bad=""
+        [ "$want" -ge 8 ] || bad="$bad; $want HGMMA.64x${tn}x16 (want >= 8)"
+        [ "$other" -eq 0 ] || bad="$bad; $other HGMMA of another shape"
+        [ -n "$stack" ] && [ -n "$local_b" ] || bad="$bad; no resource usage line"
+        [ "${local_b:-1}" -eq 0 ] || bad="$bad; LOCAL $local_b bytes"
+        [ "$tn" -lt 256 ] || [ "${stack:-1}" -eq 0 ] || bad="$bad; STACK $stack bytes (spills)"
+        if [ -n "$bad" ]; then
+            echo "FAIL: $what:${bad#;}"; fails=$((fails + 1))
+        else
+            printf '  ok  %-40s %3d HGMMA.64x%sx16, %s registers, stack %s B\n' "$what" "$want" "$tn" "$regs" "$stack"
+        fi
+        checked=$((checked + 1))
+    done
+done
+echo "$checked kernel instances checked with $tool, $fails failed"
+[ "$fails" -eq 0 ]
