@@ -5,6 +5,9 @@
 #     or 4 groups a k-block) is a kernel instance in the library;
 #   * its SASS runs the row's wgmma, HGMMA.64x<TN>x16.F32.BF16, at least 8 times (one k-block's
 #     eight k16 steps), and no other HGMMA shape;
+#   * its wgmmas are not serialized: at most one WARPGROUP.DEPBAR (a wait for wgmmas) for every
+#     four HGMMA (the kernel waits once a k-block's eight; when ptxas runs short of registers it
+#     waits after each, its warning C7512, and the tensor work no longer overlaps anything);
 #   * no instance spills to local memory, and the 256-token instances (128 accumulators a
 #     thread in 232 registers) use no stack at all (NOTES.md row 161).
 # cuobjdump and nvdisasm come with the full CUDA toolkit, or from PyPI (nvidia-cuda-cuobjdump,
@@ -59,6 +62,7 @@ for row in $rows; do
         fi
         want=$(grep -c "HGMMA\.64x${tn}x16\.F32\.BF16" <<<"$body")
         other=$(grep -o 'HGMMA\.[0-9x]*' <<<"$body" | grep -vc "HGMMA\.64x${tn}x16" || true)
+        waits=$(grep -c 'WARPGROUP\.DEPBAR' <<<"$body" || true)
         usage=$(grep -A1 "Function $name:" "$res" | tail -n 1)
         stack=$(grep -o 'STACK:[0-9]*' <<<"$usage" | cut -d: -f2)
         local_b=$(grep -o 'LOCAL:[0-9]*' <<<"$usage" | cut -d: -f2)
@@ -66,13 +70,15 @@ for row in $rows; do
         bad=""
         [ "$want" -ge 8 ] || bad="$bad; $want HGMMA.64x${tn}x16 (want >= 8)"
         [ "$other" -eq 0 ] || bad="$bad; $other HGMMA of another shape"
+        [ $((waits * 4)) -le "$want" ] || bad="$bad; $waits WARPGROUP.DEPBAR for $want HGMMA (wgmmas serialized)"
         [ -n "$stack" ] && [ -n "$local_b" ] || bad="$bad; no resource usage line"
         [ "${local_b:-1}" -eq 0 ] || bad="$bad; LOCAL $local_b bytes"
         [ "$tn" -lt 256 ] || [ "${stack:-1}" -eq 0 ] || bad="$bad; STACK $stack bytes (spills)"
         if [ -n "$bad" ]; then
             echo "FAIL: $what:${bad#;}"; fails=$((fails + 1))
         else
-            printf '  ok  %-40s %3d HGMMA.64x%sx16, %s registers, stack %s B\n' "$what" "$want" "$tn" "$regs" "$stack"
+            printf '  ok  %-40s %3d HGMMA.64x%sx16, %d waits, %s registers, stack %s B\n' "$what" "$want" "$tn" \
+                "$waits" "$regs" "$stack"
         fi
         checked=$((checked + 1))
     done
