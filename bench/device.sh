@@ -19,6 +19,10 @@
 #                (`gpu_llm_soak --filter small_model`)
 #   e2e3         qmm bench e2e, qwen3-4b, 32/128/2048 -> 65/129/129 tokens, 3 repeats, --profile
 #   opsM         qmm bench ops on q,k,o,gate,down at M = OPS_MS (default 1,8,16)
+#   cmds         the lines of the file QMM_CMDS, each `NAME LIMIT COMMAND...` (blank lines and
+#                # comments skipped): COMMAND run by bash under its own limit, with B the
+#                binaries' folder (e.g. $B/qmm, $B/base/qmm for a variant packed beside them) and
+#                L this OUTDIR exported: a session's own experiment, A/B runs alternating builds
 #
 # Time: BUDGET_S (default 540) seconds for the whole script. Each command runs under `timeout`
 # with the smaller of its own limit and the time left; one that would start with less than
@@ -293,6 +297,26 @@ step_opsM() {
     run opsM 200 "$bin/qmm" bench ops --proj q,k,o,gate,down --m "${OPS_MS:-1,8,16}" \
         --out "$out/opsM.md" --csv "$out/opsM.csv" --json "$out/opsM.json" &&
         say_rows "$(ops_rows "$out/opsM.md")"
+}
+
+step_cmds() {
+    local line name limit cmd
+    [ -r "${QMM_CMDS:-}" ] || { failed=$((failed + 1)) && say "-- cmds: no readable QMM_CMDS file"; return; }
+    cp -f "$QMM_CMDS" "$out/cmds.txt"
+    export B=$bin L=$out
+    while IFS= read -r line || [ -n "$line" ]; do
+        case $line in '' | '#'*) continue ;; esac
+        read -r name limit cmd <<<"$line"
+        if ! [[ $limit =~ ^[0-9]+$ ]] || [ -z "$cmd" ]; then
+            failed=$((failed + 1))
+            say "-- cmds: not NAME LIMIT COMMAND: $line"
+            continue
+        fi
+        case $cmd in # the sanitizer injects itself into the process: no stdbuf under it
+        *compute-sanitizer*) QMM_STDBUF=0 run "$name" "$limit" bash -c "$cmd" ;;
+        *) run "$name" "$limit" bash -c "$cmd" ;;
+        esac
+    done <"$QMM_CMDS"
 }
 
 # ---- main ----------------------------------------------------------------------------------------

@@ -121,5 +121,27 @@ alive=0
 while read -r p; do kill -0 "$p" 2>/dev/null && alive=1 && kill "$p"; done <"$work/pids"
 check "the hanging commands stopped" [ "$alive" = 0 ]
 
+# 4. a session's own commands (cmds): B and L exported, a variant folder, a bad line, a failure
+mkdir -p "$work/src/a/base" && cp "$work/stub" "$work/src/a/base/qmm"
+cat >"$work/cmds.txt" <<'EOF'
+# an A/B pair, then a failing test
+ab_base 30 $B/base/qmm bench ops --out $L/ab_base.md
+ab_new 30 QMM_X=1 $B/qmm bench ops --out $L/ab_new.md
+
+broken-line
+t_llm 30 $B/gpu_llm --filter case_b
+EOF
+QMM_CMDS=$work/cmds.txt QMM_BIN=$work/src/a bash "$dev" "$work/r4" cmds >"$work/r4.out" 2>&1
+rc=$?
+o=$work/r4.out
+check "cmds: exit 1 with a failure and a bad line" [ "$rc" = 1 ]
+check "cmds: each line run" has "$o" '^== ab_base: ok in [0-9]+ s'
+check "  ... the variant from B" [ -s "$work/r4/ab_base.md" ]
+check "  ... env assignments, L" [ -s "$work/r4/ab_new.md" ]
+check "  ... the bad line said" has "$o" '^-- cmds: not NAME LIMIT COMMAND: broken-line'
+check "  ... the failure" has "$o" '^== t_llm: FAILED \(rc=1\)'
+check "  ... the file kept" has "$work/r4/cmds.txt" '^ab_new 30'
+check "  ... the counts" has "$o" '^=== done in [0-9]+ s: 3 run, 2 failed, 0 timed out, 0 skipped; exit 1$'
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
