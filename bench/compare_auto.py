@@ -57,16 +57,16 @@ def main(argv):
         print("compare_auto: no (projection, M) cell in every CSV", file=sys.stderr)
         return 2
     over = []
+    ratio = {k: statistics.median([n[k][0] / b[k][0] for b, n in pairs]) for k in keys}
     print(f"{'proj':6} {'M':>5} {'base us':>9} {'new us':>9} {'new/base':>9}  plans (base -> new)")
     for k in keys:
-        ratios = [n[k][0] / b[k][0] for b, n in pairs]
-        r = statistics.median(ratios)
+        r = ratio[k]
         b, n = pairs[0][0][k], pairs[0][1][k]
         flag = " OVER" if r > 1 + tol else ""
         print(f"{k[0]:6} {k[1]:5d} {b[0]:9.2f} {n[0]:9.2f} {r:9.3f}  {b[1]} -> {n[1]}{flag}")
         if flag:
             over.append((r, k))
-    worst = max((statistics.median([n[k][0] / b[k][0] for b, n in pairs]), k) for k in keys)
+    worst = max((r, k) for k, r in ratio.items())
     print(f"{len(keys)} cells, {len(pairs)} pair(s); worst new/base {worst[0]:.3f} ({worst[1][0]} M={worst[1][1]});"
           f" {len(over)} over {1 + tol:.2f}")
     return 1 if over else 0
