@@ -7,6 +7,8 @@ tests/test_perf_fit.c checks the C side against the same cells.
   python3 bench/fit_model.py [wgmma ops.csv [check ops.csv [matvec M=1 ops.csv [M=8 ops.csv]]]]
   python3 bench/fit_model.py --shipped [ops.csv ...]   the shipped constants (SHIPPED), no fit
   python3 bench/fit_model.py --wide ops.csv           the 256-token tile's wide_kblock_us alone
+  python3 bench/fit_model.py --dense ops.csv ...      the dense path's constants (medians)
+  python3 bench/fit_model.py --matvec ops.csv ...     the matvec's constants (medians, M <= 8)
 
 Without arguments the wgmma cells are the seventeenth session's final run
 (`2026-12-02-session17/r5-final/ops_final.csv`, the five Qwen3-4B projections) together with
@@ -48,8 +50,9 @@ NAMES = ["fixed_us", "fill_us_per_kb", "stage_us", "us_per_mflop", "issue_us", "
 SHIPPED = dict(fixed_us=0.0, fill_us_per_kb=0.007312, stage_us=0.2555, us_per_mflop=0.06651,
                issue_us=0.1569, round_trip_us=0.8027, partial_us_per_mb=0.08809, cluster_us=2.178,
                cluster_us_per_kb=0.0335, wide_kblock_us=0.228)
-MATVEC = (2.42, 2.71, 0.0598)
-DENSE_TFLOPS, BANDWIDTH_TBS, LAUNCH_US = 400.0, 3.9, 1.0
+MATVEC = (2.15, 2.91, 0.038)
+DENSE = (810.0, 4.9, 3.17)  # dense_tflops, dense_fixed_us, dense_dequant_tbs
+BANDWIDTH_TBS = 3.9
 FORCED = ("wgmma_s1", "streamk", "cluster")  # the schedules bench ops forces (auto repeats one)
 NOT_CONTENDERS = ("auto", "cublas", "read", "wgmma")  # not qmm's own forced schedules
 
@@ -149,10 +152,8 @@ def auto_plan(m, n, k, th):
     if wide:
         tiles = cdiv(m, 256) * cdiv(n, 128)
         wide = tiles / (cdiv(tiles, SMS) * SMS) >= WIDE_FILL
-    if not wide and (m >= 513 or (n <= 1024 and m >= 257)):  # dense_force_m, dense_narrow_n / _m
-        bw, nk = BANDWIDTH_TBS * 1e6, n * k
-        gemm = max(2.0 * m * nk / (DENSE_TFLOPS * 1e6), (2 * nk + 2 * m * k + 2 * m * n) / bw)
-        return "dense", 0, nk * 2.53125 / bw + LAUNCH_US + gemm + LAUNCH_US
+    if not wide and m >= 513:  # dense_force_m (no narrow-output rule since session 27)
+        return "dense", 0, dense_us(m, n, k, *DENSE)
     p = schedule(m, n, k, "auto")
     best = ("wgmma_s1" if p[4] == 1 else "streamk", 0, features(p) @ th)
     if p[4] == 0:  # stream-K: unsplit or split-K in clusters where predicted faster, one wave;
@@ -230,9 +231,11 @@ def evaluate(path, cells, th, residuals=False):
     for (proj, m), c in sorted(cells.items(), key=lambda x: (x[0][1], x[0][0])):
         ct, s, p = auto_plan(m, c["n"], c["k"], th)
         t = c["t"].get((ct, s), float("nan"))
-        if ct == "alt":  # no forced contender runs the other block height: the auto row, if it did
+        if ct == "alt":  # no forced contender runs the other block height: the auto row, if it
+            # did, else the "wgmma" contender (the wgmma family's own plan, this one)
             rows = 64 * (3 - ROWS[schedule(m, c["n"], c["k"], "split", s)[0]][1])
-            t = c["t"][("auto", 0)] if c["auto"] == ("wgmma", s) and c.get("auto_rows") == rows else float("nan")
+            auto_ran = c["auto"] == ("wgmma", s) and c.get("auto_rows") == rows
+            t = c["t"][("auto", 0)] if auto_ran else c["t"].get(("wgmma", 0), float("nan"))
         best, (bct, bs) = min((v, key) for key, v in c["t"].items() if key[0] not in NOT_CONTENDERS)
         e15, e5 = abs(p / t - 1) <= 0.15, t <= 1.05 * best
         within15, within5 = within15 + e15, within5 + e5
@@ -246,6 +249,62 @@ def evaluate(path, cells, th, residuals=False):
     print("  auto cells within 15 %%: %d of %d; plans within 5 %% of the best: %d of %d"
           % (within15, n, within5, n))
     return within15, within5, n
+
+
+def dense_us(m, n, k, tflops, fixed_us, dequant_tbs):
+    """src/plan_device.c: the dense path (dequantize, then cuBLAS) with the fitted constants."""
+    nk = n * k
+    gemm_bytes = 2 * nk + 2 * m * k + 2 * m * n
+    gemm = max(2.0 * m * nk / (tflops * 1e6), gemm_bytes / (BANDWIDTH_TBS * 1e6))
+    return fixed_us + nk * 2.53125 / (dequant_tbs * 1e6) + gemm
+
+
+def medians(paths, contender, keep):
+    """{(proj, n, k, m): median µs} of a contender's passing rows over several CSVs."""
+    runs = {}
+    for path in paths:
+        for r in read_csv_with_meta(path)[1]:
+            if r.get("contender") == contender and r["status"] == "pass" and keep(int(r["m"])):
+                key = (r["proj"], int(r["n"]), int(r["k"]), int(r["m"]))
+                runs.setdefault(key, []).append(float(r["graph_med_us"]))
+    return {key: float(np.median(v)) for key, v in sorted(runs.items())}
+
+
+def fit_dense(paths):
+    """The dense path's constants: for each GEMM rate on a grid, the fixed µs and the dequantize
+    rate by least squares of the relative error; the rate with the least squared error wins."""
+    cells = medians(paths, "dense", lambda m: True)
+    best = None
+    for tflops in range(500, 1001, 10):
+        rows = [((1.0, n * k * 2.53125 / 1e6), t - dense_us(m, n, k, tflops, 0.0, float("inf")), t)
+                for (_, n, k, m), t in cells.items()]
+        a = np.array([np.array(x) / t for x, _, t in rows])
+        th = nonneg_lstsq(a, np.array([g / t for _, g, t in rows]))
+        if th[1] <= 0:
+            continue
+        err = [dense_us(m, n, k, tflops, th[0], 1 / th[1]) / t - 1
+               for (_, n, k, m), t in cells.items()]
+        if best is None or np.dot(err, err) < best[0]:
+            best = (float(np.dot(err, err)), tflops, th[0], 1 / th[1], err)
+    _, tflops, fixed, tbs, err = best
+    print("dense (%d cells, medians over %d CSVs): dense_tflops %.0f, dense_fixed_us %.3g, "
+          "dense_dequant_tbs %.3g" % (len(cells), len(paths), tflops, fixed, tbs))
+    for ((proj, n, k, m), t), e in zip(cells.items(), err):
+        print("  %-5s M=%-5d measured %7.2f predicted %7.2f %+5.1f %%"
+              % (proj, m, t, t * (1 + e), 100 * e))
+
+
+def fit_matvec_medians(paths):
+    """The matvec's constants over the medians of its rows at M <= 8 in several CSVs."""
+    cells = medians(paths, "matvec", lambda m: m <= 8)
+    rows = [(proj, m, np.array([1, n * k * 0.53125 / 1e6, (m - 1) * n / 1e3]), t)
+            for (proj, n, k, m), t in cells.items()]
+    th = np.linalg.lstsq(np.array([x / t for *_, x, t in rows]), np.ones(len(rows)), rcond=None)[0]
+    print("matvec (%d cells, medians over %d CSVs): fixed_us %.3g, tbs %.3g, row_token_ns %.3g"
+          % (len(rows), len(paths), th[0], 1 / th[1], th[2]))
+    for proj, m, x, t in rows:
+        print("  %-5s M=%d measured %6.2f predicted %6.2f %+5.1f %%" % (proj, m, t, x @ th,
+                                                                       100 * (x @ th / t - 1)))
 
 
 def fit_matvec(paths_ms):
@@ -282,6 +341,9 @@ if __name__ == "__main__":
         path = sys.argv[2]
         cells = read_cells(path)
         evaluate(path, cells, fit_wide(cells))
+        sys.exit(0)
+    if sys.argv[1:2] in (["--dense"], ["--matvec"]):
+        (fit_dense if sys.argv[1] == "--dense" else fit_matvec_medians)(sys.argv[2:])
         sys.exit(0)
     if sys.argv[1:2] == ["--shipped"]:
         th = np.array([SHIPPED[k] for k in NAMES])

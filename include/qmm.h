@@ -267,6 +267,11 @@ typedef struct qmm_device_desc {
     int wgmma_cluster_ctas[QMM_MAX_WGMMA_CONFIGS][QMM_MAX_WGMMA_CLUSTER + 1];
     /* dense fallback (dequantize + cuBLAS) */
     double dense_tflops;  /* cuBLAS bf16 rate for the dense path; 0 = never use it */
+    /* its time: dense_fixed_us + the weights' n·k·2.53 bytes (W4 read, bf16 written) at
+     * dense_dequant_tbs + max(GEMM flops / dense_tflops, GEMM bytes / the copy ceiling);
+     * dense_dequant_tbs = 0: two launches and the dequantize pass at the copy ceiling */
+    double dense_fixed_us;
+    double dense_dequant_tbs;
     int dense_min_m;      /* the dense path is considered only for M >= this */
     int dense_force_m;    /* AUTO under the device policy takes it from this M on; 0 = the
                              model decides */

@@ -31,9 +31,10 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
     }
     if (!finite_pos(d->gpu.bandwidth_tbs) || !finite_pos(d->gpu.peak_tflops) ||
         !finite_pos(d->tiled_tflops) || !isfinite(d->gpu.launch_us) || d->gpu.launch_us < 0 ||
-        !isfinite(d->dense_tflops) || d->dense_tflops < 0)
+        !isfinite(d->dense_tflops) || d->dense_tflops < 0 || !isfinite(d->dense_fixed_us) ||
+        d->dense_fixed_us < 0 || !isfinite(d->dense_dequant_tbs) || d->dense_dequant_tbs < 0)
         return qmm_fail(QMM_ERR_ARG, "device description: bandwidth, peak and tiled rate must be "
-                        "finite and > 0, launch and dense rate finite and >= 0");
+                        "finite and > 0, launch and the dense path's constants finite and >= 0");
     const qmm_wgmma_model *w = &d->wgmma_model;
     const double pred[] = {w->fixed_us, w->fill_us_per_kb, w->stage_us, w->us_per_mflop,
                            w->issue_us, w->round_trip_us, w->partial_us_per_mb,
@@ -86,12 +87,16 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
         return -1;
     if (p->path == QMM_PATH_DENSE) {
         if (!(d->dense_tflops > 0)) return -1;
-        /* dequantize (read W4, write bf16), then a bf16 GEMM bound by cuBLAS's rate or its bytes */
+        /* dequantize (read W4, write bf16), then a bf16 GEMM bound by cuBLAS's rate or its
+         * bytes; with the fitted constants the fixed cost and the dequantize pass's own rate */
         double bw = d->gpu.bandwidth_tbs * 1e6, nk = (double)n * (double)k; /* bytes per µs */
-        double dequant = nk * (0.53125 + 2.0) / bw + d->gpu.launch_us;
+        const int fitted = d->dense_dequant_tbs > 0;
+        double fixed = fitted ? d->dense_fixed_us : 2.0 * d->gpu.launch_us;
+        double dequant = nk * (0.53125 + 2.0) / (fitted ? d->dense_dequant_tbs * 1e6 : bw);
         double gemm_flops = 2.0 * (double)m * nk / (d->dense_tflops * 1e6);
         double gemm_bytes = (nk * 2.0 + (double)m * k * 2.0 + (double)m * n * 2.0) / bw;
-        return dequant + (gemm_flops > gemm_bytes ? gemm_flops : gemm_bytes) + d->gpu.launch_us;
+        double t = fixed + dequant + (gemm_flops > gemm_bytes ? gemm_flops : gemm_bytes);
+        return isfinite(t) ? t : -1;
     }
     qmm_gpu_caps gpu = d->gpu;
     gpu.peak_tflops = d->tiled_tflops; /* the model's compute rate is our kernel's, not cuBLAS's */

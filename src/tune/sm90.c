@@ -47,11 +47,10 @@ static qmm_device_desc sm90(void)
      * bench/results/2026-12-01-session4/r2-attention/ops248.md): the matvec up to 8 tokens (at
      * M = 2, 4 it beats the wgmma kernel's stream-K on every Qwen3-4B projection by 3-30 %, at
      * M = 8 on all but q: 7.01 vs 5.82 µs), the wgmma kernel from 9 to 512 tokens, dequantize +
-     * cuBLAS beyond (and for N <= 1024, the k/v projections, from M = 257). At M = 385…512 the
-     * wgmma kernel's best schedule beat the dense path on q, o, gate, down by 3-23 % (q M = 512
-     * 19.2 against 24.9 µs), at 768 on o and down only, from 1024 on none (NOTES.md row 106,
-     * bench/results/2026-12-02-session14/r4-tiles/big.csv). The engine's fused decode step
-     * calls the matvec itself (its epilogues). */
+     * cuBLAS beyond. At M = 385…512 the wgmma kernel's best schedule beat the dense path on q,
+     * o, gate, down by 3-23 % (q M = 512 19.2 against 24.9 µs), at 768 on o and down only, from
+     * 1024 on none (NOTES.md row 106, bench/results/2026-12-02-session14/r4-tiles/big.csv). The
+     * engine's fused decode step calls the matvec itself (its epilogues). */
     d.wgmma_min_m = 9;
     d.wgmma_max_m = 512;
     /* 256-token tiles from 1 024 tokens, where they fill >= 3/4 of their waves (NOTES.md row
@@ -66,10 +65,23 @@ static qmm_device_desc sm90(void)
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
             d.wgmma_cluster_ctas[c][s] = sm90_cluster_ctas[c][s];
     d.dense_force_m = 513;
-    d.dense_narrow_n = 1024;
-    d.dense_narrow_m = 257; /* k/v: M = 128 clusters of 6 7.8 µs, dense 9.0 (NOTES row 64); M = 256
-                             * clusters of 5 8.5, dense 9.5 since row 77 */
-    d.dense_tflops = 400.0;     /* cuBLAS bf16 at these shapes (not 8192^3) */
+    /* No narrow-output rule: k/v (N = 1 024) at M = 257…512 ran the dense path by that rule
+     * until session 27, and the wgmma kernel's plan took 8.4–9.2 µs there against the dense path's
+     * 9.8–10.2 in every run since session 17 (2026-12-02-session17 … session25/r2-final; NOTES.md
+     * row 165) */
+    d.dense_narrow_n = 0;
+    d.dense_narrow_m = 0;
+    /* The dense path's time (src/plan_device.c): fixed + the dequantize pass + max(GEMM flops /
+     * dense_tflops, GEMM bytes / the copy ceiling), fitted (`bench/fit_model.py --dense`) to the
+     * medians of its 30 cells (the five Qwen3-4B projections at M = 128…2048) over sessions 24
+     * and 25's bench ops CSVs: all within 15 %, rms 6.5 % (the old constants, 400 TFLOP/s and
+     * two launches, predicted M = 2048 1.7–1.8x slow). 810 TFLOP/s is an effective rate of the
+     * fit, above the 8192^3 GEMM's 720: the terms trade time between the GEMM and the dequantize
+     * pass (measured dense minus cuBLAS alone: ~19 µs of down's at M <= 512, 14 at 2048; NOTES.md
+     * row 165). Decisions on this table do not use it but for qmm_plan_device's tiled family. */
+    d.dense_tflops = 810.0;
+    d.dense_fixed_us = 4.9;
+    d.dense_dequant_tbs = 3.17;
     d.dense_min_m = 128;
     /* The wgmma kernel's time model (src/perf/wgmma.c; refit with bench/fit_model.py): least
      * squares of the relative error, every constant >= 0, over 660 forced cells (wgmma_s1,
@@ -102,11 +114,14 @@ static qmm_device_desc sm90(void)
         .wide_kblock_us = 0.228,
     };
     /* The matvec (groups of 128): fixed + weight bytes / rate + (M - 1)·N·row_token, least squares
-     * of the relative error over the fifth session's auto cells at M = 1 (r10-final-e2e) and
-     * M = 8 (r11-sanitize) of the five Qwen3-4B projections: within 9.4 % (down M = 8 -9 %). */
-    d.matvec_fixed_us = 2.42;
-    d.matvec_tbs = 2.71;        /* 0.369 µs a MB */
-    d.matvec_row_token_ns = 0.0598;
+     * of the relative error (`bench/fit_model.py --matvec`) over the medians of its 15 cells (the
+     * five Qwen3-4B projections at M = 1, 2, 8) in the four bench ops runs of the kernel as it
+     * is since ea97224 (2026-12-04-session23 r2 ops_n1, r4 ops_base, r7 ops_fin, session25
+     * r2-final ops_final): within 10.8 % (o M = 8 −11 %). The fifth session's constants (2.42
+     * µs, 2.71 TB/s, 0.0598 ns) predicted M = 1 and 8 up to 32 % slow (NOTES.md row 165). */
+    d.matvec_fixed_us = 2.15;
+    d.matvec_tbs = 2.91;        /* 0.344 µs a MB */
+    d.matvec_row_token_ns = 0.038;
     return d;
 }
 
