@@ -32,6 +32,17 @@ constexpr int AD_BLOCKS_PER_SM = 2;
 #define AD_STAMP(i) ((void)0)
 #endif
 
+/* Experiment build -DQMM_AD_MERGE_STUB=N (timing only, wrong results; NOTES.md row 167): the
+ * merging block loads the partial outputs of splits [0, active / 2) only (1) or of none (2), the
+ * splits' (m, l) as always: whether the merge's bytes or its round trips bind. */
+#if !defined(QMM_AD_MERGE_STUB)
+#define AD_MERGE_LOADS(sp) true
+#elif QMM_AD_MERGE_STUB == 1
+#define AD_MERGE_LOADS(sp) ((sp) < active / 2)
+#else
+#define AD_MERGE_LOADS(sp) false
+#endif
+
 /* Where piece c (16 bytes) of row r of a K or V tile sits: piece c ^ (r & 7) of the row (an XOR
  * swizzle), so that ldmatrix's eight rows of one piece fall on eight distinct bank groups. */
 template <int HD>
@@ -364,10 +375,14 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             const float4 *base = reinterpret_cast<const float4 *>(
                                      partials + (int64_t)(kvh * G + gq) * nsplit * HD) + q4 % (HD / 4);
             float4 v[8];
+#ifdef QMM_AD_MERGE_STUB
+            for (int u = 0; u < 8; u++) v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
             if (tid < E4 * PARTS)
 #pragma unroll
                 for (int u = 0; u < 8; u++)
-                    if (sp0 + u < sp1) v[u] = __ldcg(base + (int64_t)(sp0 + u) * (HD / 4));
+                    if (sp0 + u < sp1 && AD_MERGE_LOADS(sp0 + u))
+                        v[u] = __ldcg(base + (int64_t)(sp0 + u) * (HD / 4));
             for (int i = tid; i < G * active; i += AD_THREADS) {
                 const int g = i / active, sp = i % active;
                 const float *ml = ml_all + ((int64_t)(kvh * G + g) * nsplit + sp) * 2;
@@ -397,7 +412,8 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
                     if (sp > sp0)
 #pragma unroll
                         for (int u = 0; u < 8; u++)
-                            if (sp + u < sp1) v[u] = __ldcg(base + (int64_t)(sp + u) * (HD / 4));
+                            if (sp + u < sp1 && AD_MERGE_LOADS(sp + u))
+                                v[u] = __ldcg(base + (int64_t)(sp + u) * (HD / 4));
 #pragma unroll
                     for (int u = 0; u < 8; u++)
                         if (sp + u < sp1) {

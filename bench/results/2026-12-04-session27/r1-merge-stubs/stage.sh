@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds and packs what NOTES row 167's device call needs (the decode attention's merge stubs,
+# `bench/research-decode-attention-2k.md` P2's first measurement), for `bench/device.sh ...
+# cmds` with cmds.txt here:
+#   b/          this checkout's HEAD: qmm
+#   b/trb/      HEAD with -DQMM_AD_TRACE (the last attention launch's phases, printed at exit)
+#   b/trh/ b/trz/  the same with -DQMM_AD_MERGE_STUB=1 (half the merge's partial loads) / =2 (none)
+#   b/h/ b/z/   the two stubs without the trace (e2e timing; wrong tokens)
+#   b/lib/      the tokenizer's libraries (bench/carry-libs.sh)
+# into devbin/b.tar.xz. Run from the repository root on the development machine (~5 min):
+#   bash bench/results/2026-12-04-session27/r1-merge-stubs/stage.sh
+set -euo pipefail
+root=$(git rev-parse --show-toplevel)
+here=$root/bench/results/2026-12-04-session27/r1-merge-stubs
+tmp=${TMPDIR:-/tmp}/qmm-s27
+stage=$tmp/stage/b
+export PATH=$PATH:/usr/local/cuda/bin
+
+head=$(git -C "$root" rev-parse --short HEAD)
+git -C "$root" worktree remove --force "$tmp/src" 2>/dev/null || rm -rf "$tmp/src"
+mkdir -p "$tmp"
+git -C "$root" worktree add -f --detach "$tmp/src" "$head" >/dev/null
+echo "stage: HEAD ($head)"
+cmake -S "$tmp/src" -B "$tmp/src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$tmp/cmake.log" 2>&1 ||
+    { tail -20 "$tmp/cmake.log"; exit 1; }
+ninja -C "$tmp/src/build" qmm >"$tmp/ninja.log" 2>&1 || { tail -20 "$tmp/ninja.log"; exit 1; }
+rm -rf "$tmp/stage"
+mkdir -p "$stage"
+cp "$tmp/src/build/qmm" "$stage/"
+for v in "trb -DQMM_AD_TRACE" "trh -DQMM_AD_TRACE -DQMM_AD_MERGE_STUB=1" \
+    "trz -DQMM_AD_TRACE -DQMM_AD_MERGE_STUB=2" "h -DQMM_AD_MERGE_STUB=1" "z -DQMM_AD_MERGE_STUB=2"; do
+    name=${v%% *}
+    echo "stage: variant $name (${v#* })"
+    bash "$tmp/src/bench/variant.sh" "s27-$name" "${v#* }" llm/cuda/attention_decode.cu \
+        llm/cuda/session.cu >"$tmp/variant-$name.log" 2>&1 || { tail -20 "$tmp/variant-$name.log"; exit 1; }
+    mkdir -p "$stage/$name"
+    cp "/tmp/var/s27-$name/qmm" "$stage/$name/"
+done
+bash "$root/bench/carry-libs.sh" "$stage" >/dev/null
+mkdir -p "$root/devbin"
+XZ_OPT="-9 -T0" tar -cJf "$root/devbin/b.tar.xz" -C "$tmp/stage" b
+echo "stage: devbin/b.tar.xz $(du -h "$root/devbin/b.tar.xz" | cut -f1) (head $head)"
+echo "run: QMM_BIN_ARCHIVE=devbin/b.tar.xz QMM_CMDS=${here#$root/}/cmds.txt" \
+    "QMM_PACK=\$OUT/device.tar.gz QMM_COMMIT=$head BUDGET_S=400 bash bench/device.sh /tmp/dev cmds"
