@@ -134,6 +134,9 @@ int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count)
      * for a second wave, longer splits cost less (bench/NOTES.md row 125) */
     const int64_t resident = AD_BLOCKS_PER_SM * sms / kv_heads;
     if (n > resident) n = resident;
+#ifdef QMM_AD_SPLITS_CAP /* experiment builds: at most this many (NOTES.md row 168) */
+    if (n > QMM_AD_SPLITS_CAP) n = QMM_AD_SPLITS_CAP;
+#endif
     return n < 1 ? 1 : (int)n;
 }
 

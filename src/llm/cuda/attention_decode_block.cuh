@@ -32,9 +32,12 @@ constexpr int AD_BLOCKS_PER_SM = 2;
 #define AD_STAMP(i) ((void)0)
 #endif
 
-/* Experiment build -DQMM_AD_MERGE_STUB=N (timing only, wrong results; NOTES.md row 167): the
- * merging block loads the partial outputs of splits [0, active / 2) only (1) or of none (2), the
- * splits' (m, l) as always: whether the merge's bytes or its round trips bind. */
+/* Experiment builds (timing only, wrong results). -DQMM_AD_STUB_TILE: a split's tiles only land
+ * (no scores, softmax or P·V; outputs 0), with -DQMM_AD_SPLITS_CAP=N (attention_decode.cu) for
+ * fewer, longer splits: can fewer blocks pull the K/V bytes as fast (NOTES.md row 168)?
+ * -DQMM_AD_MERGE_STUB=N: the merging block loads the partial outputs of splits [0, active / 2)
+ * only (1) or of none (2), the splits' (m, l) as always: do the merge's bytes or its round trips
+ * bind (row 167)? */
 #if !defined(QMM_AD_MERGE_STUB)
 #define AD_MERGE_LOADS(sp) true
 #elif QMM_AD_MERGE_STUB == 1
@@ -251,6 +254,13 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
                     qf[kk][1] = g8 < G ? pack_bf16(qg[8], qg[9]) : 0u;
                 }
         }
+#ifdef QMM_AD_STUB_TILE /* timing only (NOTES.md row 168): the tile's bytes landed, no arithmetic */
+        if (warp < G) m_run = 0.0f, l_run = 1.0f; /* outputs 0, finite */
+        sync.sync();
+        if (t + AD_STAGES < ntiles) load_tile(t + AD_STAGES);
+        cp_commit();
+        continue;
+#endif
         bf16 *ks = ring + (size_t)(t % AD_STAGES) * 2 * AD_T * HD, *vs = ks + AD_T * HD;
         const int64_t r0 = start + (int64_t)t * AD_T;
         const int nvalid = (int)min((int64_t)AD_T, end - r0);

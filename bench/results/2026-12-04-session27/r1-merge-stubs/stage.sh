@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds and packs what NOTES row 167's device call needs (the decode attention's merge stubs,
-# `bench/research-decode-attention-2k.md` P2's first measurement), for `bench/device.sh ...
-# cmds` with cmds.txt here:
+# Builds and packs what NOTES rows 167-168's device call needs (the decode attention's merge and
+# tile stubs: `bench/research-decode-attention-2k.md` P2's and P4's first measurements), for
+# `bench/device.sh ... cmds` with cmds.txt here:
 #   b/          this checkout's HEAD: qmm
 #   b/trb/      HEAD with -DQMM_AD_TRACE (the last attention launch's phases, printed at exit)
 #   b/trh/ b/trz/  the same with -DQMM_AD_MERGE_STUB=1 (half the merge's partial loads) / =2 (none)
 #   b/h/ b/z/   the two stubs without the trace (e2e timing; wrong tokens)
+#   b/st33/ b/st16/ b/st11/  row 168: -DQMM_AD_TRACE -DQMM_AD_STUB_TILE (the tiles only land),
+#               at the usual 33 splits and capped at 16 / 11 (-DQMM_AD_SPLITS_CAP)
 #   b/lib/      the tokenizer's libraries (bench/carry-libs.sh)
 # into devbin/b.tar.xz. Run from the repository root on the development machine (~5 min):
 #   bash bench/results/2026-12-04-session27/r1-merge-stubs/stage.sh
@@ -28,7 +30,9 @@ rm -rf "$tmp/stage"
 mkdir -p "$stage"
 cp "$tmp/src/build/qmm" "$stage/"
 for v in "trb -DQMM_AD_TRACE" "trh -DQMM_AD_TRACE -DQMM_AD_MERGE_STUB=1" \
-    "trz -DQMM_AD_TRACE -DQMM_AD_MERGE_STUB=2" "h -DQMM_AD_MERGE_STUB=1" "z -DQMM_AD_MERGE_STUB=2"; do
+    "trz -DQMM_AD_TRACE -DQMM_AD_MERGE_STUB=2" "h -DQMM_AD_MERGE_STUB=1" "z -DQMM_AD_MERGE_STUB=2" \
+    "st33 -DQMM_AD_TRACE -DQMM_AD_STUB_TILE" "st16 -DQMM_AD_TRACE -DQMM_AD_STUB_TILE -DQMM_AD_SPLITS_CAP=16" \
+    "st11 -DQMM_AD_TRACE -DQMM_AD_STUB_TILE -DQMM_AD_SPLITS_CAP=11"; do
     name=${v%% *}
     echo "stage: variant $name (${v#* })"
     bash "$tmp/src/bench/variant.sh" "s27-$name" "${v#* }" llm/cuda/attention_decode.cu \
@@ -41,4 +45,4 @@ mkdir -p "$root/devbin"
 XZ_OPT="-9 -T0" tar -cJf "$root/devbin/b.tar.xz" -C "$tmp/stage" b
 echo "stage: devbin/b.tar.xz $(du -h "$root/devbin/b.tar.xz" | cut -f1) (head $head)"
 echo "run: QMM_BIN_ARCHIVE=devbin/b.tar.xz QMM_CMDS=${here#$root/}/cmds.txt" \
-    "QMM_PACK=\$OUT/device.tar.gz QMM_COMMIT=$head BUDGET_S=400 bash bench/device.sh /tmp/dev cmds"
+    "QMM_PACK=\$OUT/device.tar.gz QMM_COMMIT=$head BUDGET_S=560 bash bench/device.sh /tmp/dev cmds"
