@@ -35,13 +35,13 @@ constexpr int AD_BLOCKS_PER_SM = 2;
 /* Experiment builds (timing only, wrong results). -DQMM_AD_STUB_TILE: a split's tiles only land
  * (no scores, softmax or P·V; outputs 0), with -DQMM_AD_SPLITS_CAP=N (attention_decode.cu) for
  * fewer, longer splits: can fewer blocks pull the K/V bytes as fast (NOTES.md row 168)?
- * -DQMM_AD_MERGE_STUB=N: the merging block loads the partial outputs of splits [0, active / 2)
- * only (1) or of none (2), the splits' (m, l) as always: do the merge's bytes or its round trips
- * bind (row 167)? */
+ * -DQMM_AD_MERGE_STUB=N: the merging block loads the partial outputs of the even splits only
+ * (1: half the bytes in as many load rounds) or of none (2), the splits' (m, l) as always: do
+ * the merge's bytes or its round trips bind (row 167)? */
 #if !defined(QMM_AD_MERGE_STUB)
 #define AD_MERGE_LOADS(sp) true
 #elif QMM_AD_MERGE_STUB == 1
-#define AD_MERGE_LOADS(sp) ((sp) < active / 2)
+#define AD_MERGE_LOADS(sp) (((sp) & 1) == 0)
 #else
 #define AD_MERGE_LOADS(sp) false
 #endif

@@ -6,8 +6,9 @@
 #   b/trb/      HEAD with -DQMM_AD_TRACE (the last attention launch's phases, printed at exit)
 #   b/trh/ b/trz/  the same with -DQMM_AD_MERGE_STUB=1 (half the merge's partial loads) / =2 (none)
 #   b/h/ b/z/   the two stubs without the trace (e2e timing; wrong tokens)
-#   b/st33/ b/st16/ b/st11/  row 168: -DQMM_AD_TRACE -DQMM_AD_STUB_TILE (the tiles only land),
-#               at the usual 33 splits and capped at 16 / 11 (-DQMM_AD_SPLITS_CAP)
+#   b/st33/ b/st17/ b/st11/  row 168: -DQMM_AD_TRACE -DQMM_AD_STUB_TILE (the tiles only land),
+#               at the usual 33 splits and capped at 17 / 11 (-DQMM_AD_SPLITS_CAP: 17 splits
+#               of two tiles, 11 of three at 2 049-2 176 positions)
 #   b/p2/       HEAD with ../r2-p2/p2-bf16-partials.patch (NOTES row 169): qmm and the decode
 #               tests; b/p2tr/ its -DQMM_AD_TRACE build (qmm)
 #   b/lib/      the tokenizer's libraries (bench/carry-libs.sh)
@@ -33,7 +34,7 @@ mkdir -p "$stage"
 cp "$tmp/src/build/qmm" "$stage/"
 for v in "trb -DQMM_AD_TRACE" "trh -DQMM_AD_TRACE -DQMM_AD_MERGE_STUB=1" \
     "trz -DQMM_AD_TRACE -DQMM_AD_MERGE_STUB=2" "h -DQMM_AD_MERGE_STUB=1" "z -DQMM_AD_MERGE_STUB=2" \
-    "st33 -DQMM_AD_TRACE -DQMM_AD_STUB_TILE" "st16 -DQMM_AD_TRACE -DQMM_AD_STUB_TILE -DQMM_AD_SPLITS_CAP=16" \
+    "st33 -DQMM_AD_TRACE -DQMM_AD_STUB_TILE" "st17 -DQMM_AD_TRACE -DQMM_AD_STUB_TILE -DQMM_AD_SPLITS_CAP=17" \
     "st11 -DQMM_AD_TRACE -DQMM_AD_STUB_TILE -DQMM_AD_SPLITS_CAP=11"; do
     name=${v%% *}
     echo "stage: variant $name (${v#* })"
