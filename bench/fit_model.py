@@ -185,6 +185,8 @@ def read_cells(path):
         if r["contender"] == "auto":
             c["auto"] = (r["path"], int(r["split"]))
             c["auto_rows"] = int(r["tile_n"])
+        elif r["contender"] == "wgmma":  # the wgmma family's own plan: what it ran
+            c["wgmma_ran"] = (r["path"], int(r["split"]), int(r["tile_n"]))
         elif r["contender"] in FORCED:  # the mirror plans what the bench ran
             sched = forced_schedule(int(r["m"]), c["n"], c["k"], r["contender"], int(r["split"]))
             tn, wg, _ = ROWS[sched[0]]
@@ -234,8 +236,10 @@ def evaluate(path, cells, th, residuals=False):
         if ct == "alt":  # no forced contender runs the other block height: the auto row, if it
             # did, else the "wgmma" contender (the wgmma family's own plan, this one)
             rows = 64 * (3 - ROWS[schedule(m, c["n"], c["k"], "split", s)[0]][1])
-            auto_ran = c["auto"] == ("wgmma", s) and c.get("auto_rows") == rows
-            t = c["t"][("auto", 0)] if auto_ran else c["t"].get(("wgmma", 0), float("nan"))
+            if c["auto"] == ("wgmma", s) and c.get("auto_rows") == rows:
+                t = c["t"][("auto", 0)]
+            elif c.get("wgmma_ran") == ("wgmma", s, rows):
+                t = c["t"][("wgmma", 0)]
         best, (bct, bs) = min((v, key) for key, v in c["t"].items() if key[0] not in NOT_CONTENDERS)
         e15, e5 = abs(p / t - 1) <= 0.15, t <= 1.05 * best
         within15, within5 = within15 + e15, within5 + e5
@@ -286,6 +290,8 @@ def fit_dense(paths):
                for (_, n, k, m), t in cells.items()]
         if best is None or np.dot(err, err) < best[0]:
             best = (float(np.dot(err, err)), tflops, th[0], 1 / th[1], err)
+    if best is None:
+        sys.exit("fit_dense: no GEMM rate on the grid gives a positive dequantize rate")
     _, tflops, fixed, tbs, err = best
     print("dense (%d cells, medians over %d CSVs): dense_tflops %.0f, dense_fixed_us %.3g, "
           "dense_dequant_tbs %.3g" % (len(cells), len(paths), tflops, fixed, tbs))
@@ -299,7 +305,9 @@ def fit_matvec_medians(paths):
     cells = medians(paths, "matvec", lambda m: m <= 8)
     rows = [(proj, m, np.array([1, n * k * 0.53125 / 1e6, (m - 1) * n / 1e3]), t)
             for (proj, n, k, m), t in cells.items()]
-    th = np.linalg.lstsq(np.array([x / t for *_, x, t in rows]), np.ones(len(rows)), rcond=None)[0]
+    th = nonneg_lstsq(np.array([x / t for *_, x, t in rows]), np.ones(len(rows)))
+    if th[1] <= 0:
+        sys.exit("fit_matvec_medians: no positive rate fits these cells")
     print("matvec (%d cells, medians over %d CSVs): fixed_us %.3g, tbs %.3g, row_token_ns %.3g"
           % (len(rows), len(paths), th[0], 1 / th[1], th[2]))
     for proj, m, x, t in rows:

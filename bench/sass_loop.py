@@ -6,8 +6,9 @@
 For each kernel (those whose mangled name contains NAME_PART), the shortest backward branch
 that contains an HMMA or HGMMA: its instructions, how many of them are tensor ops, and a count
 by opcode and by the pipe they issue to on Hopper: the integer pipe (a warp instruction every
-two cycles: LOP3, SHF, IADD3, ISETP, ...), FMA (IMAD, FFMA, HFMA2, ...), tensor, memory, other.
-The split is by opcode name, a reading of NVIDIA's public pipe names, not a measurement.
+two cycles: LOP3, SHF, IADD3, ISETP, FSETP, FMNMX, ...), FMA (IMAD, FFMA, HFMA2, ...), XU
+(conversions, transcendentals), tensor, memory, other. The split is by opcode name, a reading of
+Nsight Compute's pipe descriptions, not a measurement.
 """
 import collections
 import re
@@ -15,9 +16,9 @@ import sys
 
 PIPES = {
     "int": ("LOP3", "SHF", "IADD3", "ISETP", "LEA", "VIADD", "SEL", "PRMT", "IABS", "IMNMX",
-            "VIMNMX", "FLO", "POPC", "BMSK", "PLOP3", "LOP"),
-    "fma": ("IMAD", "FFMA", "FADD", "FMUL", "HFMA2", "HADD2", "HMUL2", "FSETP", "FMNMX", "MOV",
-            "I2F", "F2I", "F2F", "FSEL"),
+            "VIMNMX", "FLO", "POPC", "BMSK", "PLOP3", "LOP", "FSETP", "FMNMX", "FSEL"),
+    "fma": ("IMAD", "FFMA", "FADD", "FMUL", "HFMA2", "HADD2", "HMUL2", "MOV"),
+    "xu": ("I2F", "F2I", "F2F", "MUFU", "F2FP"),
     "tensor": ("HMMA", "HGMMA", "IMMA", "WARPGROUP"),
     "memory": ("LDG", "STG", "LDS", "STS", "LDSM", "LDL", "STL", "LDC", "ULDC", "SHFL", "ATOM",
                "RED", "SYNCS", "UBLKCP", "UTMALDG"),

@@ -269,7 +269,7 @@ typedef struct qmm_device_desc {
     double dense_tflops;  /* cuBLAS bf16 rate for the dense path; 0 = never use it */
     /* its time: dense_fixed_us + the weights' n·k·2.53 bytes (W4 read, bf16 written) at
      * dense_dequant_tbs + max(GEMM flops / dense_tflops, GEMM bytes / the copy ceiling);
-     * dense_dequant_tbs = 0: two launches and the dequantize pass at the copy ceiling */
+     * dense_fixed_us = 0: two launches; dense_dequant_tbs = 0: the copy ceiling */
     double dense_fixed_us;
     double dense_dequant_tbs;
     int dense_min_m;      /* the dense path is considered only for M >= this */

@@ -299,7 +299,12 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
         p.path = QMM_PATH_DENSE;
         p.split = 1;
         p.k_per_split = (int)k;
-        if (model) p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
+        if (model) {
+            p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
+            if (!(p.predicted_us >= 0) || !isfinite(p.predicted_us))
+                return qmm_fail(QMM_ERR_RANGE, "dense plan: the predicted time is %g; the device "
+                                "description's rates are out of range", p.predicted_us);
+        }
     } else if (should_use_matvec(&o, &p)) {
         if (m > d->matvec_limit_m)
             return qmm_fail(QMM_ERR_ARG, "the matvec path takes M <= %d (M = %lld)",

@@ -88,11 +88,11 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
     if (p->path == QMM_PATH_DENSE) {
         if (!(d->dense_tflops > 0)) return -1;
         /* dequantize (read W4, write bf16), then a bf16 GEMM bound by cuBLAS's rate or its
-         * bytes; with the fitted constants the fixed cost and the dequantize pass's own rate */
+         * bytes; a fixed cost and the dequantize pass's rate where the table fits them */
         double bw = d->gpu.bandwidth_tbs * 1e6, nk = (double)n * (double)k; /* bytes per µs */
-        const int fitted = d->dense_dequant_tbs > 0;
-        double fixed = fitted ? d->dense_fixed_us : 2.0 * d->gpu.launch_us;
-        double dequant = nk * (0.53125 + 2.0) / (fitted ? d->dense_dequant_tbs * 1e6 : bw);
+        double fixed = d->dense_fixed_us > 0 ? d->dense_fixed_us : 2.0 * d->gpu.launch_us;
+        double dq_bw = d->dense_dequant_tbs > 0 ? d->dense_dequant_tbs * 1e6 : bw;
+        double dequant = nk * (0.53125 + 2.0) / dq_bw;
         double gemm_flops = 2.0 * (double)m * nk / (d->dense_tflops * 1e6);
         double gemm_bytes = (nk * 2.0 + (double)m * k * 2.0 + (double)m * n * 2.0) / bw;
         double t = fixed + dequant + (gemm_flops > gemm_bytes ? gemm_flops : gemm_bytes);

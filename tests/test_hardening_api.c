@@ -62,18 +62,22 @@ static void device_plan_refuses_non_finite_rates(void)
 {
     static const struct {
         const char *what;
-        int field; /* 0 peak (the tiled kernel's rate), 1 launch, 2 bandwidth, 3 dense */
+        int field; /* 0 peak (the tiled kernel's rate), 1 launch, 2 bandwidth, 3 dense, 4 the
+                    * dense path's fixed µs, 5 its dequantize rate */
         double v;
     } bad[] = {
         {"peak Inf", 0, INFINITY}, {"peak NaN", 0, NAN},     {"launch Inf", 1, INFINITY},
         {"launch NaN", 1, NAN},    {"launch -1", 1, -1},     {"bandwidth Inf", 2, INFINITY},
         {"dense Inf", 3, INFINITY}, {"dense NaN", 3, NAN},   {"dense -1", 3, -1},
+        {"dense fixed Inf", 4, INFINITY}, {"dense fixed NaN", 4, NAN}, {"dense fixed -1", 4, -1},
+        {"dequant Inf", 5, INFINITY}, {"dequant NaN", 5, NAN}, {"dequant -1", 5, -1},
     };
     const int64_t ms[] = {1, 32, 4096};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         for (size_t j = 0; j < 3; j++) {
             qmm_device_desc d = desc();
-            double *f[] = {&d.tiled_tflops, &d.gpu.launch_us, &d.gpu.bandwidth_tbs, &d.dense_tflops};
+            double *f[] = {&d.tiled_tflops, &d.gpu.launch_us, &d.gpu.bandwidth_tbs, &d.dense_tflops,
+                           &d.dense_fixed_us, &d.dense_dequant_tbs};
             *f[bad[i].field] = bad[i].v;
             qmm_plan p;
             memset(&p, 0xA5, sizeof p);
@@ -90,6 +94,15 @@ static void device_plan_refuses_non_finite_rates(void)
     qmm_plan p;
     qmm_status st = qmm_plan_device(32, 4096, 2560, &d, &p);
     CHECK(st != QMM_OK || (isfinite(p.predicted_us) && p.predicted_us >= 0));
+    /* a denormal dequantize rate on the shipped table, where the table sends M = 2048 to the
+     * dense path: an error, not an OK plan without a prediction */
+    CHECK_OK(qmm_tune_desc(9, 0, 0, &d));
+    d.dense_dequant_tbs = 1e-310;
+    qmm_cuda_options o = qmm_cuda_options_default();
+    o.policy = QMM_POLICY_DEVICE;
+    st = qmm_plan_call(&d, 2048, 2560, 4096, &o, &p);
+    CHECKF(st == QMM_ERR_RANGE, "a denormal dequantize rate: %s (predicted %g)", qmm_status_name(st),
+           p.predicted_us);
 }
 
 /* Defect 3: max_split = INT_MAX with K >= 2^31 overflowed s++ after 35 s of CPU. */

@@ -239,7 +239,7 @@ static qmm_device_desc h200(void)
  * six at M = 1024 / 2048 (+37…+78 %: 400 TFLOP/s and two launches) and the matvec's five at
  * M = 1 / 8 (+15…+32 %: its fifth-session model) missed. Both models are now fitted to medians
  * over several runs that include this one; fitted without it, the dense path's constants
- * (820 TFLOP/s, 4.52 µs, 2.92 TB/s) still put all 60 of this file's dense cells within 15 %. */
+ * (820 TFLOP/s, 4.52 µs, 2.92 TB/s) still put all 60 dense cells of its two passes within 15 %. */
 static void auto_cells_within_15(void)
 {
     const dataset *ds = load(&fit_run);

@@ -67,8 +67,8 @@ static qmm_device_desc sm90(void)
     d.dense_force_m = 513;
     /* No narrow-output rule: k/v (N = 1 024) at M = 257…512 ran the dense path by that rule
      * until session 27, and the wgmma kernel's plan took 8.4–9.2 µs there against the dense path's
-     * 9.8–10.2 in every run since session 17 (2026-12-02-session17 … session25/r2-final; NOTES.md
-     * row 165) */
+     * 9.8–10.2 in every run of the shipped kernel since session 17 (2026-12-02-session17 …
+     * session25/r2-final, experiment builds aside; NOTES.md row 165) */
     d.dense_narrow_n = 0;
     d.dense_narrow_m = 0;
     /* The dense path's time (src/plan_device.c): fixed + the dequantize pass + max(GEMM flops /
@@ -136,7 +136,8 @@ static qmm_device_desc generic(void)
     d.gpu.bandwidth_tbs = 1.5;
     d.gpu.launch_us = 2.0;
     d.tiled_tflops = 100.0;
-    d.dense_tflops = 0.0;
+    d.dense_tflops = 0.0; /* no dense path, so none of its fitted constants either */
+    d.dense_fixed_us = d.dense_dequant_tbs = 0.0;
     d.dense_force_m = d.dense_narrow_n = 0;
     d.wgmma_min_m = d.wgmma_max_m = d.wgmma_wide_min_m = 0; /* sm_90a code only */
     memset(&d.wgmma_model, 0, sizeof d.wgmma_model); /* never measured here: no predictions */
