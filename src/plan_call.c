@@ -139,6 +139,14 @@ static size_t workspace_bytes(const qmm_plan *p, int64_t m, int64_t n, int64_t k
     return (size_t)p->split * (size_t)m * (size_t)n * (t == QMM_F32 ? 4 : 2);
 }
 
+/* Extreme (finite) rates can still overflow a prediction: no plan without one. */
+static qmm_status require_prediction(const qmm_plan *p, const char *what)
+{
+    if (p->predicted_us >= 0 && isfinite(p->predicted_us)) return QMM_OK;
+    return qmm_fail(QMM_ERR_RANGE, "%s: the predicted time is %g; the device description's rates "
+                    "are out of range", what, p->predicted_us);
+}
+
 /* ---- the device policy (no forced path): the model picks the split, then maybe dense ---- */
 
 static void device_policy(int64_t m, int64_t n, int64_t k, const qmm_device_desc *d, qmm_plan *out)
@@ -270,10 +278,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     qmm_plan p;
     if (model) {
         device_policy(m, n, k, d, &p);
-        /* extreme (finite) rates can still overflow the prediction: no plan without one */
-        if (!(p.predicted_us >= 0) || !isfinite(p.predicted_us))
-            return qmm_fail(QMM_ERR_RANGE, "device plan: the predicted time is %g; the device "
-                            "description's rates are out of range", p.predicted_us);
+        if ((st = require_prediction(&p, "device plan")) != QMM_OK) return st;
     } else {
         qmm_plan_params sp = qmm_plan_seed_params();
         st = qmm_plan_seed(m, n, k, &sp, &p);
@@ -301,9 +306,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
         p.k_per_split = (int)k;
         if (model) {
             p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
-            if (!(p.predicted_us >= 0) || !isfinite(p.predicted_us))
-                return qmm_fail(QMM_ERR_RANGE, "dense plan: the predicted time is %g; the device "
-                                "description's rates are out of range", p.predicted_us);
+            if ((st = require_prediction(&p, "dense plan")) != QMM_OK) return st;
         }
     } else if (should_use_matvec(&o, &p)) {
         if (m > d->matvec_limit_m)

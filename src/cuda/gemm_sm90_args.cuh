@@ -1,6 +1,6 @@
 /* The wgmma kernel's argument block, its shared-memory layout and the schedule's arithmetic
- * (which iterations a CTA owns, the producer's walk over them), shared by the kernel (gemm_sm90_kernel.cuh) and its launcher
- * (gemm_sm90.cu, where the design is described). */
+ * (which iterations a CTA owns, the producer's walk over them), shared by the kernel
+ * (gemm_sm90_kernel.cuh) and its launcher (gemm_sm90.cu, where the design is described). */
 #ifndef QMM_CUDA_GEMM_SM90_ARGS_CUH
 #define QMM_CUDA_GEMM_SM90_ARGS_CUH
 

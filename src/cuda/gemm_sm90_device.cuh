@@ -1,7 +1,7 @@
 /* Device helpers of the Hopper W4A16 kernel (gemm_sm90_kernel.cuh): shared-memory loads, the
  * predicated 4-byte store of the 128-token epilogues, the code conversion, a stage's fragment
- * registers, the fixup's sum of workspace partials, and the trace build's per-CTA buffer. Included by gemm_sm90_kernel.cuh only (it
- * defines that buffer). */
+ * registers, the fixup's sum of workspace partials, and the trace build's per-CTA buffer.
+ * Included by gemm_sm90_kernel.cuh only (it defines that buffer). */
 #ifndef QMM_CUDA_GEMM_SM90_DEVICE_CUH
 #define QMM_CUDA_GEMM_SM90_DEVICE_CUH
 
