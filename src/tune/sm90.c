@@ -22,8 +22,10 @@ static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER +
     {0, 0, -1, -1, -1, -1, -1, -1, -1},        /* TN 256: no clusters */
 };
 
-/* Fitted to bench ops on the H200 (bench/results/2026-11-29-stages-overlap/ops.*): with these the
- * plan's choice is within 2% of the best measured contender on average over the Qwen3-4B shapes. */
+/* The H200. The tiled family's rates (tiled_tflops, the launch and copy terms) were fitted to
+ * bench ops in bench/results/2026-11-29-stages-overlap/ (then the plan's choice was within 2 % of
+ * the best measured contender on average over the Qwen3-4B shapes); each later path's constants
+ * say below which runs they come from. */
 static qmm_device_desc sm90(void)
 {
     qmm_device_desc d;
@@ -34,7 +36,7 @@ static qmm_device_desc sm90(void)
     d.gpu.peak_tflops = 720.0;   /* bf16 matmul ceiling measured by a cuBLAS 8192^3 GEMM */
     d.gpu.bandwidth_tbs = 3.9;   /* bench ops copy ceiling */
     d.gpu.launch_us = 1.0;       /* per kernel inside a graph */
-    d.matvec_max_m = 8;          /* seed value; M = 9..16 runs faster tiled + split-K */
+    d.matvec_max_m = 8;          /* the seed's value; from 9 tokens the wgmma kernel (below) */
     d.matvec_limit_m = 16;       /* the matvec kernel has 1 and 2 token tiles of 8 */
     d.max_split = 16;
     d.min_k_tiles = 2;
