@@ -40,6 +40,7 @@ SMS = 132
 ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1), (128, 1, 1),
         (256, 2, 1)]  # tn, wg, bps
 WIDE_MIN_M, WIDE_FILL = 1024, 0.75  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
+RUN = dict(wide_min_m=WIDE_MIN_M)  # the run being read: runs before the tile existed have none
 R = "bench/results/2026-12-01-"
 R17 = "bench/results/2026-12-02-session17/r5-final/"
 R18 = "bench/results/2026-12-04-session18/r1-owner-stores/"
@@ -72,7 +73,8 @@ def schedule(m, n, k, req, split=1):
     """src/plan_sm90.c for req 'auto', 'streamk' or 'split' -> (config, tiles, groups, ctas,
     split; split 0 = stream-K)."""
     g = k // 128
-    tn = 256 if m >= WIDE_MIN_M else next((t for t in (8, 16, 32, 64, 128) if m <= t), 128)
+    wide = RUN["wide_min_m"] and m >= RUN["wide_min_m"]
+    tn = 256 if wide else next((t for t in (8, 16, 32, 64, 128) if m <= t), 128)
     wg = 1 if tn <= 32 else 2
     tiles = cdiv(m, tn) * cdiv(n, 64 * wg)
     if tn == 64 and tiles * 2 <= SMS:
@@ -149,7 +151,7 @@ def auto_plan(m, n, k, th):
     if m <= 8:  # matvec_max_m
         mb = n * k * 0.53125 / 1e6
         return "matvec", 0, MATVEC[0] + mb / MATVEC[1] + (m - 1) * n * MATVEC[2] / 1e3
-    wide = m >= WIDE_MIN_M  # the 256-token tile where its tiles fill the waves, else dense
+    wide = RUN["wide_min_m"] and m >= RUN["wide_min_m"]  # the 256-token tile where its tiles fill the waves, else dense
     if wide:
         tiles = cdiv(m, 256) * cdiv(n, 128)
         wide = tiles / (cdiv(tiles, SMS) * SMS) >= WIDE_FILL
@@ -176,7 +178,11 @@ def read_cells(path):
     """{(proj, m): {'n', 'k', 't': {(contender, split): µs}, 'auto': (path, split)}}; path may
     join several CSVs with '+' (their cells together)."""
     cells = {}
-    for r in (r for p in path.split("+") for r in read_csv_with_meta(p)[1]):
+    rows = [r for p in path.split("+") for r in read_csv_with_meta(p)[1]]
+    # the runs before the twenty-fifth session had no 256-token tile: the mirror plans them
+    # without it (this and the following calls, until the next read_cells)
+    RUN["wide_min_m"] = WIDE_MIN_M if any(r["tile_m"] == "256" for r in rows) else 0
+    for r in rows:
         if r["status"] != "pass":
             continue
         c = cells.setdefault((r["proj"], int(r["m"])), dict(n=int(r["n"]), k=int(r["k"]), t={}))
