@@ -23,6 +23,14 @@ static double tflops_of(const bench_result *r)
 
 /* ---- CSV ---- */
 
+/* % of the roofline of the row's own bytes and flops: its time over the longer of bytes / copy
+ * ceiling and flops / bf16 ceiling, i.e. the larger of % copy and % bf16 (for qmm's rows the
+ * W4 roofline of issue 11; for cuBLAS's, bf16 weights). */
+static double roofline_pct(double gbps, double tflops, const bench_ceilings *c)
+{
+    return 100.0 * fmax(gbps / c->copy.value, tflops / c->cublas.value);
+}
+
 static void csv_num(FILE *f, double v)
 {
     if (isfinite(v)) fprintf(f, ",%.6g", v);
@@ -58,7 +66,7 @@ void bench_write_csv(FILE *f, const bench_report *r)
             c->cublas.measured ? "measured" : "default", m->command);
     fprintf(f, "proj,k,n,m,contender,path,split,stages,tile_m,tile_n,config,status,rel_err,checked_rows,"
                "graph_med_us,graph_min_us,graph_max_us,eager_med_us,eager_min_us,eager_max_us,"
-               "calls,copies,reps,bytes,flops,gbps,pct_copy,tflops,pct_cublas_peak,plan_path,"
+               "calls,copies,reps,bytes,flops,gbps,pct_copy,tflops,pct_cublas_peak,pct_roofline,plan_path,"
                "plan_split,predicted_us,run_predicted_us,why\n");
     for (size_t i = 0; i < r->rs->n; i++) {
         const bench_result *x = &r->rs->v[i];
@@ -79,6 +87,7 @@ void bench_write_csv(FILE *f, const bench_report *r)
         csv_num(f, 100.0 * g / c->copy.value);
         csv_num(f, tf);
         csv_num(f, 100.0 * tf / c->cublas.value);
+        csv_num(f, roofline_pct(g, tf, c));
         fprintf(f, ",%s,%d", x->plan_path > 0 ? qmm_path_name((qmm_path)x->plan_path) : "",
                 x->plan_split);
         csv_num(f, x->predicted_us >= 0 ? x->predicted_us : NAN);
@@ -214,6 +223,7 @@ static void json_result(FILE *f, const bench_result *x, const bench_ceilings *c)
     jnum(f, &fi, "pct_copy", 100.0 * g / c->copy.value);
     jnum(f, &fi, "tflops", tf);
     jnum(f, &fi, "pct_cublas_peak", 100.0 * tf / c->cublas.value);
+    jnum(f, &fi, "pct_roofline", roofline_pct(g, tf, c));
     jstr(f, &fi, "plan_path", x->plan_path > 0 ? qmm_path_name((qmm_path)x->plan_path) : "");
     jint(f, &fi, "plan_split", x->plan_split);
     jnum(f, &fi, "predicted_us", x->predicted_us >= 0 ? x->predicted_us : NAN);

@@ -77,12 +77,15 @@ static void write_main_table(FILE *f, const bench_report *r, const size_t *cases
     fprintf(f, "## Operators (µs per call, graph median)\n\n");
     fprintf(f, "×: speedup (time of the other / time of auto or split-K; > 1 means faster). "
                "GB/s counts packed weights + scales + biases + A + C once; TFLOP/s = 2·M·N·K / "
-               "time. %% copy and %% bf16 are of the ceilings above.\n\n");
+               "time. %% copy and %% bf16 are of the ceilings above; %% W4 roofline is the larger "
+               "of the two: the time of max(bytes / copy ceiling, flops / bf16 ceiling) over auto's."
+               "\n\n");
     fprintf(f, "| proj | K→N | M | plan | auto | tiled | split-K@plan | best split-K (s) | matvec "
                "| read | auto ÷ read | dense | cuBLAS | auto eager | auto × cuBLAS | auto × tiled | split-K × tiled "
-               "| auto GB/s | %% copy | auto TFLOP/s | %% bf16 | predicted | pred. error %% | auto min–max |\n");
+               "| auto GB/s | %% copy | auto TFLOP/s | %% bf16 | %% W4 roofline | predicted "
+               "| pred. error %% | auto min–max |\n");
     fprintf(f, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-               "---:|---:|---:|---:|---:|---:|---|\n");
+               "---:|---:|---:|---:|---:|---:|---:|---|\n");
     int predicted = 0, within = 0; /* issue 11: the model within 15 % of auto */
     for (size_t c = 0; c < ncases; c++) {
         const bench_result *first = &rs->v[cases[c]];
@@ -96,7 +99,7 @@ static void write_main_table(FILE *f, const bench_report *r, const size_t *cases
         const bench_result *rd = bench_results_find(rs, p, m, "read", 0);
         const bench_result *cb = bench_results_find(rs, p, m, "cublas", 0);
         const bench_result *best = bench_results_best_split(rs, p, m);
-        char b[18][48];
+        char b[19][48];
         char plan[48], bestcell[64], spread[64];
         if (first->plan_path > 0)
             snprintf(plan, sizeof plan, "%s/%d", qmm_path_name((qmm_path)first->plan_path),
@@ -118,7 +121,7 @@ static void write_main_table(FILE *f, const bench_report *r, const size_t *cases
         else
             snprintf(spread, sizeof spread, DASH);
         fprintf(f, "| %s | %lld→%lld | %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-                   "| %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                   "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                 p, (long long)first->k, (long long)first->n, (long long)m, plan,
                 us_cell(b[0], 48, au), us_cell(b[1], 48, ti), us_cell(b[2], 48, sp), bestcell,
                 us_cell(b[3], 48, mv), us_cell(b[15], 48, rd), num(b[16], 48, t_au / us_of(rd), 2),
@@ -128,6 +131,8 @@ static void write_main_table(FILE *f, const bench_report *r, const size_t *cases
                 num(b[8], 48, t_ti / t_best, 2), num(b[9], 48, gbps, 0),
                 num(b[10], 48, 100.0 * gbps / r->ceil->copy.value, 0), num(b[11], 48, tflops, 1),
                 num(b[12], 48, 100.0 * tflops / r->ceil->cublas.value, 0),
+                num(b[18], 48, 100.0 * fmax(gbps / r->ceil->copy.value,
+                                            tflops / r->ceil->cublas.value), 0),
                 num(b[13], 48, pred, 2), num(b[17], 48, pred_err, 0), spread);
     }
     fprintf(f, "\nThe plan's predicted time (qmm_plan.predicted_us) is within 15 %% of auto's "

@@ -1,0 +1,147 @@
+/* The report writers of `qmm bench ops` (tools/bench_report_*.c), on results made up here (no
+ * GPU): every row of the markdown's main table has the header's cell count, and the roofline
+ * column of the markdown, the CSV and the JSON is the larger of % copy and % bf16 (issue 11 asks
+ * for % of the W4 roofline per cell). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_ops.h"
+#include "harness.h"
+
+/* A passing row: µs per call, bytes and flops of a call. */
+static bench_result row(const char *contender, int64_t m, double us, double bytes, double flops)
+{
+    bench_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.proj, sizeof r.proj, "q");
+    snprintf(r.contender, sizeof r.contender, "%s", contender);
+    r.k = 2560, r.n = 4096, r.m = m;
+    r.path = strcmp(contender, "cublas") ? QMM_PATH_WGMMA : -1;
+    r.split = 1;
+    r.status = BENCH_PASS;
+    r.t.graph_med = r.t.graph_min = r.t.graph_max = r.t.eager_med = us;
+    r.t.calls = 20, r.t.copies = 8, r.t.reps = 9;
+    r.bytes = bytes, r.flops = flops;
+    r.plan_path = QMM_PATH_WGMMA, r.plan_split = 1;
+    r.predicted_us = r.run_predicted_us = -1;
+    return r;
+}
+
+typedef struct fixture {
+    bench_results rs;
+    bench_meta meta;
+    bench_ceilings ceil;
+    bench_model_setup model;
+    bench_report report;
+} fixture;
+
+/* Two cells: M = 16 bound by bytes (3 MB in 2 µs: 1 500 GB/s of 4 000, 37.5 %; 0.5 TFLOP/s),
+ * M = 2048 bound by flops (40 TFLOP in 100 µs: 400 of 800 TFLOP/s, 50 %; 5 MB: 1.25 %). */
+static void fixture_init(fixture *x)
+{
+    memset(x, 0, sizeof *x);
+    bench_result rows[] = {row("auto", 16, 2.0, 3e6, 1e6), row("cublas", 16, 4.0, 12e6, 1e6),
+                           row("auto", 2048, 100.0, 5e6, 4e10), row("cublas", 2048, 90.0, 5e6, 4e10)};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        CHECK(bench_results_push(&x->rs, &rows[i]) != NULL);
+    snprintf(x->meta.gpu, sizeof x->meta.gpu, "made up");
+    x->ceil.copy.value = 4000.0, x->ceil.cublas.value = 800.0;
+    snprintf(x->model.why, sizeof x->model.why, "not in this test");
+    x->report = (bench_report){.meta = &x->meta, .ceil = &x->ceil, .rs = &x->rs,
+                               .model = &x->model};
+}
+
+/* The text fn writes, NUL-terminated (the caller frees it). */
+static char *written(void (*fn)(FILE *, const bench_report *), const bench_report *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(f != NULL);
+    if (!f) return NULL;
+    fn(f, r);
+    fclose(f);
+    return buf;
+}
+
+static int cells_of(const char *line)
+{
+    int n = -1;
+    for (const char *p = line; *p && *p != '\n'; p++) n += *p == '|';
+    return n;
+}
+
+/* The value in the cell whose header is `name` of the table row starting with `start`. */
+static double md_cell(const char *md, const char *name, const char *start)
+{
+    const char *hdr = strstr(md, "| proj | K→N |"), *line = strstr(md, start);
+    if (!hdr || !line) return NAN;
+    const char *at = strstr(hdr, name);
+    if (!at) return NAN;
+    int col = 0;
+    for (const char *p = hdr; p < at; p++) col += *p == '|';
+    const char *p = line; /* the cell's opening bar: the col-th of the line */
+    for (int i = 1; i < col && p; i++) p = strchr(p + 1, '|');
+    return p ? atof(p + 1) : NAN;
+}
+
+static void markdown_rows_match_the_header(void)
+{
+    fixture x;
+    fixture_init(&x);
+    char *md = written(bench_write_md, &x.report);
+    const char *hdr = md ? strstr(md, "| proj | K→N |") : NULL;
+    CHECK(hdr != NULL);
+    if (hdr) {
+        int want = cells_of(hdr), rows = 0;
+        for (const char *p = strchr(hdr, '\n'); p && p[1] == '|'; p = strchr(p + 1, '\n')) {
+            CHECKF(cells_of(p + 1) == want, "a row has %d cells, the header %d", cells_of(p + 1),
+                   want);
+            rows++;
+        }
+        CHECK(rows == 3); /* the separator and the two cells */
+        CHECK(fabs(md_cell(md, "% W4 roofline", "| q | 2560→4096 | 16 |") - 38) < 1e-9);
+        CHECK(fabs(md_cell(md, "% W4 roofline", "| q | 2560→4096 | 2048 |") - 50) < 1e-9);
+        CHECK(fabs(md_cell(md, "% copy", "| q | 2560→4096 | 16 |") - 38) < 1e-9);
+    }
+    free(md);
+    bench_results_free(&x.rs);
+}
+
+/* pct_roofline of every CSV row against % copy and % bf16 computed here. */
+static void csv_and_json_report_the_roofline(void)
+{
+    fixture x;
+    fixture_init(&x);
+    char *csv = written(bench_write_csv, &x.report);
+    const char *hdr = csv ? strstr(csv, "proj,k,n,m,") : NULL;
+    CHECK(hdr != NULL);
+    int col = -1, i = 0;
+    for (const char *p = hdr; p && *p != '\n'; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL, i++)
+        if (!strncmp(p, "pct_roofline,", 13)) col = i;
+    CHECK(col >= 0);
+    int rows = 0;
+    for (const char *line = hdr ? strchr(hdr, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
+        const char *p = line + 1;
+        for (int c = 0; c < col && p; c++) p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+        const bench_result *r = &x.rs.v[rows++];
+        double us = r->t.graph_med, want = 100.0 * fmax(r->bytes / (us * 1e3) / 4000.0,
+                                                        r->flops / (us * 1e6) / 800.0);
+        CHECKF(p && fabs(atof(p) - want) < 1e-3 * want, "row %d: pct_roofline %g, want %g", rows,
+               p ? atof(p) : NAN, want);
+    }
+    CHECK(rows == 4);
+    free(csv);
+    char *json = written(bench_write_json, &x.report);
+    CHECK(json && strstr(json, "\"pct_roofline\": 37.5") && strstr(json, "\"pct_roofline\": 50"));
+    free(json);
+    bench_results_free(&x.rs);
+}
+
+int main(int argc, char **argv)
+{
+    TEST_TABLE(cases, markdown_rows_match_the_header, csv_and_json_report_the_roofline);
+    return test_main(argc, argv, cases, TEST_COUNT(cases));
+}
