@@ -110,6 +110,13 @@ static void markdown_rows_match_the_header(void)
     bench_results_free(&x.rs);
 }
 
+/* The field after p's next comma, NULL at the end of the text. */
+static const char *next_field(const char *p)
+{
+    const char *c = p ? strchr(p, ',') : NULL;
+    return c ? c + 1 : NULL;
+}
+
 /* pct_roofline of every CSV row against % copy and % bf16 computed here. */
 static void csv_and_json_report_the_roofline(void)
 {
@@ -119,13 +126,17 @@ static void csv_and_json_report_the_roofline(void)
     const char *hdr = csv ? strstr(csv, "proj,k,n,m,") : NULL;
     CHECK(hdr != NULL);
     int col = -1, i = 0;
-    for (const char *p = hdr; p && *p != '\n'; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL, i++)
+    for (const char *p = hdr; p && *p != '\n'; p = next_field(p), i++)
         if (!strncmp(p, "pct_roofline,", 13)) col = i;
     CHECK(col >= 0);
     int rows = 0;
     for (const char *line = hdr ? strchr(hdr, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
         const char *p = line + 1;
-        for (int c = 0; c < col && p; c++) p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+        for (int c = 0; c < col && p; c++) p = next_field(p);
+        if (rows >= (int)x.rs.n) { /* more CSV rows than results: CHECK(rows == 4) says so */
+            rows++;
+            continue;
+        }
         const bench_result *r = &x.rs.v[rows++];
         double us = r->t.graph_med, want = 100.0 * fmax(r->bytes / (us * 1e3) / 4000.0,
                                                         r->flops / (us * 1e6) / 800.0);
