@@ -39,7 +39,7 @@ from csvmeta import read_csv_with_meta
 SMS = 132
 ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1), (128, 1, 1),
         (256, 2, 1)]  # tn, wg, bps
-WIDE_MIN_M, WIDE_FILL = 1024, 0.75  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
+WIDE_MIN_M = 1024  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
 RUN = dict(wide_min_m=WIDE_MIN_M)  # the run being read: runs before the tile existed have none
 R = "bench/results/2026-12-01-"
 R17 = "bench/results/2026-12-02-session17/r5-final/"
@@ -151,10 +151,7 @@ def auto_plan(m, n, k, th):
     if m <= 8:  # matvec_max_m
         mb = n * k * 0.53125 / 1e6
         return "matvec", 0, MATVEC[0] + mb / MATVEC[1] + (m - 1) * n * MATVEC[2] / 1e3
-    wide = RUN["wide_min_m"] and m >= RUN["wide_min_m"]  # the 256-token tile where its tiles fill the waves, else dense
-    if wide:
-        tiles = cdiv(m, 256) * cdiv(n, 128)
-        wide = tiles / (cdiv(tiles, SMS) * SMS) >= WIDE_FILL
+    wide = RUN["wide_min_m"] and m >= RUN["wide_min_m"]  # long_prompt: the model against dense
     if not wide and m >= 513:  # dense_force_m (no narrow-output rule since session 27)
         return "dense", 0, dense_us(m, n, k, *DENSE)
     p = schedule(m, n, k, "auto")
@@ -171,6 +168,8 @@ def auto_plan(m, n, k, th):
             t = features(q) @ th
             if 0 < t < best[2] * 0.999:
                 best = ("cluster" if req == "split" else "alt", s, t) if s >= 2 else ("wgmma_s1", 0, t)
+    if wide and best[2] > dense_us(m, n, k, *DENSE):  # the kernel on a tie
+        return "dense", 0, dense_us(m, n, k, *DENSE)
     return best
 
 

@@ -108,18 +108,25 @@ static int should_use_matvec(const qmm_cuda_options *o, const qmm_plan *policy)
 }
 
 /* The Hopper wgmma kernel: forced (WGMMA, STREAMK), or AUTO under the device policy in the
- * tuning table's M range (wgmma_min_m = 0: never) where the table does not want dense, and
- * from wgmma_wide_min_m on where the 256-token tiles fill the waves (q and gate at 1 024 and
- * 2 048 tokens: 0.97 and 0.77 / 0.92 of them, 1.0-1.3x faster than the dense path; o and down,
- * 160 tiles at 2 048 = 0.61, 1.1-1.4x slower: NOTES.md row 161). */
+ * tuning table's M range (wgmma_min_m = 0: never) where the table does not want dense. Longer
+ * prompts from wgmma_wide_min_m on are long_prompt's. */
 static int should_use_wgmma(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m,
                             int64_t n)
 {
     if (o->path == QMM_PATH_WGMMA || o->path == QMM_PATH_STREAMK) return 1;
     if (o->path != QMM_PATH_AUTO || o->policy != QMM_POLICY_DEVICE || d->wgmma_min_m <= 0) return 0;
-    if (d->wgmma_wide_min_m > 0 && m >= d->wgmma_wide_min_m)
-        return qmm_sm90_wide_fill(m, n, d->gpu.sms) >= d->wgmma_wide_fill;
     return m >= d->wgmma_min_m && m <= d->wgmma_max_m && !table_wants_dense(d, o, m, n);
+}
+
+/* AUTO under the device policy from wgmma_wide_min_m tokens on (the 256-token tile), ahead of
+ * dense_force_m: the model chooses between the kernel's plan and the dense path. The rule it
+ * replaced (the kernel where its tiles fill 3/4 of their waves, else dense) ran down at M = 1 024
+ * on the dense path, 86.6-90.3 µs where the kernel's stream-K measured 77.0-84.9 in the same
+ * runs (NOTES.md row 173; the model: 80.8 against 87.8). */
+static int long_prompt(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m)
+{
+    return o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && d->wgmma_min_m > 0 &&
+           d->wgmma_wide_min_m > 0 && m >= d->wgmma_wide_min_m;
 }
 
 /* Partitions of K for the tiled kernel: the policy's, unless the options hold it at 1 (TILED, or
@@ -272,6 +279,16 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     st = check_options(&o);
     if (st != QMM_OK) return st;
     if (should_use_wgmma(d, &o, m, n)) return plan_wgmma(d, m, n, k, &o, out);
+    /* a long prompt: the wgmma kernel's plan, against the dense path's below where there is one */
+    const int longp = long_prompt(d, &o, m);
+    qmm_plan w;
+    if (longp) {
+        if ((st = plan_wgmma(d, m, n, k, &o, &w)) != QMM_OK) return st;
+        if (d->dense_tflops <= 0 || m < d->dense_min_m) {
+            *out = w;
+            return QMM_OK;
+        }
+    }
     const int model = o.policy == QMM_POLICY_DEVICE; /* only the device policy predicts */
 
     const int group = o.group ? o.group : QMM_GROUP;
@@ -300,7 +317,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
         }
     }
 
-    if (should_use_dense(d, &o, &p, m, n)) {
+    if (longp || should_use_dense(d, &o, &p, m, n)) {
         p.path = QMM_PATH_DENSE;
         p.split = 1;
         p.k_per_split = (int)k;
@@ -336,6 +353,9 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
         if (model) p.predicted_us = qmm_plan_predict_us(m, n, k, d, &p);
     }
     p.workspace_bytes = workspace_bytes(&p, m, n, k, o.partial_type);
+    /* the kernel on a tie (the dense path also holds an N x K bf16 copy in the workspace); a
+     * description without the kernel's model (no prediction) keeps the kernel */
+    if (longp && w.predicted_us <= p.predicted_us) p = w;
     *out = p;
     qmm_clear_error();
     return QMM_OK;

@@ -19,10 +19,9 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
                         "min_k_tiles %d, config_count %d, matvec M <= %d (kernel %d) out of range",
                         d->gpu.sms, d->max_split, d->min_k_tiles, d->config_count,
                         d->matvec_max_m, d->matvec_limit_m);
-    if (d->wgmma_wide_min_m < 0 || !isfinite(d->wgmma_wide_fill) || d->wgmma_wide_fill < 0 ||
-        d->wgmma_wide_fill > 1)
-        return qmm_fail(QMM_ERR_ARG, "device description: wgmma_wide_min_m %d must be >= 0 and "
-                        "wgmma_wide_fill %g in [0, 1]", d->wgmma_wide_min_m, d->wgmma_wide_fill);
+    if (d->wgmma_wide_min_m < 0)
+        return qmm_fail(QMM_ERR_ARG, "device description: wgmma_wide_min_m %d must be >= 0",
+                        d->wgmma_wide_min_m);
     for (int i = 0; i < d->config_count; i++) {
         const qmm_tile_config *c = &d->config[i];
         if (c->tile_m < 1 || c->tile_n < 1 || c->blocks_per_sm < 1 || c->max_m < 1 ||

@@ -61,12 +61,6 @@ static double wave_fill(int64_t tiles, int sm_count)
     return (double)tiles / (double)(cdiv(tiles, sm_count) * sm_count);
 }
 
-double qmm_sm90_wide_fill(int64_t m, int64_t n, int sm_count)
-{
-    if (m < 1 || n < 1 || sm_count < 1) return 0;
-    return wave_fill(cdiv(m, 256) * cdiv(n, 128), sm_count);
-}
-
 /* Whole waves, or so many that the last partial wave costs little. */
 static int fills_gpu(int64_t tiles, int sm_count)
 {

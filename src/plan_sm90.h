@@ -22,9 +22,6 @@ typedef enum qmm_sm90_request {
  * rows per block; blocks = CTAs launched. */
 qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, int64_t wide_min_m,
                          qmm_sm90_request req, int split, qmm_plan *out);
-/* The fraction of the waves that the 256-token tiles of an M x N output fill on sm_count SMs
- * (one CTA a SM): tiles / (waves x SMs). */
-double qmm_sm90_wide_fill(int64_t m, int64_t n, int sm_count);
 /* Row `index` of the tuning table (tune/sm90.h); 0 when out of range. */
 int qmm_sm90_config(int index, int *tile_tokens, int *warpgroups, int *stages);
 /* Resident CTAs a SM of row `index` (tune/sm90.h); 0 when out of range. */

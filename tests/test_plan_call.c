@@ -101,7 +101,7 @@ static void qwen3_4b_default_table(void)
 {
     qmm_device_desc d = sm90();
     CHECK(d.wgmma_min_m == 9 && d.wgmma_max_m == 512 && d.dense_force_m == 513);
-    CHECK(d.wgmma_wide_min_m == 1024 && d.wgmma_wide_fill == 0.75);
+    CHECK(d.wgmma_wide_min_m == 1024);
     CHECK(d.dense_narrow_n == 0); /* k/v at M = 257…512 take the wgmma kernel since session 27 */
     check_pinned(&d, 1);
 }
@@ -135,35 +135,51 @@ static void other_block_height(void)
     }
 }
 
-/* The 256-token tile (NOTES.md row 161): from wgmma_wide_min_m tokens the kernel's tile, and the
- * auto plan's where those tiles fill >= wgmma_wide_fill of their waves (dense elsewhere); forced
- * splits of it go through the workspace (no clusters). */
-static void wide_tiles(void)
+/* Long prompts (NOTES.md row 173): from wgmma_wide_min_m tokens on, AUTO takes the faster
+ * predicted of the wgmma kernel's own plan (path WGMMA, split 0: the 256-token tile, unsplit or
+ * stream-K) and the dense path, the kernel on a tie, ahead of dense_force_m; below it the table's
+ * dense path. Forced splits of the 256-token tile go through the workspace (no clusters). */
+static void long_prompts(void)
 {
     qmm_device_desc d = sm90();
+    static const int64_t ms[] = {513, 1000, 1023, 1024, 1536, 2048, 3000, 4096, 8192};
+    static const int64_t shapes[][2] = {{2560, 4096}, {2560, 1024}, {4096, 2560},
+                                        {2560, 9728}, {9728, 2560}, {2560, 6144}}; /* K, N */
+    qmm_cuda_options family = qmm_cuda_options_default(), dense = family;
+    family.path = QMM_PATH_WGMMA, dense.path = QMM_PATH_DENSE;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+            const int64_t m = ms[i], k = shapes[s][0], n = shapes[s][1];
+            qmm_plan p, w, dn;
+            CHECK_OK(qmm_plan_call(&d, m, n, k, NULL, &p));
+            CHECK_OK(qmm_plan_call(&d, m, n, k, &family, &w));
+            CHECK_OK(qmm_plan_call(&d, m, n, k, &dense, &dn));
+            CHECK(w.predicted_us > 0 && dn.predicted_us > 0);
+            const qmm_plan *want = m < d.wgmma_wide_min_m || w.predicted_us > dn.predicted_us ? &dn : &w;
+            CHECKF(test_plan_equal(&p, want), "M=%lld N=%lld K=%lld: %s %.1f µs, kernel %.1f, dense %.1f",
+                   (long long)m, (long long)n, (long long)k, qmm_path_name(p.path), p.predicted_us,
+                   w.predicted_us, dn.predicted_us);
+            CHECK(w.tile_m == (m < d.wgmma_wide_min_m ? 128 : 256));
+        }
+    /* the shipped table's choices on Qwen3-4B cells measured in session 29 (NOTES.md row 173) */
     static const struct {
         int64_t m, n, k;
-        qmm_path path; /* AUTO: WGMMA unsplit or STREAMK, the model's choice */
+        qmm_path path;
+        int tokens;
     } cells[] = {
-        {1024, 4096, 2560, QMM_PATH_WGMMA}, /* q: 128 tiles, 0.97 of a wave */
-        {2048, 4096, 2560, QMM_PATH_WGMMA}, /* q: 256 tiles, 0.97 of two */
-        {2048, 9728, 2560, QMM_PATH_WGMMA}, /* gate: 608 tiles, 0.92 of five */
-        {1024, 9728, 2560, QMM_PATH_AUTO},  /* gate: 304 tiles, 0.77 of three */
-        {4096, 6144, 2560, QMM_PATH_WGMMA}, /* q|k|v: 768 tiles, 0.97 of six */
-        {2048, 2560, 9728, QMM_PATH_DENSE}, /* down: 160 tiles, 0.61 of two */
-        {2048, 1024, 2560, QMM_PATH_DENSE}, /* k: 64 tiles */
-        {1000, 4096, 2560, QMM_PATH_DENSE}, /* below wgmma_wide_min_m */
+        {1024, 4096, 2560, QMM_PATH_WGMMA, 256},  /* q: 128 tiles, 28.1 µs predicted */
+        {2048, 4096, 2560, QMM_PATH_WGMMA, 256},  /* q: 256 tiles */
+        {2048, 9728, 2560, QMM_PATH_WGMMA, 256},  /* gate: 608 tiles */
+        {1024, 9728, 2560, QMM_PATH_STREAMK, 256}, /* gate: 304 tiles, 0.77 of three waves */
+        {1024, 2560, 9728, QMM_PATH_STREAMK, 256}, /* down: 77 µs against the dense path's 87 */
+        {2048, 2560, 9728, QMM_PATH_DENSE, 0},     /* down */
+        {2048, 2560, 4096, QMM_PATH_DENSE, 0},     /* o */
     };
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         qmm_plan p;
         CHECK_OK(qmm_plan_call(&d, cells[i].m, cells[i].n, cells[i].k, NULL, &p));
-        const int ok = cells[i].path == QMM_PATH_DENSE
-                           ? p.path == QMM_PATH_DENSE
-                           : p.tile_m == 256 && p.tile_n == 128 &&
-                                 ((p.path == QMM_PATH_WGMMA && p.split == 1 && p.workspace_bytes == 0) ||
-                                  (cells[i].path == QMM_PATH_AUTO && p.path == QMM_PATH_STREAMK &&
-                                   p.workspace_bytes == (size_t)p.blocks * 2 * 256 * 128 * 4));
-        CHECKF(ok, "M=%lld N=%lld K=%lld: %s split %d tile %dx%d", (long long)cells[i].m,
+        CHECKF(p.path == cells[i].path && (p.path == QMM_PATH_DENSE || p.tile_m == cells[i].tokens),
+               "M=%lld N=%lld K=%lld: %s split %d tile %dx%d", (long long)cells[i].m,
                (long long)cells[i].n, (long long)cells[i].k, qmm_path_name(p.path), p.split, p.tile_m,
                p.tile_n);
     }
@@ -176,16 +192,20 @@ static void wide_tiles(void)
     CHECK_OK(qmm_plan_call(&d, 1024, 2560, 9728, &o, &f));
     CHECK(f.path == QMM_PATH_WGMMA && f.tile_m == 256 && f.split == 3 && f.blocks == 4 * 20 * 3 &&
           f.workspace_bytes == (size_t)f.blocks * 2 * 256 * 128 * 4);
-    /* a description without the wide tile keeps the old ends, and a bad one is refused */
+    /* a description without the wide tile: 128-token tiles, and dense beyond the table's range;
+     * a bad one is refused */
     d.wgmma_wide_min_m = 0;
-    CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &f));
-    CHECK(f.path == QMM_PATH_DENSE);
     CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, &o, &f));
     CHECK(f.tile_m == 128);
-    d.wgmma_wide_min_m = 1024, d.wgmma_wide_fill = 1.5;
+    CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &f));
+    CHECK(f.path == QMM_PATH_DENSE);
+    d.wgmma_wide_min_m = -1;
     CHECK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &f) == QMM_ERR_ARG);
-    d.wgmma_wide_fill = 0.75, d.wgmma_wide_min_m = -1;
-    CHECK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &f) == QMM_ERR_ARG);
+    /* a table without the dense path keeps the kernel */
+    d = sm90();
+    d.dense_tflops = 0;
+    CHECK_OK(qmm_plan_call(&d, 2048, 2560, 9728, NULL, &f));
+    CHECK(f.path == QMM_PATH_WGMMA || f.path == QMM_PATH_STREAMK);
 }
 
 /* The plan is complete: configuration, stages and workspace are what the kernels will use. */
@@ -205,13 +225,11 @@ static void plan_fields(void)
             qmm_plan w;
             CHECK_OK(qmm_plan_call(&wg, m, n, k, NULL, &w)); /* the default: the wgmma kernel */
             int tn = 0, wgs = 0, stages = 0;
-            /* the 256-token tiles from wgmma_wide_min_m where they fill the waves */
-            const int64_t wide_tiles = (m + 255) / 256 * ((n + 127) / 128);
-            const int64_t waves = (wide_tiles + wg.gpu.sms - 1) / wg.gpu.sms;
-            int wg_m = m >= wg.wgmma_wide_min_m
-                           ? (double)wide_tiles / (double)(waves * wg.gpu.sms) >= wg.wgmma_wide_fill
-                           : m >= wg.wgmma_min_m && m <= wg.wgmma_max_m &&
-                                 !(n <= wg.dense_narrow_n && m >= wg.dense_narrow_m);
+            /* the table's M range, and from wgmma_wide_min_m on (long_prompts) the kernel unless
+             * the dense path is predicted faster */
+            int wg_m = m >= wg.wgmma_wide_min_m ? w.path != QMM_PATH_DENSE
+                                                : m >= wg.wgmma_min_m && m <= wg.wgmma_max_m &&
+                                                      !(n <= wg.dense_narrow_n && m >= wg.dense_narrow_m);
             CHECK(wg_m == (w.path == QMM_PATH_WGMMA || w.path == QMM_PATH_STREAMK));
             if (wg_m) {
                 CHECK(qmm_sm90_config(w.config, &tn, &wgs, &stages) && w.tile_m == tn &&
@@ -472,7 +490,7 @@ static void bad_input(void)
 
 int main(int argc, char **argv)
 {
-    TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, other_block_height, wide_tiles, plan_fields,
+    TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, other_block_height, long_prompts, plan_fields,
                forced, generic_gpu, group_routing, bad_input);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -55,13 +55,13 @@ static qmm_device_desc sm90(void)
      * engine's fused decode step calls the matvec itself (its epilogues). */
     d.wgmma_min_m = 9;
     d.wgmma_max_m = 512;
-    /* 256-token tiles from 1 024 tokens, where they fill >= 3/4 of their waves (NOTES.md row
-     * 161, bench/results/2026-12-04-session25/r1-tn256/: unsplit q 28.6 / 58.1 µs at 1 024 /
-     * 2 048 tokens against the dense path's 37.6 / 65.4 and cuBLAS's 28.6 / 58.4; gate at 2 048
-     * 147.5 against 169.9 and 154.9; gate at 1 024 (0.77 of 3 waves) 83.0 stream-K against
-     * 87.1). 512 tokens stay with the 128-token tile: 256 lost there on q, k, o (2 token tiles) */
+    /* 256-token tiles from 1 024 tokens (NOTES.md row 161, bench/results/2026-12-04-session25/
+     * r1-tn256/: unsplit q 28.6 / 58.1 µs at 1 024 / 2 048 tokens against the dense path's
+     * 37.6 / 65.4 and cuBLAS's 28.6 / 58.4; gate at 2 048 147.5 against 169.9 and 154.9), where
+     * the model predicts them faster than the dense path (plan_call.c, long_prompt: down at
+     * 1 024, o and k at 2 048 stay dense; NOTES.md row 173). 512 tokens stay with the 128-token
+     * tile: 256 lost there on q, k, o (2 token tiles) */
     d.wgmma_wide_min_m = 1024;
-    d.wgmma_wide_fill = 0.75;
     /* resident CTAs in clusters (a context asks its GPU instead) */
     for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
