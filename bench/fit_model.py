@@ -151,8 +151,9 @@ def auto_plan(m, n, k, th):
     if m <= 8:  # matvec_max_m
         mb = n * k * 0.53125 / 1e6
         return "matvec", 0, MATVEC[0] + mb / MATVEC[1] + (m - 1) * n * MATVEC[2] / 1e3
-    wide = RUN["wide_min_m"] and m >= RUN["wide_min_m"]  # long_prompt: the model against dense
-    if not wide and m >= 513:  # dense_force_m (no narrow-output rule since session 27)
+    # long_prompt (beyond wgmma_max_m = 512): the kernel's plan against the dense path; the runs
+    # before the twenty-fifth session (no 256-token tile) ran the table's dense path from 513
+    if not RUN["wide_min_m"] and m >= 513:
         return "dense", 0, dense_us(m, n, k, *DENSE)
     p = schedule(m, n, k, "auto")
     best = ("wgmma_s1" if p[4] == 1 else "streamk", 0, features(p) @ th)
@@ -168,7 +169,7 @@ def auto_plan(m, n, k, th):
             t = features(q) @ th
             if 0 < t < best[2] * 0.999:
                 best = ("cluster" if req == "split" else "alt", s, t) if s >= 2 else ("wgmma_s1", 0, t)
-    if wide and best[2] > dense_us(m, n, k, *DENSE):  # the kernel on a tie
+    if m > 512 and best[2] > dense_us(m, n, k, *DENSE):  # the kernel on a tie
         return "dense", 0, dense_us(m, n, k, *DENSE)
     return best
 

@@ -256,10 +256,10 @@ typedef struct qmm_device_desc {
     /* the Hopper wgmma kernel (tile rows: tune/sm90.h QMM_SM90_CONFIGS, plan_sm90.c) */
     int wgmma_min_m;      /* AUTO under the device policy takes it for wgmma_min_m <= M <= */
     int wgmma_max_m;      /* wgmma_max_m; wgmma_min_m = 0: never */
-    int wgmma_wide_min_m; /* from this M on the kernel's token tile is 256 (plan_sm90.c), and AUTO
-                           * under the device policy takes the kernel or the dense path, whichever
-                           * the model predicts faster (ahead of dense_force_m); 0: no 256-token
-                           * tiles */
+    int wgmma_wide_min_m; /* from this M on the kernel's token tile is 256 (plan_sm90.c); 0: none.
+                           * Beyond wgmma_max_m AUTO under the device policy takes the kernel or
+                           * the dense path, whichever the model predicts faster (unless
+                           * dense_force_m says dense) */
     /* resident CTAs of wgmma configuration c launched in clusters of s CTAs (split-K summed in
      * the cluster), [c][s] for s = 2..QMM_MAX_WGMMA_CLUSTER: the GPCs' SM counts leave some
      * SMs idle (H200, 1 CTA a SM: 132 in pairs, 120 in fours); 0 = SMs x blocks per SM, < 0 =

@@ -109,7 +109,7 @@ static int should_use_matvec(const qmm_cuda_options *o, const qmm_plan *policy)
 
 /* The Hopper wgmma kernel: forced (WGMMA, STREAMK), or AUTO under the device policy in the
  * tuning table's M range (wgmma_min_m = 0: never) where the table does not want dense. Longer
- * prompts from wgmma_wide_min_m on are long_prompt's. */
+ * prompts are long_prompt's. */
 static int should_use_wgmma(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m,
                             int64_t n)
 {
@@ -118,15 +118,16 @@ static int should_use_wgmma(const qmm_device_desc *d, const qmm_cuda_options *o,
     return m >= d->wgmma_min_m && m <= d->wgmma_max_m && !table_wants_dense(d, o, m, n);
 }
 
-/* AUTO under the device policy from wgmma_wide_min_m tokens on (the 256-token tile), ahead of
- * dense_force_m: the model chooses between the kernel's plan and the dense path. The rule it
- * replaced (the kernel where its tiles fill 3/4 of their waves, else dense) ran down at M = 1 024
- * on the dense path, 86.6-90.3 µs where the kernel's stream-K measured 77.0-84.9 in the same
- * runs (NOTES.md row 173; the model: 80.8 against 87.8). */
-static int long_prompt(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m)
+/* AUTO under the device policy beyond the table's wgmma range, where the table does not want
+ * dense: the model chooses between the kernel's plan (128-token tiles, 256 from
+ * wgmma_wide_min_m) and the dense path. The rules it replaced (dense from 513 tokens; from
+ * 1 024 the kernel where its tiles filled 3/4 of their waves) left the kernel's faster plans
+ * unused: down at 513-1 024 tokens 7-16 %, o at 640-768 10-16 %, the stacked gate|up at 768
+ * 9.5 % (NOTES.md row 173). */
+static int long_prompt(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m, int64_t n)
 {
     return o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && d->wgmma_min_m > 0 &&
-           d->wgmma_wide_min_m > 0 && m >= d->wgmma_wide_min_m;
+           m > d->wgmma_max_m && !table_wants_dense(d, o, m, n);
 }
 
 /* Partitions of K for the tiled kernel: the policy's, unless the options hold it at 1 (TILED, or
@@ -280,7 +281,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     if (st != QMM_OK) return st;
     if (should_use_wgmma(d, &o, m, n)) return plan_wgmma(d, m, n, k, &o, out);
     /* a long prompt: the wgmma kernel's plan, against the dense path's below where there is one */
-    const int longp = long_prompt(d, &o, m);
+    const int longp = long_prompt(d, &o, m, n);
     qmm_plan w;
     if (longp) {
         if ((st = plan_wgmma(d, m, n, k, &o, &w)) != QMM_OK) return st;

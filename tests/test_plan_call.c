@@ -100,7 +100,7 @@ static void qwen3_4b_tiled_table(void)
 static void qwen3_4b_default_table(void)
 {
     qmm_device_desc d = sm90();
-    CHECK(d.wgmma_min_m == 9 && d.wgmma_max_m == 512 && d.dense_force_m == 513);
+    CHECK(d.wgmma_min_m == 9 && d.wgmma_max_m == 512 && d.dense_force_m == 0);
     CHECK(d.wgmma_wide_min_m == 1024);
     CHECK(d.dense_narrow_n == 0); /* k/v at M = 257…512 take the wgmma kernel since session 27 */
     check_pinned(&d, 1);
@@ -135,14 +135,15 @@ static void other_block_height(void)
     }
 }
 
-/* Long prompts (NOTES.md row 173): from wgmma_wide_min_m tokens on, AUTO takes the faster
- * predicted of the wgmma kernel's own plan (path WGMMA, split 0: the 256-token tile, unsplit or
- * stream-K) and the dense path, the kernel on a tie, ahead of dense_force_m; below it the table's
- * dense path. Forced splits of the 256-token tile go through the workspace (no clusters). */
+/* Long prompts (NOTES.md row 173): beyond the table's wgmma range (M > wgmma_max_m) AUTO takes
+ * the faster predicted of the wgmma kernel's own plan (path WGMMA, split 0: 128-token tiles, 256
+ * from wgmma_wide_min_m) and the dense path, the kernel on a tie; dense_force_m, where a table
+ * sets it, still says dense. Forced splits of the 256-token tile go through the workspace (no
+ * clusters). */
 static void long_prompts(void)
 {
     qmm_device_desc d = sm90();
-    static const int64_t ms[] = {513, 1000, 1023, 1024, 1536, 2048, 3000, 4096, 8192};
+    static const int64_t ms[] = {513, 640, 768, 1000, 1023, 1024, 1536, 2048, 3000, 4096, 8192};
     static const int64_t shapes[][2] = {{2560, 4096}, {2560, 1024}, {4096, 2560},
                                         {2560, 9728}, {9728, 2560}, {2560, 6144}}; /* K, N */
     qmm_cuda_options family = qmm_cuda_options_default(), dense = family;
@@ -155,25 +156,31 @@ static void long_prompts(void)
             CHECK_OK(qmm_plan_call(&d, m, n, k, &family, &w));
             CHECK_OK(qmm_plan_call(&d, m, n, k, &dense, &dn));
             CHECK(w.predicted_us > 0 && dn.predicted_us > 0);
-            const qmm_plan *want = m < d.wgmma_wide_min_m || w.predicted_us > dn.predicted_us ? &dn : &w;
-            CHECKF(test_plan_equal(&p, want), "M=%lld N=%lld K=%lld: %s %.1f µs, kernel %.1f, dense %.1f",
-                   (long long)m, (long long)n, (long long)k, qmm_path_name(p.path), p.predicted_us,
-                   w.predicted_us, dn.predicted_us);
+            CHECKF(test_plan_equal(&p, w.predicted_us <= dn.predicted_us ? &w : &dn),
+                   "M=%lld N=%lld K=%lld: %s %.1f µs, kernel %.1f, dense %.1f", (long long)m,
+                   (long long)n, (long long)k, qmm_path_name(p.path), p.predicted_us, w.predicted_us,
+                   dn.predicted_us);
             CHECK(w.tile_m == (m < d.wgmma_wide_min_m ? 128 : 256));
         }
-    /* the shipped table's choices on Qwen3-4B cells measured in session 29 (NOTES.md row 173) */
+    /* the shipped table's choices on the Qwen3-4B cells measured in session 30 (NOTES.md row 173,
+     * bench/results/2026-12-05-session30/r1-long-prompts/, two passes, µs) */
     static const struct {
         int64_t m, n, k;
         qmm_path path;
         int tokens;
     } cells[] = {
-        {1024, 4096, 2560, QMM_PATH_WGMMA, 256},  /* q: 128 tiles, 28.1 µs predicted */
-        {2048, 4096, 2560, QMM_PATH_WGMMA, 256},  /* q: 256 tiles */
-        {2048, 9728, 2560, QMM_PATH_WGMMA, 256},  /* gate: 608 tiles */
-        {1024, 9728, 2560, QMM_PATH_STREAMK, 256}, /* gate: 304 tiles, 0.77 of three waves */
-        {1024, 2560, 9728, QMM_PATH_STREAMK, 256}, /* down: 77 µs against the dense path's 87 */
+        {640, 2560, 9728, QMM_PATH_STREAMK, 128}, /* down: 55.7 / 55.7 against dense 66.2 / 66.3 */
+        {768, 2560, 4096, QMM_PATH_WGMMA, 128},   /* o: 27.4 / 27.5 against 32.6 / 32.6 */
+        {640, 4096, 2560, QMM_PATH_STREAMK, 128}, /* q: 26.0 / 26.0 against 27.8 / 27.9 */
+        {513, 1024, 2560, QMM_PATH_DENSE, 0},     /* k: 10.5 against the kernel's 11.9 */
+        {1024, 4096, 2560, QMM_PATH_WGMMA, 256},  /* q */
+        {1024, 9728, 2560, QMM_PATH_STREAMK, 256}, /* gate */
+        {1024, 2560, 9728, QMM_PATH_STREAMK, 256}, /* down: 81.5 / 80.4 against 92.5 / 87.3 */
+        {2048, 4096, 2560, QMM_PATH_WGMMA, 256},  /* q */
+        {2048, 9728, 2560, QMM_PATH_WGMMA, 256},  /* gate */
         {2048, 2560, 9728, QMM_PATH_DENSE, 0},     /* down */
         {2048, 2560, 4096, QMM_PATH_DENSE, 0},     /* o */
+        {2048, 1024, 2560, QMM_PATH_DENSE, 0},     /* k */
     };
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         qmm_plan p;
@@ -183,6 +190,12 @@ static void long_prompts(void)
                (long long)cells[i].n, (long long)cells[i].k, qmm_path_name(p.path), p.split, p.tile_m,
                p.tile_n);
     }
+    /* a table's dense_force_m still says dense */
+    qmm_device_desc forced_dense = d;
+    forced_dense.dense_force_m = 513;
+    qmm_plan fd;
+    CHECK_OK(qmm_plan_call(&forced_dense, 640, 2560, 9728, NULL, &fd));
+    CHECK(fd.path == QMM_PATH_DENSE);
     /* forced: 128 tokens below the threshold, 256 from it; a split of 3 through the workspace */
     qmm_cuda_options o = qmm_cuda_options_default();
     o.path = QMM_PATH_WGMMA, o.split = 3;
@@ -192,13 +205,12 @@ static void long_prompts(void)
     CHECK_OK(qmm_plan_call(&d, 1024, 2560, 9728, &o, &f));
     CHECK(f.path == QMM_PATH_WGMMA && f.tile_m == 256 && f.split == 3 && f.blocks == 4 * 20 * 3 &&
           f.workspace_bytes == (size_t)f.blocks * 2 * 256 * 128 * 4);
-    /* a description without the wide tile: 128-token tiles, and dense beyond the table's range;
-     * a bad one is refused */
+    /* a description without the wide tile: 128-token tiles throughout; a bad one is refused */
     d.wgmma_wide_min_m = 0;
     CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, &o, &f));
     CHECK(f.tile_m == 128);
-    CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &f));
-    CHECK(f.path == QMM_PATH_DENSE);
+    CHECK_OK(qmm_plan_call(&d, 2048, 4096, 2560, &family, &f));
+    CHECK(f.tile_m == 128);
     d.wgmma_wide_min_m = -1;
     CHECK(qmm_plan_call(&d, 2048, 4096, 2560, NULL, &f) == QMM_ERR_ARG);
     /* a table without the dense path keeps the kernel */
@@ -225,11 +237,11 @@ static void plan_fields(void)
             qmm_plan w;
             CHECK_OK(qmm_plan_call(&wg, m, n, k, NULL, &w)); /* the default: the wgmma kernel */
             int tn = 0, wgs = 0, stages = 0;
-            /* the table's M range, and from wgmma_wide_min_m on (long_prompts) the kernel unless
-             * the dense path is predicted faster */
-            int wg_m = m >= wg.wgmma_wide_min_m ? w.path != QMM_PATH_DENSE
-                                                : m >= wg.wgmma_min_m && m <= wg.wgmma_max_m &&
-                                                      !(n <= wg.dense_narrow_n && m >= wg.dense_narrow_m);
+            /* the table's M range, and beyond it (long_prompts) the kernel unless the dense path
+             * is predicted faster */
+            int wg_m = m > wg.wgmma_max_m ? w.path != QMM_PATH_DENSE
+                                          : m >= wg.wgmma_min_m &&
+                                                !(n <= wg.dense_narrow_n && m >= wg.dense_narrow_m);
             CHECK(wg_m == (w.path == QMM_PATH_WGMMA || w.path == QMM_PATH_STREAMK));
             if (wg_m) {
                 CHECK(qmm_sm90_config(w.config, &tn, &wgs, &stages) && w.tile_m == tn &&

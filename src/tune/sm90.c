@@ -57,16 +57,18 @@ static qmm_device_desc sm90(void)
     d.wgmma_max_m = 512;
     /* 256-token tiles from 1 024 tokens (NOTES.md row 161, bench/results/2026-12-04-session25/
      * r1-tn256/: unsplit q 28.6 / 58.1 µs at 1 024 / 2 048 tokens against the dense path's
-     * 37.6 / 65.4 and cuBLAS's 28.6 / 58.4; gate at 2 048 147.5 against 169.9 and 154.9), where
-     * the model predicts them faster than the dense path (plan_call.c, long_prompt: down at
-     * 1 024, o and k at 2 048 stay dense; NOTES.md row 173). 512 tokens stay with the 128-token
-     * tile: 256 lost there on q, k, o (2 token tiles) */
+     * 37.6 / 65.4 and cuBLAS's 28.6 / 58.4; gate at 2 048 147.5 against 169.9 and 154.9). 512
+     * tokens stay with the 128-token tile: 256 lost there on q, k, o (2 token tiles). Beyond
+     * wgmma_max_m AUTO takes the kernel's plan or the dense path, whichever the model predicts
+     * faster (plan_call.c, long_prompt; NOTES.md row 173). 128-token tiles from 1 024 tokens
+     * are not weighed: the model was 8-16 % optimistic for them there (k at 2 048 20.0 µs
+     * measured, 17.5 predicted; q at 1 536 55.7-59.7 against 51.4; row 176) */
     d.wgmma_wide_min_m = 1024;
     /* resident CTAs in clusters (a context asks its GPU instead) */
     for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
             d.wgmma_cluster_ctas[c][s] = sm90_cluster_ctas[c][s];
-    d.dense_force_m = 513;
+    d.dense_force_m = 0; /* beyond wgmma_max_m the model decides (plan_call.c, long_prompt) */
     /* No narrow-output rule: k/v (N = 1 024) at M = 257…512 ran the dense path by that rule
      * until session 27, and the wgmma kernel's plan took 8.4–9.2 µs there against the dense path's
      * 9.8–10.2 in every run of the shipped kernel since session 17 (2026-12-02-session17 …
