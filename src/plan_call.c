@@ -280,15 +280,20 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     st = check_options(&o);
     if (st != QMM_OK) return st;
     if (should_use_wgmma(d, &o, m, n)) return plan_wgmma(d, m, n, k, &o, out);
-    /* a long prompt: the wgmma kernel's plan, against the dense path's below where there is one */
-    const int longp = long_prompt(d, &o, m, n);
+    /* a long prompt: the wgmma kernel's plan, against the dense path's below where there is one
+     * (the dense path alone where the kernel has no plan: more tiles than a split schedule
+     * counts) */
     qmm_plan w;
+    int longp = long_prompt(d, &o, m, n);
     if (longp) {
-        if ((st = plan_wgmma(d, m, n, k, &o, &w)) != QMM_OK) return st;
-        if (d->dense_tflops <= 0 || m < d->dense_min_m) {
+        st = plan_wgmma(d, m, n, k, &o, &w);
+        if (st == QMM_OK && (d->dense_tflops <= 0 || m < d->dense_min_m)) {
             *out = w;
             return QMM_OK;
         }
+        if (st != QMM_OK && d->dense_tflops <= 0) return st;
+        longp = st == QMM_OK;
+        qmm_clear_error();
     }
     const int model = o.policy == QMM_POLICY_DEVICE; /* only the device policy predicts */
 
@@ -318,7 +323,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
         }
     }
 
-    if (longp || should_use_dense(d, &o, &p, m, n)) {
+    if (long_prompt(d, &o, m, n) || should_use_dense(d, &o, &p, m, n)) {
         p.path = QMM_PATH_DENSE;
         p.split = 1;
         p.k_per_split = (int)k;

@@ -48,11 +48,11 @@ static qmm_device_desc sm90(void)
     /* where each path wins on the H200 (bench/results/2026-11-30-sm90/ops.md; for the matvec
      * bench/results/2026-12-01-session4/r2-attention/ops248.md): the matvec up to 8 tokens (at
      * M = 2, 4 it beats the wgmma kernel's stream-K on every Qwen3-4B projection by 3-30 %, at
-     * M = 8 on all but q: 7.01 vs 5.82 µs), the wgmma kernel from 9 to 512 tokens, dequantize +
-     * cuBLAS beyond. At M = 385…512 the wgmma kernel's best schedule beat the dense path on q,
-     * o, gate, down by 3-23 % (q M = 512 19.2 against 24.9 µs), at 768 on o and down only, from
-     * 1024 on none (NOTES.md row 106, bench/results/2026-12-02-session14/r4-tiles/big.csv). The
-     * engine's fused decode step calls the matvec itself (its epilogues). */
+     * M = 8 on all but q: 7.01 vs 5.82 µs), the wgmma kernel from 9 to 512 tokens, and beyond
+     * it the kernel or dequantize + cuBLAS, whichever the model predicts faster (plan_call.c,
+     * long_prompt; NOTES.md row 173: since session 30, where a fixed rule took the dense path
+     * from 513, after session 14's kernel beat it at 385…512 but at 768 on o and down only,
+     * NOTES.md row 106). The engine's fused decode step calls the matvec itself (its epilogues). */
     d.wgmma_min_m = 9;
     d.wgmma_max_m = 512;
     /* 256-token tiles from 1 024 tokens (NOTES.md row 161, bench/results/2026-12-04-session25/
