@@ -283,8 +283,9 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     /* a long prompt: the wgmma kernel's plan, against the dense path's below where there is one
      * (the dense path alone where the kernel has no plan: more tiles than a split schedule
      * counts) */
+    const int longp = long_prompt(d, &o, m, n);
     qmm_plan w;
-    int longp = long_prompt(d, &o, m, n);
+    int have_w = 0; /* w holds the kernel's plan, to weigh against the dense path */
     if (longp) {
         st = plan_wgmma(d, m, n, k, &o, &w);
         if (st == QMM_OK && (d->dense_tflops <= 0 || m < d->dense_min_m)) {
@@ -292,7 +293,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
             return QMM_OK;
         }
         if (st != QMM_OK && d->dense_tflops <= 0) return st;
-        longp = st == QMM_OK;
+        have_w = st == QMM_OK;
         qmm_clear_error();
     }
     const int model = o.policy == QMM_POLICY_DEVICE; /* only the device policy predicts */
@@ -323,7 +324,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
         }
     }
 
-    if (long_prompt(d, &o, m, n) || should_use_dense(d, &o, &p, m, n)) {
+    if (longp || should_use_dense(d, &o, &p, m, n)) {
         p.path = QMM_PATH_DENSE;
         p.split = 1;
         p.k_per_split = (int)k;
@@ -361,7 +362,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     p.workspace_bytes = workspace_bytes(&p, m, n, k, o.partial_type);
     /* the kernel on a tie (the dense path also holds an N x K bf16 copy in the workspace); a
      * description without the kernel's model (no prediction) keeps the kernel */
-    if (longp && w.predicted_us <= p.predicted_us) p = w;
+    if (have_w && w.predicted_us <= p.predicted_us) p = w;
     *out = p;
     qmm_clear_error();
     return QMM_OK;

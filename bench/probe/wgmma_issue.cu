@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "cuda/common.cuh" /* dequant_pair, codes_magic: the kernel's conversion (sm90_convert) */
-#include "cuda/hopper.cuh" /* wgmma fence/commit/wait, desc_k128b, named_barrier, WgmmaRS<N> */
+#include "cuda/hopper.cuh" /* wgmma fence/commit/wait, desc_k128b, named_barrier, WgmmaRS<N>, lds128 */
 
 #define PCK(x)                                                                                       \
     do {                                                                                             \
@@ -116,24 +116,6 @@ enum { RS = 0, SS = 1 };
 enum { FULL = 0, ISSUE = 1, FULL_STS = 2 };
 constexpr int CLK_SLOTS = 5; /* per CTA: clock64 and globaltimer at entry and exit, smid */
 
-__device__ __forceinline__ uint4 p_lds128(const uint32_t *p)
-{
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(smem_u32(p)));
-    return v;
-}
-__device__ __forceinline__ uint32_t p_lds32(const uint32_t *p)
-{
-    uint32_t v;
-    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(smem_u32(p)));
-    return v;
-}
-__device__ __forceinline__ uint32_t p_word(const uint4 &v, int j)
-{
-    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
-}
 /* four 8x8 b16 matrices in the mma fragment layout (thread g, t4: row g, columns 2·t4, 2·t4 + 1);
  * lane l gives the address of row l % 8 of matrix l / 8 (16 contiguous bytes) */
 __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
@@ -188,14 +170,14 @@ __global__ void __launch_bounds__(256, 1)
      * 2·t4 (+8 for i >= 2) and the next k. */
     uint32_t f[8][4];
     auto convert = [&]() {
-        const uint4 lo = p_lds128(wt + 16 * g + 4 * t4), hi = p_lds128(wt + 16 * (g + 8) + 4 * t4);
-        const uint32_t sbl = p_lds32(sbt + g), sbh = p_lds32(sbt + g + 8);
+        const uint4 lo = lds128(wt + 16 * g + 4 * t4), hi = lds128(wt + 16 * (g + 8) + 4 * t4);
+        const uint32_t sbl = lds32(sbt + g), sbh = lds32(sbt + g + 8);
         const uint32_t sl = (sbl & 0xFFFFu) * 0x10001u, bl = (sbl >> 16) * 0x10001u;
         const uint32_t sh = (sbh & 0xFFFFu) * 0x10001u, bh = (sbh >> 16) * 0x10001u;
 #pragma unroll
         for (int kk = 0; kk < 8; kk++) {
             const int wj = kk / 2, sft = (kk % 2) * 8;
-            const uint32_t wl = p_word(lo, wj), wh = p_word(hi, wj);
+            const uint32_t wl = word_at(lo, wj), wh = word_at(hi, wj);
             f[kk][0] = dequant_pair(wl, sft, sl, bl, magic), f[kk][1] = dequant_pair(wh, sft, sh, bh, magic);
             f[kk][2] = dequant_pair(wl, sft + 4, sl, bl, magic), f[kk][3] = dequant_pair(wh, sft + 4, sh, bh, magic);
         }

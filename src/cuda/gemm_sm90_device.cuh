@@ -1,6 +1,6 @@
-/* Device helpers of the Hopper W4A16 kernel (gemm_sm90_kernel.cuh): shared-memory loads, the
- * predicated 4-byte store of the 128-token epilogues, the code conversion, a stage's fragment
- * registers, the fixup's sum of workspace partials, and the trace build's per-CTA buffer.
+/* Device helpers of the Hopper W4A16 kernel (gemm_sm90_kernel.cuh): the predicated 4-byte store
+ * of the 128-token epilogues, the code conversion, a stage's fragment registers, the fixup's sum
+ * of workspace partials, and the trace build's per-CTA buffer (shared-memory loads: hopper.cuh).
  * Included by gemm_sm90_kernel.cuh only (it defines that buffer). */
 #ifndef QMM_CUDA_GEMM_SM90_DEVICE_CUH
 #define QMM_CUDA_GEMM_SM90_DEVICE_CUH
@@ -14,22 +14,6 @@
 #include "common.cuh" /* dequant_pair */
 
 namespace qmm {
-
-__device__ __forceinline__ uint4 lds128(const uint32_t *p)
-{
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(smem_u32(p)));
-    return v;
-}
-
-__device__ __forceinline__ uint32_t lds32(const uint32_t *p)
-{
-    uint32_t v;
-    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(smem_u32(p)));
-    return v;
-}
 
 /* A 4-byte global store under a predicate: predicated, not a branch (guarded by an if, each
  * store became a divergent region, BSSY/BSYNC, in the unrolled epilogues). No memory clobber:
@@ -45,11 +29,6 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
 {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *(const uint32_t *)&v;
-}
-
-__device__ __forceinline__ uint32_t word_at(const uint4 &v, int j)
-{
-    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
 }
 
 /* The conversion of two codes (dequant_pair). The experiment build -DQMM_SM90_STUB_DEQUANT=N

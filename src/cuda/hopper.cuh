@@ -15,6 +15,30 @@ __device__ __forceinline__ uint32_t smem_u32(const void *p)
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+/* ---- shared-memory loads (explicit ld.shared: through a generic pointer they were LD.E) ---- */
+
+__device__ __forceinline__ uint4 lds128(const uint32_t *p)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(smem_u32(p)));
+    return v;
+}
+
+__device__ __forceinline__ uint32_t lds32(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(smem_u32(p)));
+    return v;
+}
+
+/* 32-bit word j (0..3) of a 16-byte load */
+__device__ __forceinline__ uint32_t word_at(const uint4 &v, int j)
+{
+    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+}
+
 /* ---- mbarriers ---- */
 __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count)
 {
