@@ -7,6 +7,8 @@
  *     every other cache row bit for bit (rows past the position stay poisoned: they are never
  *     read or written), the split counters back at zero; the same bits twice and with PDL on
  *     and off;
+ *   the cluster-merged decode attention the same way (the fused kernel's cut and merge order
+ *     where every split holds one tile, so there the same bits as the fused kernel);
  *   two-stage argmax vs qmm_llm_argmax: the same index (ties, NaN, -inf, all NaN -> error 2);
  *   swiglu vs llm_swiglu and add + rmsnorm vs llm_add_row + llm_rmsnorm_row: the residual bit for
  *     bit, bf16 outputs within 1 ulp (expf and the sum of squares differ in the last bits);
@@ -79,19 +81,34 @@ typedef struct attn_case {
     int nsplit; /* 0: the session rule for 132 SMs */
     int same_as; /* > 0: launched with this many splits too, on the same inputs, for the same bits
                   * (a decode graph's bucket against the session's count: decode_bucket.h) */
+    int cluster; /* 1: the cluster kernel (its same_as run: the fused kernel) */
 } attn_case;
+
+static int g_cluster_cases; /* cluster cases that ran (not skipped) */
 
 static void run_attention_case(const attn_case *c)
 {
     const int hd = c->hd, kvh = c->kv_heads, heads = kvh * c->group, half = hd / 2;
     const int64_t p = c->len - 1, ms = c->max_seq;
-    const int nsplit = c->nsplit ? c->nsplit : llm_cuda_op_attention_decode_splits(ms, kvh, 132);
+    const int nsplit = c->cluster ? llm_cuda_op_attention_decode_cluster_splits(kvh, hd, c->group, 0)
+                       : c->nsplit ? c->nsplit
+                                   : llm_cuda_op_attention_decode_splits(ms, kvh, 132);
+    if (c->cluster && nsplit == 0) {
+        printf("    SKIP hd %d, %d query heads per KV head, %d KV heads: this GPU does not hold "
+               "%d clusters of 8 CTAs at once\n", hd, c->group, kvh, kvh);
+        return;
+    }
+    g_cluster_cases += c->cluster;
+    /* the cluster kernel has the fused kernel's bits only where every split holds one tile */
+    const int compare = c->same_as && (!c->cluster || c->len <= 128 ||
+                                       (c->len + 63) / 64 <= (int64_t)nsplit);
     const float eps = 1e-6f;
     const size_t cache_n = (size_t)kvh * (size_t)ms * (size_t)hd;
     const int most = c->same_as > nsplit ? c->same_as : nsplit;
     const size_t part_n = (size_t)heads * (size_t)most * (size_t)(hd + 2);
-    printf("    hd %d, %d query heads per KV head, %d KV heads, position %lld of %lld, %d splits%s\n",
-           hd, c->group, kvh, (long long)p, (long long)ms, nsplit, c->same_as ? " (and more)" : "");
+    printf("    hd %d, %d query heads per KV head, %d KV heads, position %lld of %lld, %d splits%s%s\n",
+           hd, c->group, kvh, (long long)p, (long long)ms, nsplit, c->cluster ? " (cluster kernel)" : "",
+           compare ? c->cluster ? " (and the fused kernel)" : " (and more)" : "");
 
     qmm_bf16 *q = malloc((size_t)heads * hd * 2), *k = malloc((size_t)kvh * hd * 2);
     qmm_bf16 *v = malloc((size_t)kvh * hd * 2), *qw = malloc((size_t)hd * 2), *kw = malloc((size_t)hd * 2);
@@ -137,22 +154,29 @@ static void run_attention_case(const attn_case *c)
     if (!dq || !dk || !dv || !dqw || !dkw || !dkc || !dvc || !dcs || !dsn || !dpart || !dout ||
         !dpos || !dcnt)
         goto done;
-    for (int run = 0; run < (c->same_as ? 4 : 3); run++) { /* PDL on, on, off, same_as splits */
-        if (run > 0) { /* the same input cache: row p poisoned again */
+    for (int run = 0; run < (compare ? 4 : 3); run++) { /* PDL on, on, off, same_as splits */
+        if (run > 0) { /* the same input cache: row p poisoned again, the output too (NaN) */
             cudaMemcpy(dkc, kc, cache_n * 2, cudaMemcpyHostToDevice);
             cudaMemcpy(dvc, vc, cache_n * 2, cudaMemcpyHostToDevice);
-            cudaMemcpy(dout, out, (size_t)heads * hd * 2, cudaMemcpyHostToDevice);
+            cudaMemset(dout, 0xFF, (size_t)heads * hd * 2);
             cudaDeviceSynchronize();
         }
-        CHECK_OK(llm_cuda_op_attention_decode(dq, dk, dv, dqw, dkw, dcs, dsn, eps, dpos, heads, kvh,
-                                              hd, ms, run == 3 ? c->same_as : nsplit, dkc, dvc,
-                                              dpart, dcnt, dout, g_stream, run != 2));
+        if (c->cluster && run != 3)
+            CHECK_OK(llm_cuda_op_attention_decode_cluster(dq, dk, dv, dqw, dkw, dcs, dsn, eps, dpos,
+                                                          heads, kvh, hd, ms, nsplit, dkc, dvc,
+                                                          dout, g_stream, run != 2));
+        else
+            CHECK_OK(llm_cuda_op_attention_decode(dq, dk, dv, dqw, dkw, dcs, dsn, eps, dpos, heads,
+                                                  kvh, hd, ms, run == 3 ? c->same_as : nsplit, dkc,
+                                                  dvc, dpart, dcnt, dout, g_stream, run != 2));
         cudaError_t e = cudaDeviceSynchronize();
         CHECKF(e == cudaSuccess, "kernel: %s", cudaGetErrorString(e));
         down(run == 0 ? out : out2, dout, (size_t)heads * hd * 2);
         if (run > 0)
             CHECKF(!memcmp(out, out2, (size_t)heads * hd * 2), "run %d differs from run 0%s", run,
-                   run == 2 ? " (PDL off)" : run == 3 ? " (more splits)" : "");
+                   run == 2   ? " (PDL off)"
+                   : run == 3 ? c->cluster ? " (the fused kernel)" : " (more splits)"
+                              : "");
         int cnt[64] = {0};
         down(cnt, dcnt, (size_t)kvh * 4);
         for (int h = 0; h < kvh; h++) CHECKF(cnt[h] == 0, "counter %d left at %d", h, cnt[h]);
@@ -217,26 +241,46 @@ static void attention_decode_matches_cpu(void)
 {
     static const attn_case cases[] = {
         /* Qwen3-4B heads: short contexts (one block per KV head), the split boundary, long */
-        {128, 4, 8, 1, 64, 0, 0},      {128, 4, 8, 2, 64, 0, 0},      {128, 4, 8, 33, 64, 0, 0},
-        {128, 4, 8, 64, 256, 0, 0},    {128, 4, 8, 65, 256, 0, 0},    {128, 4, 8, 128, 256, 0, 0},
-        {128, 4, 8, 129, 256, 0, 0},   {128, 4, 8, 200, 2200, 0, 0},  {128, 4, 8, 256, 2200, 0, 0},
-        {128, 4, 8, 257, 2200, 0, 0},  {128, 4, 8, 2049, 2200, 0, 0},
-        {128, 4, 8, 5000, 32768, 0, 0}, {128, 4, 8, 32768, 32768, 0, 0},
+        {128, 4, 8, 1, 64, 0, 0, 0},       {128, 4, 8, 2, 64, 0, 0, 0},
+        {128, 4, 8, 33, 64, 0, 0, 0},      {128, 4, 8, 64, 256, 0, 0, 0},
+        {128, 4, 8, 65, 256, 0, 0, 0},     {128, 4, 8, 128, 256, 0, 0, 0},
+        {128, 4, 8, 129, 256, 0, 0, 0},    {128, 4, 8, 200, 2200, 0, 0, 0},
+        {128, 4, 8, 256, 2200, 0, 0, 0},   {128, 4, 8, 257, 2200, 0, 0, 0},
+        {128, 4, 8, 2049, 2200, 0, 0, 0},  {128, 4, 8, 5000, 32768, 0, 0, 0},
+        {128, 4, 8, 32768, 32768, 0, 0, 0},
         /* one block walking many tiles; the most splits */
-        {128, 4, 8, 700, 1024, 1, 0},  {128, 4, 8, 4100, 8192, 64, 0},
+        {128, 4, 8, 700, 1024, 1, 0, 0},   {128, 4, 8, 4100, 8192, 64, 0, 0},
         /* other groups and head dims (the test checkpoints use hd 64, 2 per KV head) */
-        {64, 2, 2, 1, 16, 0, 0},       {64, 2, 2, 700, 1000, 0, 0},   {64, 8, 1, 300, 512, 0, 0},
-        {128, 1, 4, 129, 300, 0, 0},   {128, 8, 2, 1000, 1024, 0, 0}, {128, 2, 8, 77, 128, 0, 0},
-        {128, 8, 2, 3000, 4096, 0, 0}, /* 47 splits of eight heads: the merge walks them all */
-        {64, 4, 3, 3000, 3000, 0, 0},
+        {64, 2, 2, 1, 16, 0, 0, 0},        {64, 2, 2, 700, 1000, 0, 0, 0},
+        {64, 8, 1, 300, 512, 0, 0, 0},     {128, 1, 4, 129, 300, 0, 0, 0},
+        {128, 8, 2, 1000, 1024, 0, 0, 0},  {128, 2, 8, 77, 128, 0, 0, 0},
+        {128, 8, 2, 3000, 4096, 0, 0, 0}, /* 47 splits of eight heads: the merge walks them all */
+        {64, 4, 3, 3000, 3000, 0, 0, 0},
         /* the decode graphs' buckets at and below the end of their reach, against the 33 splits
          * of a session sized for 2200 positions (Qwen3-4B heads, 132 SMs) */
-        {128, 4, 8, 100, 2200, 1, 33},  {128, 4, 8, 128, 2200, 1, 33},
-        {128, 4, 8, 255, 2200, 4, 33},  {128, 4, 8, 256, 2200, 4, 33},
-        {128, 4, 8, 512, 2200, 8, 33},  {128, 4, 8, 1024, 2200, 16, 33},
-        {128, 4, 8, 2048, 2200, 32, 33},
+        {128, 4, 8, 100, 2200, 1, 33, 0},  {128, 4, 8, 128, 2200, 1, 33, 0},
+        {128, 4, 8, 255, 2200, 4, 33, 0},  {128, 4, 8, 256, 2200, 4, 33, 0},
+        {128, 4, 8, 512, 2200, 8, 33, 0},  {128, 4, 8, 1024, 2200, 16, 33, 0},
+        {128, 4, 8, 2048, 2200, 32, 33, 0},
+        /* the cluster kernel: one split (against the fused kernel's one-head blocks), one tile a
+         * split (its bits), then uneven splits of several tiles, other groups and head dims */
+        {128, 4, 8, 1, 64, 0, 33, 1},      {128, 4, 8, 128, 2200, 0, 33, 1},
+        {128, 4, 8, 129, 2200, 0, 33, 1},  {128, 4, 8, 1024, 2200, 0, 33, 1},
+        {128, 4, 8, 1025, 2200, 0, 33, 1}, {128, 4, 8, 2048, 2200, 0, 33, 1},
+        {128, 4, 8, 2049, 2200, 0, 0, 1},  {128, 4, 4, 100, 2200, 0, 33, 1},
+        {128, 4, 4, 1000, 2200, 0, 33, 1}, {128, 4, 2, 2048, 2200, 0, 33, 1},
+        {64, 1, 4, 900, 1000, 0, 16, 1},   {128, 8, 1, 128, 300, 0, 8, 1},
+        {128, 4, 8, 4100, 8192, 0, 0, 1},  {128, 4, 8, 32768, 32768, 0, 0, 1},
+        {64, 2, 2, 700, 1000, 0, 16, 1},   {64, 8, 1, 300, 512, 0, 0, 1},
+        {128, 1, 4, 129, 300, 0, 0, 1},    {128, 8, 2, 3000, 4096, 0, 0, 1},
+        {64, 4, 3, 3000, 3000, 0, 0, 1},   {128, 2, 8, 77, 128, 0, 4, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_attention_case(&cases[i]);
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    printf("    %d cluster-kernel cases ran\n", g_cluster_cases);
+    CHECKF(major < 9 || g_cluster_cases > 0, "compute capability %d: every cluster case skipped",
+           major);
 }
 
 /* ---- two-stage argmax ----------------------------------------------------------------------- */

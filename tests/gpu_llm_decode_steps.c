@@ -209,28 +209,45 @@ static int same(const test_llm *f, int32_t tg, int32_t te)
 /* Sized for 1000 positions, the tiny models' 2 KV heads give the fused attention 16 splits
  * (132 SMs) and decode graphs of 1, 4 and 8 splits beside the full one: steps across 128, 256
  * and 512 positions replay four graphs in turn, each bit for bit the eager step (which keeps
- * the 16 splits). Teacher-forced steps (logits and tokens), then, on the same sessions after a
- * reset (twice), generation from position 0 and continued from its end (the host's count of
- * the position picks the graph) and the logits of one more step (the cache generation left). */
+ * the 16 splits). Then sized for 1100 positions with QMM_DECODE_ATTN=cluster (set here): the
+ * eager step and the full graph run the cluster-merged kernel (32 or 16 splits, session.cu),
+ * which the fused kernel's bucket graphs must match bit for bit up to their reach, and the
+ * teacher-forced steps go on to 1090 positions, where the full graph replays. Teacher-forced
+ * steps (logits and tokens), then, on the same sessions after a reset (twice), generation from
+ * position 0 and continued from its end (the host's count of the position picks the graph) and
+ * the logits of one more step (the cache generation left). */
 static void bucket_graphs_equal_eager(void)
 {
     const qmm_llm_config *cfgs[2] = {&tiny, &tiny4};
-    enum { MAX_SEQ = 1000, LONG = 540, P1 = 100, N1 = 60, P2 = 90, N2 = 300 };
-    int sms = 0;
+    enum { P1 = 100, N1 = 60, P2 = 90, N2 = 300 };
+    int sms = 0, major = 0;
     CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-    for (int ci = 0; ci < 2; ci++) {
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    const char *env = getenv("QMM_DECODE_ATTN");
+    char *saved = env ? strdup(env) : NULL;
+    for (int run_case = 0; run_case < 4; run_case++) {
+        const int ci = run_case % 2, cluster = run_case >= 2;
+        const int MAX_SEQ = cluster ? 1100 : 1000, LONG = cluster ? 1090 : 540;
         const int kvh = (int)cfgs[ci]->num_kv_heads;
-        const int nsplit = llm_cuda_op_attention_decode_splits(MAX_SEQ, kvh, sms);
-        int want[LLM_DECODE_BUCKETS];
-        const int nb = llm_decode_buckets(nsplit, want);
-        printf("    config %d: %d splits, %d buckets\n", ci, nsplit, nb);
-        CHECKF(nb >= 3, "config %d: %d buckets at %d splits", ci, nb, nsplit);
+        if (cluster) setenv("QMM_DECODE_ATTN", "cluster", 1);
+        else unsetenv("QMM_DECODE_ATTN");
         test_llm f;
         if (!test_llm_init(&f, synthetic(cfgs[ci]), LONG)) continue;
         qmm_llm_cuda_session *g = session(f.m, MAX_SEQ, 1, 1, 0);
         qmm_llm_cuda_session *e = session(f.m, MAX_SEQ, 1, 0, 0);
+        /* the session's splits: the cluster kernel's, or the fused kernel's rule */
+        const int cs = g ? llm_cuda_decode_cluster_splits(g) : 0;
+        const int nsplit = cs ? cs : llm_cuda_op_attention_decode_splits(MAX_SEQ, kvh, sms);
+        int want[LLM_DECODE_BUCKETS];
+        const int nb = llm_decode_buckets(nsplit, want);
+        printf("    config %d, %d positions: %d splits%s, %d buckets\n", ci, MAX_SEQ, nsplit,
+               cs ? " (cluster kernel)" : "", nb);
+        CHECKF(nb >= 3, "config %d: %d buckets at %d splits", ci, nb, nsplit);
+        CHECKF(!cluster || major < 9 || cs > 0, "config %d: compute capability %d, but the "
+               "session did not take the cluster kernel", ci, major);
         if (g && e) {
             CHECK(llm_cuda_decode_buckets(g) == nb && llm_cuda_decode_buckets(e) == 0);
+            CHECK(llm_cuda_decode_cluster_splits(e) == cs);
             int32_t tg = -1, te = -2;
             CHECK_OK(qmm_llm_cuda_prefill(g, f.ids, P1, f.a, &tg));
             CHECK_OK(qmm_llm_cuda_prefill(e, f.ids, P1, f.b, &te));
@@ -269,6 +286,9 @@ static void bucket_graphs_equal_eager(void)
         qmm_llm_cuda_session_destroy(e);
         test_llm_free(&f);
     }
+    if (saved) setenv("QMM_DECODE_ATTN", saved, 1);
+    else unsetenv("QMM_DECODE_ATTN");
+    free(saved);
 }
 
 TEST_GPU_MAIN("the decode step is not tested here", pdl_on_off_bitwise,

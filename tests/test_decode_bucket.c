@@ -92,9 +92,71 @@ static void the_smallest_exact_bucket_is_picked(void)
     }
 }
 
+/* The cluster kernel's cut (llm_ad_split_even): its splits cover [0, len) in order with whole
+ * tiles (the last may end early), at most one tile apart, none empty below active, all empty
+ * past it; and wherever a bucket of s splits is exact, each split's rows are those llm_ad_split
+ * gives at s splits, so the fused kernel's bucket graphs and the cluster kernel agree there. */
+static void the_even_cut(void)
+{
+    for (int n = 1; n <= 64; n++)
+        for (int64_t len = 1; len <= 64 * 70; len += len < 600 ? 1 : 37) {
+            int64_t next = 0, most = 0, least = INT64_MAX;
+            int active = 0;
+            for (int sp = 0; sp < n + 2; sp++) {
+                int64_t a, b;
+                int act;
+                llm_ad_split_even(len, n, sp, &a, &b, &act);
+                if (sp == 0) active = act;
+                CHECKF(act == active, "len %lld, %d splits: active %d then %d", (long long)len, n,
+                       active, act);
+                if (sp >= active) {
+                    CHECKF(a == b, "len %lld, %d splits: split %d past %d active has rows",
+                           (long long)len, n, sp, active);
+                    continue;
+                }
+                CHECKF(a == next && b > a && (a % LLM_AD_TILE == 0) &&
+                           (b % LLM_AD_TILE == 0 || b == len),
+                       "len %lld, %d splits: split %d is [%lld, %lld)", (long long)len, n, sp,
+                       (long long)a, (long long)b);
+                const int64_t t = (b - a + LLM_AD_TILE - 1) / LLM_AD_TILE;
+                most = t > most ? t : most;
+                least = t < least ? t : least;
+                next = b;
+            }
+            CHECKF(next == len, "len %lld, %d splits: cover %lld", (long long)len, n, (long long)next);
+            CHECKF(active == 1 || most - least <= 1,
+                   "len %lld, %d splits: %lld to %lld tiles a split", (long long)len, n,
+                   (long long)least, (long long)most);
+            if (len > LLM_AD_SINGLE && n > 1) {
+                const int64_t tiles = (len + LLM_AD_TILE - 1) / LLM_AD_TILE;
+                CHECKF(active == (tiles < n ? tiles : n), "len %lld, %d splits: %d active",
+                       (long long)len, n, active);
+            }
+        }
+    for (int s = 1; s <= 32; s++)
+        for (int n = s; n <= 64; n++)
+            for (int64_t len = 1; len <= 64 * 64; len++) {
+                if (!llm_decode_bucket_exact(len, s)) break;
+                int64_t chunk;
+                int act;
+                llm_ad_split(len, s, &chunk, &act);
+                for (int sp = 0; sp < act; sp++) {
+                    int64_t a, b;
+                    int act2;
+                    llm_ad_split_even(len, n, sp, &a, &b, &act2);
+                    const int64_t a1 = sp * chunk, b1 = a1 + chunk < len ? a1 + chunk : len;
+                    CHECKF(act2 == act && a == a1 && b == b1,
+                           "len %lld: split %d of the even cut at %d splits [%lld, %lld) of %d, "
+                           "of the bucket's %d [%lld, %lld) of %d", (long long)len, sp, n,
+                           (long long)a, (long long)b, act2, s, (long long)a1, (long long)b1, act);
+                    if (test_failed_now()) return;
+                }
+            }
+}
+
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, exact_means_the_same_split, buckets_of_each_session,
-               the_smallest_exact_bucket_is_picked);
+               the_smallest_exact_bucket_is_picked, the_even_cut);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -300,6 +300,11 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                         : "separate (7 matmuls a layer)", a->pdl ? "on" : "off",
                 a->persistent ? "persistent (one kernel for all layers and the head)"
                               : "fused (five kernels a layer)");
+    const char *attn = getenv("QMM_DECODE_ATTN"); /* an experiment's switch (session.cu) */
+    if (!a->cpu && attn)
+        fprintf(md, "Environment: QMM_DECODE_ATTN=%s (cluster: the cluster-merged decode attention "
+                    "where a session has more than 16 splits and the GPU holds its clusters).  \n",
+                attn);
     if (a->max_seq > 0)
         fprintf(md, "Sessions sized for %lld positions (--max-seq).  \n", (long long)a->max_seq);
     else

@@ -158,6 +158,12 @@ __device__ __forceinline__ uint32_t cluster_rank()
     asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
     return r;
 }
+__device__ __forceinline__ uint32_t cluster_size()
+{
+    uint32_t n;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+    return n;
+}
 __device__ __forceinline__ void cluster_arrive_relaxed()
 {
     asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
@@ -165,6 +171,35 @@ __device__ __forceinline__ void cluster_arrive_relaxed()
 __device__ __forceinline__ void cluster_wait()
 {
     asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+/* Arrive with release semantics: this thread's earlier writes (shared memory included) are
+ * visible to the cluster's threads once their matching cluster_wait returns. */
+__device__ __forceinline__ void cluster_arrive()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+/* The shared-memory address a (this CTA's) in CTA `rank` of the cluster. */
+__device__ __forceinline__ uint32_t cluster_map(uint32_t a, uint32_t rank)
+{
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(a), "r"(rank));
+    return remote;
+}
+/* Loads from another CTA's shared memory (an address from cluster_map). */
+__device__ __forceinline__ float4 ld_cluster_f4(uint32_t a)
+{
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(a)
+                 : "memory");
+    return v;
+}
+__device__ __forceinline__ float ld_cluster_f32(uint32_t a)
+{
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(a) : "memory");
+    return v;
 }
 /* The address of local pointer p in CTA `rank` of the cluster. */
 __device__ __forceinline__ uint32_t cluster_addr(const void *p, uint32_t rank)

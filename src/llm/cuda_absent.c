@@ -65,3 +65,4 @@ qmm_status qmm_llm_cuda_profile_graph(qmm_llm_cuda_session *s, const int32_t *id
 }
 
 int llm_cuda_decode_buckets(const qmm_llm_cuda_session *s) { (void)s; return 0; }
+int llm_cuda_decode_cluster_splits(const qmm_llm_cuda_session *s) { (void)s; return 0; }

@@ -34,6 +34,9 @@ int llm_decode_bucket_of_step(int64_t pos, const int *splits, int count);
 /* For the tests: the bucket graphs session s holds beside its full decode graph (session.cu): 0
  * without graphs, with the persistent step or the reference attention, or without CUDA. */
 int llm_cuda_decode_buckets(const qmm_llm_cuda_session *s);
+/* For the tests: the splits of session s's cluster-merged decode attention (session.cu,
+ * QMM_DECODE_ATTN=cluster), 0 where its steps run the fused kernel only. */
+int llm_cuda_decode_cluster_splits(const qmm_llm_cuda_session *s);
 
 #ifdef __cplusplus
 }

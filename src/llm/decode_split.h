@@ -30,4 +30,33 @@ LLM_SPLIT_FN void llm_ad_split(int64_t len, int nsplit, int64_t *chunk, int *act
     *active = (int)((len + c - 1) / c);
 }
 
+/* The cluster kernel's cut (attention_decode_cluster.cu), row range [*start, *end) of split
+ * `split` of nsplit and the splits with work: up to LLM_AD_SINGLE positions one split; beyond,
+ * the T = ceil(len / LLM_AD_TILE) tiles dealt in order to min(T, nsplit) splits, the first
+ * T % nsplit of them one tile more than the rest (llm_ad_split rounds the chunk up to whole
+ * tiles, which can leave a third of the splits idle: 2 049 positions in 16 splits of 3 tiles
+ * make 11). While T <= nsplit every split holds one tile, as in llm_ad_split's cut at any split
+ * count >= T: the decode buckets stay exact (decode_bucket.h). Splits past *active get an
+ * empty range. */
+LLM_SPLIT_FN void llm_ad_split_even(int64_t len, int nsplit, int split, int64_t *start,
+                                    int64_t *end, int *active)
+{
+    if (len <= LLM_AD_SINGLE || nsplit <= 1) {
+        *active = 1;
+        *start = 0;
+        *end = split == 0 ? len : 0;
+        return;
+    }
+    const int64_t tiles = (len + LLM_AD_TILE - 1) / LLM_AD_TILE;
+    const int64_t n = tiles < nsplit ? tiles : nsplit, q = tiles / n, r = tiles % n;
+    *active = (int)n;
+    if (split >= n) {
+        *start = *end = 0;
+        return;
+    }
+    const int64_t t0 = split * q + (split < r ? split : r), t1 = t0 + q + (split < r ? 1 : 0);
+    *start = t0 * LLM_AD_TILE;
+    *end = t1 * LLM_AD_TILE < len ? t1 * LLM_AD_TILE : len;
+}
+
 #endif

@@ -29,8 +29,6 @@
 #include "llm/cuda/attention_decode_block.cuh"
 #include "llm/cuda/pdl.cuh"
 #ifdef QMM_AD_TRACE
-#include <stdio.h>
-#include <algorithm>
 #include <vector>
 #endif
 
@@ -52,22 +50,10 @@ void attention_decode_trace_print(void)
 {
     std::vector<unsigned long long> t(AD_TRACE_BLOCKS * 8);
     if (cudaMemcpyFromSymbol(t.data(), ad_trace, t.size() * 8) != cudaSuccess) return;
-    unsigned long long t0 = ~0ull;
-    for (int b = 0; b < AD_TRACE_BLOCKS; b++)
-        if (t[b * 8]) t0 = std::min(t0, t[b * 8]);
     static const char *name[8] = {"entry",    "wait done", "tile 0",   "tiles done",
                                   "partials", "ticket",    "merge ml", "end"};
-    fprintf(stderr, "ad_trace (us after the first entry; blocks that reached the phase)\n");
-    for (int i = 0; i < 8; i++) {
-        std::vector<double> v;
-        for (int b = 0; b < AD_TRACE_BLOCKS; b++)
-            if (t[b * 8] && t[b * 8 + i] >= t0) v.push_back((t[b * 8 + i] - t0) * 1e-3);
-        if (v.empty()) continue;
-        std::sort(v.begin(), v.end());
-        fprintf(stderr, "  %-10s n %4zu  min %6.2f  p10 %6.2f  med %6.2f  p90 %6.2f  max %6.2f\n",
-                name[i], v.size(), v[0], v[v.size() / 10], v[v.size() / 2], v[v.size() * 9 / 10],
-                v.back());
-    }
+    ad_trace_summary("ad_trace", t, name);
+    attention_decode_cluster_trace_print();
 }
 #endif
 

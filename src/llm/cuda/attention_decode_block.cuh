@@ -10,6 +10,11 @@
 #define QMM_LLM_ATTENTION_DECODE_BLOCK_CUH
 
 #include <math.h>
+#ifdef QMM_AD_TRACE
+#include <stdio.h>
+#include <algorithm>
+#include <vector>
+#endif
 
 #include "llm/cuda/llm_kernels.cuh"
 #include "llm/cuda/mma_sync.cuh"
@@ -30,6 +35,29 @@ constexpr int AD_BLOCKS_PER_SM = 2;
 #define AD_STAMP(i) sync.phase(i)
 #else
 #define AD_STAMP(i) ((void)0)
+#endif
+#ifdef QMM_AD_TRACE
+/* The host's summary of a launch's stamps t[unit · 8 + phase] (0: the unit did not run), in µs
+ * after the first entry: per phase, the units that reached it. */
+static inline void ad_trace_summary(const char *what, const std::vector<unsigned long long> &t,
+                                    const char *const name[8])
+{
+    unsigned long long t0 = ~0ull;
+    const size_t units = t.size() / 8;
+    for (size_t b = 0; b < units; b++)
+        if (t[b * 8]) t0 = std::min(t0, t[b * 8]);
+    fprintf(stderr, "%s (us after the first entry; units that reached the phase)\n", what);
+    for (int i = 0; i < 8; i++) {
+        std::vector<double> v;
+        for (size_t b = 0; b < units; b++)
+            if (t[b * 8] && t[b * 8 + i] >= t0) v.push_back((t[b * 8 + i] - t0) * 1e-3);
+        if (v.empty()) continue;
+        std::sort(v.begin(), v.end());
+        fprintf(stderr, "  %-10s n %4zu  min %6.2f  p10 %6.2f  med %6.2f  p90 %6.2f  max %6.2f\n",
+                name[i], v.size(), v[0], v[v.size() / 10], v[v.size() / 2], v[v.size() * 9 / 10],
+                v.back());
+    }
+}
 #endif
 
 /* Experiment builds (timing only, wrong results). -DQMM_AD_STUB_TILE: a split's tiles only land
@@ -67,10 +95,140 @@ struct ad_layout {
     static constexpr int NEW = ST + (3 * G * 4 + 15) / 16 * 16; /* new k, v: [2][HD] bf16 */
     static constexpr int FLAG = NEW + 2 * HD * 2;
     static constexpr int BYTES = FLAG + 16;
+    /* the cluster kernel's split result, read by its merging CTA: [G][HD] f32 output sums, then
+     * [G] (m, l) pairs (past BYTES: the merge's scratch reuses the ring) */
+    static constexpr int SLOT = (BYTES + 15) / 16 * 16;
+    static constexpr int SLOT_END = SLOT + (G * HD + 2 * G) * 4;
     static_assert(TAB % 16 == 0, "the tables are copied in 16-byte pieces");
     static_assert((2 * G * AD_MAX_SPLITS + 16) * 4 + AD_THREADS * 16 <= KV,
                   "the splits' merge reuses the K/V ring");
 };
+
+/* Where the merge finds split sp's results for head g of the group: its output sums (a run of
+ * HD / 4 float4, through a cursor at float4 j of head g: at(sp)) and its (m, l). In global
+ * memory (the fused kernel's partials), or in the SLOT of the cluster CTA holding the split (two
+ * splits a CTA, one a half of its shared memory). */
+template <int HD, int G>
+struct AdPartialsGlobal {
+    const float *partials, *ml_all;
+    int nsplit, kvh;
+    struct Cursor {
+        const float4 *base;
+        __device__ float4 at(int sp) const { return __ldcg(base + (int64_t)sp * (HD / 4)); }
+    };
+    __device__ Cursor cursor(int g, int j) const
+    {
+        return {reinterpret_cast<const float4 *>(partials + (int64_t)(kvh * G + g) * nsplit * HD) + j};
+    }
+    __device__ void ml(int sp, int g, float &m, float &l) const
+    {
+        const float *p = ml_all + ((int64_t)(kvh * G + g) * nsplit + sp) * 2;
+        m = __ldcg(p);
+        l = __ldcg(p + 1);
+    }
+};
+template <int HD, int G>
+struct AdPartialsCluster {
+    uint32_t slot;       /* shared address of the first half's SLOT in this CTA */
+    uint32_t half_bytes; /* a half's shared memory */
+    struct Cursor {
+        uint32_t a, half_bytes; /* float4 j of head g in the first half's SLOT */
+        __device__ float4 at(int sp) const
+        {
+            return qmm::ld_cluster_f4(qmm::cluster_map(a + (uint32_t)(sp & 1) * half_bytes, (uint32_t)(sp >> 1)));
+        }
+    };
+    __device__ Cursor cursor(int g, int j) const { return {slot + 4u * (uint32_t)(g * HD + 4 * j), half_bytes}; }
+    __device__ void ml(int sp, int g, float &m, float &l) const
+    {
+        const uint32_t a = qmm::cluster_map(slot + (uint32_t)(sp & 1) * half_bytes + 4u * (uint32_t)(G * HD + 2 * g),
+                                            (uint32_t)(sp >> 1));
+        m = qmm::ld_cluster_f32(a);
+        l = qmm::ld_cluster_f32(a + 4);
+    }
+};
+
+/* The merge of a KV head's `active` splits by one block of AD_THREADS threads (tid), into the G
+ * heads' outputs: O = Σ o_sp · exp(m_sp − M) / Σ l_sp · exp(m_sp − M), M = max m_sp. Each thread
+ * sums four outputs over a contiguous range of splits, eight loads in flight, and the ranges are
+ * added in order: the same order every time, wherever the splits' results live (Src). Its first
+ * eight outputs are requested with the splits' (m, l), before the weights exp(m − M) are known
+ * (one round trip, not two); the (m, l) go to shared memory (smem: the free K/V ring) and each
+ * head's max and weights are computed once (a warp a head). */
+template <int HD, int G, class Src, class Sync>
+__device__ __forceinline__ void ad_merge(const Src &src, int active, int kvh, bf16 *__restrict__ out,
+                                         unsigned char *smem, Sync sync, int tid)
+{
+    const int lane = tid & 31, warp = tid >> 5;
+    constexpr int E4 = G * HD / 4, PARTS = AD_THREADS / E4;
+    float *wsp = reinterpret_cast<float *>(smem), *lsp = wsp + G * AD_MAX_SPLITS;
+    float *Lh = lsp + G * AD_MAX_SPLITS;
+    float4 *red4 = reinterpret_cast<float4 *>(Lh + 16); /* [PARTS][E4] */
+    const int q4 = tid % E4, part = tid / E4, gq = q4 / (HD / 4);
+    const int sp0 = part * active / PARTS, sp1 = (part + 1) * active / PARTS;
+    const auto parts = src.cursor(gq, q4 % (HD / 4));
+    float4 v[8];
+#ifdef QMM_AD_MERGE_STUB
+    for (int u = 0; u < 8; u++) v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+    if (tid < E4 * PARTS)
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (sp0 + u < sp1 && AD_MERGE_LOADS(sp0 + u)) v[u] = parts.at(sp0 + u);
+    for (int i = tid; i < G * active; i += AD_THREADS) {
+        const int g = i / active, sp = i % active;
+        src.ml(sp, g, wsp[g * AD_MAX_SPLITS + sp], lsp[g * AD_MAX_SPLITS + sp]);
+    }
+    sync.sync();
+    AD_STAMP(6);
+    for (int g = warp; g < G; g += AD_THREADS / 32) {
+        float M = -INFINITY;
+        for (int sp = lane; sp < active; sp += 32) M = fmaxf(M, wsp[g * AD_MAX_SPLITS + sp]);
+        for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+        float Ls = 0.0f;
+        for (int sp = lane; sp < active; sp += 32) {
+            const float f = expf(wsp[g * AD_MAX_SPLITS + sp] - M);
+            wsp[g * AD_MAX_SPLITS + sp] = f;
+            Ls += lsp[g * AD_MAX_SPLITS + sp] * f;
+        }
+        for (int o = 16; o > 0; o >>= 1) Ls += __shfl_xor_sync(0xffffffffu, Ls, o);
+        if (lane == 0) Lh[g] = Ls;
+    }
+    sync.sync();
+    if (tid < E4 * PARTS) {
+        const float *w = wsp + gq * AD_MAX_SPLITS;
+        float4 O = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int sp = sp0; sp < sp1; sp += 8) {
+            if (sp > sp0)
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    if (sp + u < sp1 && AD_MERGE_LOADS(sp + u)) v[u] = parts.at(sp + u);
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+                if (sp + u < sp1) {
+                    const float f = w[sp + u];
+                    O.x = fmaf(v[u].x, f, O.x), O.y = fmaf(v[u].y, f, O.y);
+                    O.z = fmaf(v[u].z, f, O.z), O.w = fmaf(v[u].w, f, O.w);
+                }
+        }
+        red4[part * E4 + q4] = O;
+    }
+    sync.sync();
+    for (int e = tid; e < E4; e += AD_THREADS) {
+        const int g = e / (HD / 4), h = kvh * G + g, d = (e % (HD / 4)) * 4;
+        float4 O = red4[e];
+        for (int pr = 1; pr < PARTS; pr++) {
+            const float4 r = red4[pr * E4 + e];
+            O.x += r.x, O.y += r.y, O.z += r.z, O.w += r.w;
+        }
+        const float L = Lh[g];
+        bf16 *o = out + (int64_t)h * HD + d;
+        o[0] = __float2bfloat16_rn(O.x / L);
+        o[1] = __float2bfloat16_rn(O.y / L);
+        o[2] = __float2bfloat16_rn(O.z / L);
+        o[3] = __float2bfloat16_rn(O.w / L);
+    }
+}
 
 // q [heads*HD], k, v [kv_heads*HD] (this row's projections); qw, kw [HD]; cos_t, sin_t
 // [max_seq, HD/2]; kc, vc the layer's cache [kv_heads, max_seq, HD]; partials heads·nsplit·(HD + 2)
@@ -80,7 +238,11 @@ struct ad_layout {
 // the group each (block 0 appends the new K/V row): each head's arithmetic as in the block of G
 // heads, a G-th of the block's chain (scores, softmax, P·V) on G times the SMs. The caller
 // launches max(nsplit, G) blocks a KV head and expects G writers a KV head at short contexts.
-template <int HD, int G, class Sync, bool ONE_HEAD = false>
+// CLUSTER: the cluster kernel's split (attention_decode_cluster.cu): its rows by
+// llm_ad_split_even, and with several splits its sums and (m, l) go to the layout's SLOT in smem
+// for the cluster's merge (partials and counters unused; returns true only where it wrote the
+// output, as with one split).
+template <int HD, int G, class Sync, bool ONE_HEAD = false, bool CLUSTER = false>
 __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                              const bf16 *__restrict__ v, const bf16 *__restrict__ qw,
                              const bf16 *__restrict__ kw, const float *__restrict__ cos_t,
@@ -105,25 +267,32 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
     /* partials: [heads][nsplit][HD] outputs (16-byte rows for the merge), then [heads][nsplit][2] (m, l) */
     float *ml_all = partials + (int64_t)kv_heads * G * nsplit * HD;
 
-    const int tid = threadIdx.x;
+    /* the cluster kernel runs two of these a block */
+    const int tid = CLUSTER ? (int)threadIdx.x % AD_THREADS : (int)threadIdx.x;
     const int lane = tid & 31, warp = tid >> 5;
     /* *pos and the rows before it are final before this forward began (pdl.cuh) */
     const int64_t p = *pos, len = p + 1;
-    int64_t chunk;
+    int64_t chunk, start = 0, end = 0;
     int active;
-    llm_ad_split(len, nsplit, &chunk, &active); /* decode_split.h */
+    if constexpr (CLUSTER)
+        llm_ad_split_even(len, nsplit, split, &start, &end, &active); /* decode_split.h */
+    else
+        llm_ad_split(len, nsplit, &chunk, &active);
     if constexpr (ONE_HEAD && G > 1) {
         if (active == 1) {
             if (split >= G) return false;
             /* query head kvh·G + split as the head of a group of one (q and out shifted) */
             const int64_t shift = ((int64_t)kvh * (G - 1) + split) * HD;
-            return attn_decode_block<HD, 1, Sync>(q + shift, k, v, qw, kw, cos_t, sin_t, eps, pos,
-                                                  max_seq, 1, kc, vc, partials, counters, out + shift,
-                                                  kvh, 0, kv_heads, smem, sync, split == 0);
+            return attn_decode_block<HD, 1, Sync, false, CLUSTER>(
+                q + shift, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq, 1, kc, vc, partials,
+                counters, out + shift, kvh, 0, kv_heads, smem, sync, split == 0);
         }
     }
     if (split >= active) return false;
-    const int64_t start = (int64_t)split * chunk, end = min(len, start + chunk);
+    if constexpr (!CLUSTER) {
+        start = (int64_t)split * chunk;
+        end = min(len, start + chunk);
+    }
     const int ntiles = (int)((end - start + AD_T - 1) / AD_T);
     const bool owner = end == len;
     const bf16 *Kg = kc + (int64_t)kvh * max_seq * HD, *Vg = vc + (int64_t)kvh * max_seq * HD;
@@ -339,7 +508,9 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
     sync.sync();
     AD_STAMP(3);
 
-    /* the heads' outputs (one split) or this split's partials and (m, l), from the D fragments */
+    /* the heads' outputs (one split) or this split's partials and (m, l), from the D fragments:
+     * in global memory, or in this split's SLOT for the cluster's merge */
+    float *slot = reinterpret_cast<float *>(smem + L::SLOT);
     if (warp < DT)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
@@ -347,6 +518,12 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             if (g >= G) continue;
             if (active == 1) {
                 out[(int64_t)h * HD + d] = __float2bfloat16_rn(o[e] / l_s[g]);
+            } else if (CLUSTER) {
+                slot[g * HD + d] = o[e];
+                if (d == 0) {
+                    slot[G * HD + 2 * g] = m_s[g];
+                    slot[G * HD + 2 * g + 1] = l_s[g];
+                }
             } else {
                 partials[((int64_t)h * nsplit + split) * HD + d] = o[e];
                 if (d == 0) {
@@ -356,6 +533,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
                 }
             }
         }
+    if (CLUSTER) return active == 1;
     if (active > 1) { /* the last block of this KV head merges the splits */
         sync.sync(); /* the block's partials are written */
         AD_STAMP(4);
@@ -369,87 +547,9 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
         }
         sync.sync();
         AD_STAMP(5);
-        if (*flag) {
-            /* each thread sums four outputs over a contiguous range of splits, eight 16-byte
-             * loads in flight, and the ranges are added in order: the same order every time.
-             * Its first eight outputs are requested with the splits' (m, l), before the
-             * weights exp(m - M) are known (one round trip, not two); the (m, l) go to shared
-             * memory (the ring is free) and each head's max and weights are computed once (a
-             * warp a head). */
-            constexpr int E4 = G * HD / 4, PARTS = AD_THREADS / E4;
-            float *wsp = reinterpret_cast<float *>(smem), *lsp = wsp + G * AD_MAX_SPLITS;
-            float *Lh = lsp + G * AD_MAX_SPLITS;
-            float4 *red4 = reinterpret_cast<float4 *>(Lh + 16); /* [PARTS][E4] */
-            const int q4 = tid % E4, part = tid / E4, gq = q4 / (HD / 4);
-            const int sp0 = part * active / PARTS, sp1 = (part + 1) * active / PARTS;
-            const float4 *base = reinterpret_cast<const float4 *>(
-                                     partials + (int64_t)(kvh * G + gq) * nsplit * HD) + q4 % (HD / 4);
-            float4 v[8];
-#ifdef QMM_AD_MERGE_STUB
-            for (int u = 0; u < 8; u++) v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-#endif
-            if (tid < E4 * PARTS)
-#pragma unroll
-                for (int u = 0; u < 8; u++)
-                    if (sp0 + u < sp1 && AD_MERGE_LOADS(sp0 + u))
-                        v[u] = __ldcg(base + (int64_t)(sp0 + u) * (HD / 4));
-            for (int i = tid; i < G * active; i += AD_THREADS) {
-                const int g = i / active, sp = i % active;
-                const float *ml = ml_all + ((int64_t)(kvh * G + g) * nsplit + sp) * 2;
-                wsp[g * AD_MAX_SPLITS + sp] = __ldcg(ml);
-                lsp[g * AD_MAX_SPLITS + sp] = __ldcg(ml + 1);
-            }
-            sync.sync();
-            AD_STAMP(6);
-            for (int g = warp; g < G; g += AD_THREADS / 32) {
-                float M = -INFINITY;
-                for (int sp = lane; sp < active; sp += 32) M = fmaxf(M, wsp[g * AD_MAX_SPLITS + sp]);
-                for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-                float Ls = 0.0f;
-                for (int sp = lane; sp < active; sp += 32) {
-                    const float f = expf(wsp[g * AD_MAX_SPLITS + sp] - M);
-                    wsp[g * AD_MAX_SPLITS + sp] = f;
-                    Ls += lsp[g * AD_MAX_SPLITS + sp] * f;
-                }
-                for (int o = 16; o > 0; o >>= 1) Ls += __shfl_xor_sync(0xffffffffu, Ls, o);
-                if (lane == 0) Lh[g] = Ls;
-            }
-            sync.sync();
-            if (tid < E4 * PARTS) {
-                const float *w = wsp + gq * AD_MAX_SPLITS;
-                float4 O = make_float4(0.f, 0.f, 0.f, 0.f);
-                for (int sp = sp0; sp < sp1; sp += 8) {
-                    if (sp > sp0)
-#pragma unroll
-                        for (int u = 0; u < 8; u++)
-                            if (sp + u < sp1 && AD_MERGE_LOADS(sp + u))
-                                v[u] = __ldcg(base + (int64_t)(sp + u) * (HD / 4));
-#pragma unroll
-                    for (int u = 0; u < 8; u++)
-                        if (sp + u < sp1) {
-                            const float f = w[sp + u];
-                            O.x = fmaf(v[u].x, f, O.x), O.y = fmaf(v[u].y, f, O.y);
-                            O.z = fmaf(v[u].z, f, O.z), O.w = fmaf(v[u].w, f, O.w);
-                        }
-                }
-                red4[part * E4 + q4] = O;
-            }
-            sync.sync();
-            for (int e = tid; e < E4; e += AD_THREADS) {
-                const int g = e / (HD / 4), h = kvh * G + g, d = (e % (HD / 4)) * 4;
-                float4 O = red4[e];
-                for (int pr = 1; pr < PARTS; pr++) {
-                    const float4 r = red4[pr * E4 + e];
-                    O.x += r.x, O.y += r.y, O.z += r.z, O.w += r.w;
-                }
-                const float L = Lh[g];
-                bf16 *o = out + (int64_t)h * HD + d;
-                o[0] = __float2bfloat16_rn(O.x / L);
-                o[1] = __float2bfloat16_rn(O.y / L);
-                o[2] = __float2bfloat16_rn(O.z / L);
-                o[3] = __float2bfloat16_rn(O.w / L);
-            }
-        }
+        if (*flag)
+            ad_merge<HD, G>(AdPartialsGlobal<HD, G>{partials, ml_all, nsplit, kvh}, active, kvh,
+                            out, smem, sync, tid);
     }
     AD_STAMP(7);
     return active == 1 || *flag;

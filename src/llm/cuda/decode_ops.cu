@@ -34,6 +34,25 @@ extern "C" int llm_cuda_op_attention_decode_splits(int64_t max_seq, int kv_heads
     return attention_decode_splits(max_seq, kv_heads, sm_count);
 }
 
+extern "C" qmm_status llm_cuda_op_attention_decode_cluster(
+    const qmm_bf16 *q, const qmm_bf16 *k, const qmm_bf16 *v, const qmm_bf16 *qw, const qmm_bf16 *kw,
+    const float *cos_t, const float *sin_t, float eps, const int32_t *pos, int heads, int kv_heads,
+    int hd, int64_t max_seq, int nsplit, qmm_bf16 *kc, qmm_bf16 *vc, qmm_bf16 *out, void *stream,
+    int pdl)
+{
+    llm_launch ln = {pdl, nullptr};
+    return done(launch_attention_decode_cluster(B(q), B(k), B(v), B(qw), B(kw), cos_t, sin_t, eps,
+                                                pos, heads, kv_heads, hd, max_seq, nsplit, BW(kc),
+                                                BW(vc), BW(out), (cudaStream_t)stream, &ln),
+                "cluster decode attention");
+}
+
+extern "C" int llm_cuda_op_attention_decode_cluster_splits(int kv_heads, int hd, int group,
+                                                           int sm_count)
+{
+    return attention_decode_cluster_splits(kv_heads, hd, group, sm_count);
+}
+
 extern "C" qmm_status llm_cuda_op_argmax(const qmm_bf16 *logits, int64_t vocab, float *pair_v,
                                          int *pair_i, int32_t *tokens, int32_t *pos, int m,
                                          int32_t *err, void *stream, int pdl)

@@ -178,10 +178,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
         llm_mark(prof, st, "q/k/v matmuls");
         bf16 *kc = s->kc + (size_t)l * layer_cache, *vc = s->vc + (size_t)l * layer_cache;
         if (fused_attention) {
-            K_TRY(launch_attention_decode_fused(
-                s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
-                s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_step, kc, vc,
-                s->partials, s->counters, s->att, st, llm_launch_as(s, &ln, "attention", attn_bytes)));
+            K_TRY(llm_fused_attention(s, l, llm_launch_as(s, &ln, "attention", attn_bytes)));
         } else {
             K_TRY(launch_qk_norm_rope(
                 s->q, s->k, s->v, s->q_stride, s->kv_stride, ly->norm[QMM_LLM_Q_NORM],

@@ -111,7 +111,26 @@ cudaError_t launch_attention_decode_fused(
 int attention_decode_splits(int64_t max_seq, int kv_heads, int sm_count);
 #ifdef QMM_AD_TRACE
 void attention_decode_trace_print(void); /* experiment build: attention_decode.cu */
+void attention_decode_cluster_trace_print(void); /* its cluster kernel's (called by the above) */
 #endif
+
+/* ---- attention_decode_cluster.cu ---- */
+
+/* The same attention with each KV head's nsplit splits in one thread-block cluster of nsplit / 2
+ * CTAs, merged through distributed shared memory (no partials, no counters), cut by
+ * llm_ad_split_even (decode_split.h); nsplit from attention_decode_cluster_splits. Where every
+ * split holds one 64-row tile (len <= 64 · nsplit) the fused kernel launched with at least that
+ * many splits gives the same bits. */
+cudaError_t launch_attention_decode_cluster(
+    const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *qw, const bf16 *kw,
+    const float *cos_t, const float *sin_t, float eps, const int32_t *pos, int heads, int kv_heads,
+    int hd, int64_t max_seq, int nsplit, bf16 *kc, bf16 *vc, bf16 *out, cudaStream_t stream,
+    const llm_launch *ln = nullptr);
+/* Its splits a KV head on the current device: 32 (clusters of 16) or 16 (of 8), the larger of
+ * which kv_heads clusters fit at once (one CTA a SM; kv_heads · size <= sm_count when
+ * sm_count > 0); 0 where neither fits, or for an unsupported hd or group (then use
+ * launch_attention_decode_fused). */
+int attention_decode_cluster_splits(int kv_heads, int hd, int group, int sm_count);
 
 /* ---- swiglu_argmax.cu ---- */
 

@@ -270,6 +270,16 @@ void llm_destroy_decode_graphs(qmm_llm_cuda_session *s)
     s->nbuckets = 0;
 }
 
+/* The cluster-merged decode attention for long contexts (attention_decode_cluster.cu) instead of
+ * the fused kernel's global-memory merge, where the session has more than 16 splits and the
+ * device holds the clusters: an experiment until measured (bench/NOTES.md row 177), on with
+ * QMM_DECODE_ATTN=cluster. Not for the persistent step or the reference attention. */
+static int want_cluster_attention(const qmm_llm_cuda_options *o)
+{
+    const char *e = getenv("QMM_DECODE_ATTN");
+    return e && !strcmp(e, "cluster") && !o->persistent_decode && !o->attention_ref;
+}
+
 /* The decode step's graphs: the full one, and one per context bucket (decode_bucket.h) when the
  * step runs the fused attention (the persistent step sizes its own splits; attention_ref runs
  * the reference kernels). Tensor-parallel sessions too: every rank counts the same positions,
@@ -295,6 +305,11 @@ static qmm_status capture_decode_graphs(qmm_llm_cuda_session *s)
 extern "C" int llm_cuda_decode_buckets(const qmm_llm_cuda_session *s)
 {
     return s ? s->nbuckets : 0;
+}
+
+extern "C" int llm_cuda_decode_cluster_splits(const qmm_llm_cuda_session *s)
+{
+    return s && s->attn_cluster ? s->nsplit_fused : 0;
 }
 
 extern "C" qmm_status qmm_llm_cuda_session_create(const qmm_llm_model *m, int64_t max_seq,
@@ -385,6 +400,12 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
         s->sm_count = 0; /* the split rule's default */
     }
     s->nsplit_fused = attention_decode_splits(max_seq, (int)c->num_kv_heads, s->sm_count);
+    if (!st && want_cluster_attention(&o) && s->nsplit_fused > 16) {
+        const int cs = attention_decode_cluster_splits((int)c->num_kv_heads, (int)c->head_dim,
+                                                       (int)(c->num_heads / c->num_kv_heads),
+                                                       s->sm_count);
+        if (cs > 0) s->attn_cluster = 1, s->nsplit_fused = cs;
+    }
     s->nsplit_step = s->nsplit_fused;
     if (!st) st = qmm_cuda_create(o.device, s->stream, &s->ctx);
     if (!st) st = upload_weights(s);
