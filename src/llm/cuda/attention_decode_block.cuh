@@ -66,6 +66,13 @@ static inline void ad_trace_summary(const char *what, const std::vector<unsigned
  * -DQMM_AD_MERGE_STUB=N: the merging block loads the partial outputs of the even splits only
  * (1: half the bytes in as many load rounds) or of none (2), the splits' (m, l) as always: do
  * the merge's bytes or its round trips bind (row 167)? */
+/* -DQMM_AD_TWO_CHAINS (an experiment, NOTES.md row 178): a tile's scores and its P·V each on
+ * two accumulators, halving the dependent mma chains (other bits: the sums' order changes). */
+#ifdef QMM_AD_TWO_CHAINS
+#define AD_TWO_CHAINS 1
+#else
+#define AD_TWO_CHAINS 0
+#endif
 #if !defined(QMM_AD_MERGE_STUB)
 #define AD_MERGE_LOADS(sp) true
 #elif QMM_AD_MERGE_STUB == 1
@@ -444,12 +451,24 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
         if (warp < MT) {
             float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             const int j = lane >> 3, row = warp * 16 + (j & 1) * 8 + (lane & 7);
+#if AD_TWO_CHAINS /* even and odd k-steps on two accumulators: chains of KSTEPS / 2 */
+            float sc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int kk = 0; kk < KSTEPS; kk++) {
+                uint32_t a[4];
+                ldsm_x4(a, ks + ad_at<HD>(row, 2 * kk + (j >> 1)));
+                mma_16816(kk % 2 ? sc2 : sc, a, qf[kk][0], qf[kk][1]);
+            }
+#pragma unroll
+            for (int e = 0; e < 4; e++) sc[e] += sc2[e];
+#else
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; kk++) {
                 uint32_t a[4];
                 ldsm_x4(a, ks + ad_at<HD>(row, 2 * kk + (j >> 1)));
                 mma_16816(sc, a, qf[kk][0], qf[kk][1]);
             }
+#endif
             const int ra = warp * 16 + g8, rb = ra + 8;
             if (h0 < G) {
                 S[h0 * AD_T + ra] = ra < nvalid ? sc[0] * scale : -INFINITY;
@@ -484,6 +503,11 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             const float al0 = h0 < G ? alpha_s[h0] : 0.0f, al1 = h0 + 1 < G ? alpha_s[h0 + 1] : 0.0f;
             o[0] *= al0, o[1] *= al1, o[2] *= al0, o[3] *= al1;
             const int j = lane >> 3;
+#if AD_TWO_CHAINS /* the lo parts on a tile's own accumulator, added at the end: chains of MT */
+            float ol[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#else
+            float *const ol = o;
+#endif
 #pragma unroll
             for (int kk = 0; kk < MT; kk++) {
                 uint32_t a[4];
@@ -492,9 +516,13 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
                 const bool ok = g8 < G;
                 mma_16816(o, a, ok ? *reinterpret_cast<const uint32_t *>(Ph + pr) : 0u,
                           ok ? *reinterpret_cast<const uint32_t *>(Ph + pr + 8) : 0u);
-                mma_16816(o, a, ok ? *reinterpret_cast<const uint32_t *>(Pl + pr) : 0u,
+                mma_16816(ol, a, ok ? *reinterpret_cast<const uint32_t *>(Pl + pr) : 0u,
                           ok ? *reinterpret_cast<const uint32_t *>(Pl + pr + 8) : 0u);
             }
+#if AD_TWO_CHAINS
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[e] += ol[e];
+#endif
         }
         sync.sync(); /* the stage, S and P are free again */
         if (t + AD_STAGES < ntiles) load_tile(t + AD_STAGES);

@@ -5,6 +5,7 @@
 #   c/          this checkout's HEAD: qmm and the decode tests
 #   c/tr/       HEAD with -DQMM_AD_TRACE (the last decode attention's phases, both kernels,
 #               printed when the session ends)
+#   c/tc/       HEAD with -DQMM_AD_TWO_CHAINS (NOTES row 178): qmm and gpu_llm_decode_ops
 #   c/lib/      the tokenizer's libraries (bench/carry-libs.sh)
 # into devbin/c.tar.xz (xz -9: its 64 MB window sees the binaries' common code, ~7 MB for
 # four 25 MB binaries where xz -6 took ~6 MB each). Run from the repository root (~4 min):
@@ -32,6 +33,12 @@ bash "$tmp/src/bench/variant.sh" s31-tr "-DQMM_AD_TRACE" llm/cuda/attention_deco
     llm/cuda/attention_decode_cluster.cu llm/cuda/session.cu >"$tmp/variant-tr.log" 2>&1 ||
     { tail -20 "$tmp/variant-tr.log"; exit 1; }
 cp /tmp/var/s31-tr/qmm "$stage/tr/"
+echo "stage: variant tc (-DQMM_AD_TWO_CHAINS)"
+TESTS=gpu_llm_decode_ops bash "$tmp/src/bench/variant.sh" s31-tc "-DQMM_AD_TWO_CHAINS" \
+    llm/cuda/attention_decode.cu llm/cuda/attention_decode_cluster.cu llm/cuda/decode_persistent.cu \
+    >"$tmp/variant-tc.log" 2>&1 || { tail -20 "$tmp/variant-tc.log"; exit 1; }
+mkdir -p "$stage/tc"
+cp /tmp/var/s31-tc/qmm /tmp/var/s31-tc/gpu_llm_decode_ops "$stage/tc/"
 bash "$root/bench/carry-libs.sh" "$stage" >/dev/null
 mkdir -p "$root/devbin"
 tar -C "$tmp/stage" -cf - c | xz -9 -T4 >"$root/devbin/c.tar.xz"
