@@ -90,7 +90,10 @@ static void run_attention_case(const attn_case *c)
 {
     const int hd = c->hd, kvh = c->kv_heads, heads = kvh * c->group, half = hd / 2;
     const int64_t p = c->len - 1, ms = c->max_seq;
-    const int nsplit = c->cluster ? llm_cuda_op_attention_decode_cluster_splits(kvh, hd, c->group, 0)
+    /* the cluster kernel: the case's split count (a bucket's clusters), else the most the
+     * device holds */
+    const int most_c = c->cluster ? llm_cuda_op_attention_decode_cluster_splits(kvh, hd, c->group, 0) : 0;
+    const int nsplit = c->cluster ? (most_c && c->nsplit ? c->nsplit : most_c)
                        : c->nsplit ? c->nsplit
                                    : llm_cuda_op_attention_decode_splits(ms, kvh, 132);
     if (c->cluster && nsplit == 0) {
@@ -270,6 +273,11 @@ static void attention_decode_matches_cpu(void)
         {128, 4, 8, 2049, 2200, 0, 0, 1},  {128, 4, 4, 100, 2200, 0, 33, 1},
         {128, 4, 4, 1000, 2200, 0, 33, 1}, {128, 4, 2, 2048, 2200, 0, 33, 1},
         {64, 1, 4, 900, 1000, 0, 16, 1},   {128, 8, 1, 128, 300, 0, 8, 1},
+        /* the buckets' smaller clusters (2, 4, 8 CTAs): the fused kernel's bits up to their
+         * reach, then several tiles a split */
+        {128, 4, 8, 200, 2200, 4, 33, 1},  {128, 4, 8, 256, 2200, 4, 33, 1},
+        {128, 4, 8, 500, 2200, 8, 33, 1},  {128, 4, 8, 1000, 2200, 16, 33, 1},
+        {128, 4, 8, 2000, 2200, 8, 0, 1},  {64, 2, 2, 250, 1000, 4, 16, 1},
         {128, 4, 8, 4100, 8192, 0, 0, 1},  {128, 4, 8, 32768, 32768, 0, 0, 1},
         {64, 2, 2, 700, 1000, 0, 16, 1},   {64, 8, 1, 300, 512, 0, 0, 1},
         {128, 1, 4, 129, 300, 0, 0, 1},    {128, 8, 2, 3000, 4096, 0, 0, 1},

@@ -31,7 +31,8 @@
 
 namespace qmm_llm {
 
-/* the cluster sizes tried, largest first (16 is a non-portable size); two splits a CTA */
+/* the cluster sizes tried for a session's longest contexts, largest first (16 is a non-portable
+ * size); two splits a CTA. Shorter contexts' graphs launch clusters of 2 to 8 (session.cu). */
 constexpr int ADC_SIZES[2] = {16, 8};
 
 template <int HD, int G>
@@ -245,8 +246,9 @@ cudaError_t launch_attention_decode_cluster(const bf16 *q, const bf16 *k, const 
                                             int nsplit, bf16 *kc, bf16 *vc, bf16 *out,
                                             cudaStream_t stream, const llm_launch *ln)
 {
+    /* clusters of 2 to 16; the one-split path takes one half a query head */
     if (kv_heads < 1 || heads % kv_heads || !attention_supported(hd, heads / kv_heads) ||
-        (nsplit != 2 * ADC_SIZES[0] && nsplit != 2 * ADC_SIZES[1]))
+        (nsplit != 4 && nsplit != 8 && nsplit != 16 && nsplit != 32) || nsplit < heads / kv_heads)
         return cudaErrorInvalidValue;
     ADC_DISPATCH(hd, heads / kv_heads, cudaErrorInvalidValue,
                  adc_launch<HD, G>(kv_heads, nsplit / 2, q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq, kc, vc,

@@ -50,10 +50,13 @@ cudaError_t llm_fused_attention(qmm_llm_cuda_session *s, int64_t l, const qmm_ll
 {
     const auto [H, hd, heads, kvh, L, I, eps, layer_cache, attn_bytes] = llm_dims_of(s);
     const llm_cuda_layer *ly = &s->layers[l];
-    if (s->attn_cluster && s->nsplit_step == s->nsplit_fused)
+    /* the cluster kernel where the session takes it (session.cu), at 4 splits and more and at
+     * least one half a query head (its one-split path); the fused kernel for the rest, which
+     * gives the same bits where their buckets are replayed */
+    if (s->attn_cluster && s->nsplit_step >= 4 && s->nsplit_step >= heads / kvh)
         return launch_attention_decode_cluster(
             s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t,
-            s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_fused,
+            s->sin_t, eps, s->d_pos, heads, kvh, hd, s->max_seq, s->nsplit_step,
             s->kc + (size_t)l * layer_cache, s->vc + (size_t)l * layer_cache, s->att, s->stream, ln);
     return launch_attention_decode_fused(
         s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t, s->sin_t,

@@ -118,8 +118,9 @@ void attention_decode_cluster_trace_print(void); /* its cluster kernel's (called
 
 /* The same attention with each KV head's nsplit splits in one thread-block cluster of nsplit / 2
  * CTAs, merged through distributed shared memory (no partials, no counters), cut by
- * llm_ad_split_even (decode_split.h); nsplit from attention_decode_cluster_splits. Where every
- * split holds one 64-row tile (len <= 64 · nsplit) the fused kernel launched with at least that
+ * llm_ad_split_even (decode_split.h); nsplit 4, 8, 16 or 32 (at most
+ * attention_decode_cluster_splits), and at least heads / kv_heads. Where every split holds one
+ * 64-row tile (len <= 64 · nsplit) the fused kernel, or this one, launched with at least that
  * many splits gives the same bits. */
 cudaError_t launch_attention_decode_cluster(
     const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *qw, const bf16 *kw,

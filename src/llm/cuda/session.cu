@@ -270,10 +270,14 @@ void llm_destroy_decode_graphs(qmm_llm_cuda_session *s)
     s->nbuckets = 0;
 }
 
-/* The cluster-merged decode attention for long contexts (attention_decode_cluster.cu) instead of
- * the fused kernel's global-memory merge, where the session has more than 16 splits and the
- * device holds the clusters: an experiment until measured (bench/NOTES.md row 177), on with
- * QMM_DECODE_ATTN=cluster. Not for the persistent step or the reference attention. */
+/* The cluster-merged decode attention (attention_decode_cluster.cu) instead of the fused kernel's
+ * global-memory merge, wherever a step has several splits and the device holds the clusters: an
+ * experiment until measured (bench/NOTES.md row 177), on with QMM_DECODE_ATTN=cluster. The full
+ * decode graph and the buckets of 4 splits and more launch it (clusters of half their splits:
+ * bit for bit the full graph where each is replayed, as the fused kernel's buckets are); the
+ * one-split bucket keeps the fused kernel's one-head blocks (the cluster kernel's one-split path
+ * is the same code, for the eager step). Not for the persistent step or the reference
+ * attention. */
 static int want_cluster_attention(const qmm_llm_cuda_options *o)
 {
     const char *e = getenv("QMM_DECODE_ATTN");
@@ -400,11 +404,15 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
         s->sm_count = 0; /* the split rule's default */
     }
     s->nsplit_fused = attention_decode_splits(max_seq, (int)c->num_kv_heads, s->sm_count);
-    if (!st && want_cluster_attention(&o) && s->nsplit_fused > 16) {
+    if (!st && want_cluster_attention(&o) && s->nsplit_fused > 1) {
+        const int group = (int)(c->num_heads / c->num_kv_heads);
         const int cs = attention_decode_cluster_splits((int)c->num_kv_heads, (int)c->head_dim,
-                                                       (int)(c->num_heads / c->num_kv_heads),
-                                                       s->sm_count);
-        if (cs > 0) s->attn_cluster = 1, s->nsplit_fused = cs;
+                                                       group, s->sm_count);
+        /* the cluster kernel's splits: the fused rule's count rounded up to 4, 8, 16 or 32 (a
+         * bucket's), at most what the device holds, at least one half a query head */
+        int n = 4;
+        while (n < s->nsplit_fused && n < cs) n *= 2;
+        if (cs > 0 && n >= group) s->attn_cluster = 1, s->nsplit_fused = n;
     }
     s->nsplit_step = s->nsplit_fused;
     if (!st) st = qmm_cuda_create(o.device, s->stream, &s->ctx);
