@@ -67,7 +67,9 @@ static inline void ad_trace_summary(const char *what, const std::vector<unsigned
  * (1: half the bytes in as many load rounds) or of none (2), the splits' (m, l) as always: do
  * the merge's bytes or its round trips bind (row 167)? */
 /* -DQMM_AD_TWO_CHAINS (an experiment, NOTES.md row 178): a tile's scores and its P·V each on
- * two accumulators, halving the dependent mma chains (other bits: the sums' order changes). */
+ * two accumulators, halving the dependent mma chains, and the softmax's sum l kept a lane's own
+ * until the tiles are done (five shuffles out of each tile's chain); other bits: the sums'
+ * order changes. */
 #ifdef QMM_AD_TWO_CHAINS
 #define AD_TWO_CHAINS 1
 #else
@@ -487,7 +489,9 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             const float mnew = fmaxf(m_run, mt); /* finite: every tile holds a valid row */
             const float pa = expf(a - mnew), pb = expf(b - mnew);
             float ps = pa + pb;
+#if !AD_TWO_CHAINS /* the experiment keeps l a lane's own and sums the lanes after the tiles */
             for (int o2 = 16; o2 > 0; o2 >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o2);
+#endif
             const float alpha = expf(m_run - mnew);
             l_run = l_run * alpha + ps;
             m_run = mnew;
@@ -529,6 +533,10 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
         cp_commit();
     }
     cp_wait_group<0>();
+#if AD_TWO_CHAINS
+    if (warp < G)
+        for (int o2 = 16; o2 > 0; o2 >>= 1) l_run += __shfl_xor_sync(0xffffffffu, l_run, o2);
+#endif
     if (warp < G && lane == 0) {
         m_s[warp] = m_run;
         l_s[warp] = l_run;
