@@ -8,6 +8,7 @@
 
 #include "bench_gpu.h"
 #include "bench_read.h"
+#include "internal.h"
 #include "tune/sm90.h"
 
 #define MAX_CONTENDERS 48
@@ -16,6 +17,7 @@ typedef struct contender {
     char name[16];
     int cublas;               /* 1: cuBLAS bf16 on the dequantized weight */
     int read;                 /* 1: only stream the weight's bytes (bench_read.cu) */
+    int narrow;               /* 1: planned with 128-token tiles where the table's rule takes 256 */
     qmm_cuda_options opt;     /* qmm contenders */
 } contender;
 
@@ -75,9 +77,10 @@ static contender qmm_contender(const bench_case *c, const char *name, qmm_path p
     return ct;
 }
 
-/* auto, tiled, split-K at the plan's split, split-K at every valid split up to the tuning
- * table's cap, matvec (M within the kernel's limit), qmm's dense path (M from the table's
- * dense_min_m), cuBLAS, and optionally tiled at stages 1..4. */
+/* auto, tiled, the wgmma family (its plan, unsplit, stream-K, clusters where AUTO takes it, and
+ * 128-token tiles where it takes 256), split-K at the plan's split, split-K at every valid split
+ * up to the tuning table's cap, matvec (M within the kernel's limit), qmm's dense path (M from
+ * the table's dense_min_m), cuBLAS, and optionally tiled at stages 1..4. */
 static int build_contenders(const bench_case *c, const qmm_plan *plan, contender *list)
 {
     const bench_opts *o = c->o;
@@ -93,6 +96,16 @@ static int build_contenders(const bench_case *c, const qmm_plan *plan, contender
     if (d.wgmma_min_m > 0 && c->m >= d.wgmma_min_m && c->m <= d.wgmma_max_m)
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER && s <= c->shape->k / QMM_GROUP; s++)
             list[n++] = qmm_contender(c, "cluster", QMM_PATH_WGMMA, s, 0);
+    /* from the table's wide_min_m the family plans 256-token tiles: its 128-token schedules
+     * beside them (unsplit, stream-K, and the family's own choice), for the model's fit */
+    if (d.wgmma_min_m > 0 && d.wgmma_wide_min_m > 0 && c->m >= d.wgmma_wide_min_m) {
+        list[n] = qmm_contender(c, "t128", QMM_PATH_WGMMA, 0, 0);
+        list[n++].narrow = 1;
+        list[n] = qmm_contender(c, "t128_s1", QMM_PATH_WGMMA, 1, 0);
+        list[n++].narrow = 1;
+        list[n] = qmm_contender(c, "t128_sk", QMM_PATH_STREAMK, 0, 0);
+        list[n++].narrow = 1;
+    }
     if (plan->path == QMM_PATH_SPLITK && plan->split > 1)
         list[n++] = qmm_contender(c, "splitk_plan", QMM_PATH_SPLITK, plan->split, 0);
     for (int s = 2; s <= d.max_split; s++)
@@ -214,8 +227,24 @@ static int check(const bench_case *c, call_ctx *x, bench_result *r)
     return 0;
 }
 
+static int run_contender_as_is(const bench_case *c, const contender *ct, const qmm_plan *plan,
+                               bench_results *rs);
+
+/* A narrow contender plans under the table with 128-token tiles at every M (wide_min_m 0),
+ * restored after it. */
 static int run_contender(const bench_case *c, const contender *ct, const qmm_plan *plan,
                          bench_results *rs)
+{
+    qmm_device_desc *d = ct->narrow ? qmm_cuda_desc_for_bench(c->ctx) : NULL;
+    const int wide = d ? d->wgmma_wide_min_m : 0;
+    if (d) d->wgmma_wide_min_m = 0;
+    const int failed = run_contender_as_is(c, ct, plan, rs);
+    if (d) d->wgmma_wide_min_m = wide;
+    return failed;
+}
+
+static int run_contender_as_is(const bench_case *c, const contender *ct, const qmm_plan *plan,
+                               bench_results *rs)
 {
     const bench_shape *sh = c->shape;
     bench_result r;

@@ -308,6 +308,11 @@ extern "C" qmm_status qmm_cuda_device_desc(const qmm_cuda_ctx *ctx, qmm_device_d
     return QMM_OK;
 }
 
+extern "C" qmm_device_desc *qmm_cuda_desc_for_bench(qmm_cuda_ctx *ctx)
+{
+    return ctx ? &ctx->desc : NULL;
+}
+
 extern "C" qmm_status qmm_cuda_plan(qmm_cuda_ctx *ctx, int64_t m, int64_t n, int64_t k,
                                     const qmm_cuda_options *opt, qmm_plan *out)
 {
