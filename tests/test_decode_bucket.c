@@ -154,9 +154,35 @@ static void the_even_cut(void)
             }
 }
 
+/* The cluster kernel's split count for a session: the fused count rounded up to a bucket's
+ * (4, 8, 16, 32), capped by the device, none for one split, no clusters, or too few halves for
+ * the one-split path's query heads. */
+static void cluster_split_counts(void)
+{
+    static const int cases[][4] = {/* fused, most, group, want */
+                                   {1, 32, 4, 0},   {2, 32, 4, 4},   {4, 32, 4, 4},  {5, 32, 4, 8},
+                                   {16, 32, 4, 16}, {17, 32, 4, 32}, {33, 32, 4, 32}, {33, 16, 4, 16},
+                                   {64, 16, 1, 16}, {3, 4, 8, 0},    {9, 16, 8, 16}, {9, 0, 4, 0},
+                                   {9, 2, 1, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int got = llm_decode_cluster_splits(cases[i][0], cases[i][1], cases[i][2]);
+        CHECKF(got == cases[i][3], "fused %d, device %d, group %d: %d splits, want %d",
+               cases[i][0], cases[i][1], cases[i][2], got, cases[i][3]);
+    }
+    /* every count it gives is a bucket's or the full graph's, at most the device's */
+    static const int mosts[] = {0, 4, 8, 16, 32};
+    for (int fused = 1; fused <= 64; fused++)
+        for (size_t j = 0; j < sizeof mosts / sizeof mosts[0]; j++) {
+            const int most = mosts[j], n = llm_decode_cluster_splits(fused, most, 4);
+            CHECKF(n == 0 || ((n == 4 || n == 8 || n == 16 || n == 32) && n <= most &&
+                              (n >= fused || n == most)),
+                   "fused %d, device %d: %d splits", fused, most, n);
+        }
+}
+
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, exact_means_the_same_split, buckets_of_each_session,
-               the_smallest_exact_bucket_is_picked, the_even_cut);
+               the_smallest_exact_bucket_is_picked, the_even_cut, cluster_split_counts);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -17,6 +17,14 @@ int llm_decode_buckets(int nsplit, int out[LLM_DECODE_BUCKETS])
     return n;
 }
 
+int llm_decode_cluster_splits(int fused, int most, int group)
+{
+    if (fused <= 1 || most < 4) return 0;
+    int n = 4;
+    while (n < fused && n < most && n < 32) n *= 2;
+    return n >= group ? n : 0;
+}
+
 int llm_decode_bucket_exact(int64_t len, int splits)
 {
     /* beyond LLM_AD_SINGLE, llm_ad_split's chunk is roundup(ceil(len / splits), LLM_AD_TILE):

@@ -31,6 +31,12 @@ int llm_decode_bucket_of(int64_t len, const int *splits, int count);
 /* The same for the decode step of the row at position pos: its attention sees pos + 1
  * positions, the new row's K/V appended. */
 int llm_decode_bucket_of_step(int64_t pos, const int *splits, int count);
+/* The cluster-merged attention's splits for a session whose fused kernel would launch `fused`
+ * splits, on a device that holds up to `most` (attention_decode_cluster_splits) and heads of
+ * `group` query heads a KV head: `fused` rounded up to 4, 8, 16 or 32, at most `most`; 0 where
+ * the session keeps the fused kernel (one split, no cluster fits, or fewer splits than `group`,
+ * which the one-split path takes one a query head). */
+int llm_decode_cluster_splits(int fused, int most, int group);
 /* For the tests: the bucket graphs session s holds beside its full decode graph (session.cu): 0
  * without graphs, with the persistent step or the reference attention, or without CUDA. */
 int llm_cuda_decode_buckets(const qmm_llm_cuda_session *s);

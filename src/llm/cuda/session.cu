@@ -406,13 +406,11 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
     s->nsplit_fused = attention_decode_splits(max_seq, (int)c->num_kv_heads, s->sm_count);
     if (!st && want_cluster_attention(&o) && s->nsplit_fused > 1) {
         const int group = (int)(c->num_heads / c->num_kv_heads);
-        const int cs = attention_decode_cluster_splits((int)c->num_kv_heads, (int)c->head_dim,
-                                                       group, s->sm_count);
-        /* the cluster kernel's splits: the fused rule's count rounded up to 4, 8, 16 or 32 (a
-         * bucket's), at most what the device holds, at least one half a query head */
-        int n = 4;
-        while (n < s->nsplit_fused && n < cs) n *= 2;
-        if (cs > 0 && n >= group) s->attn_cluster = 1, s->nsplit_fused = n;
+        const int n = llm_decode_cluster_splits(
+            s->nsplit_fused,
+            attention_decode_cluster_splits((int)c->num_kv_heads, (int)c->head_dim, group, s->sm_count),
+            group);
+        if (n > 0) s->attn_cluster = 1, s->nsplit_fused = n;
     }
     s->nsplit_step = s->nsplit_fused;
     if (!st) st = qmm_cuda_create(o.device, s->stream, &s->ctx);
