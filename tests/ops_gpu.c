@@ -239,6 +239,13 @@ static const char *gpu_engine(op_data *d, int variant)
 {
     const op_case *c = d->c;
     const int64_t qw = (int64_t)c->heads * c->hd, kvw = (int64_t)c->kv_heads * c->hd;
+    /* the cluster kernel (variant 100 + splits, 100: the most the device holds) */
+    const int cluster = c->op == OP_DECODE_FUSED && variant >= 100;
+    const int most = cluster ? llm_op_attention_decode_cluster_splits(c->kv_heads, c->hd,
+                                                                       c->heads / c->kv_heads)
+                             : 0;
+    if (cluster && (most == 0 || variant - 100 > most))
+        return OP_SKIP_PREFIX "this GPU does not hold the cluster kernel's clusters";
     dev_tensors dv;
     const char *err = dev_upload(d, &dv);
     if (err) return err;
@@ -273,6 +280,14 @@ static const char *gpu_engine(op_data *d, int variant)
                                         variant, partials, D(d, &dv, "out"));
         break;
     case OP_DECODE_FUSED:
+        if (cluster) {
+            e = llm_op_attention_decode_cluster(
+                D(d, &dv, "q"), D(d, &dv, "k"), D(d, &dv, "v"), D(d, &dv, "qw"), D(d, &dv, "kw"),
+                D(d, &dv, "cos"), D(d, &dv, "sin"), OP_EPS, D(d, &dv, "pos"), c->heads,
+                c->kv_heads, c->hd, d->max_seq, variant > 100 ? variant - 100 : most,
+                D(d, &dv, "kc"), D(d, &dv, "vc"), D(d, &dv, "out"));
+            break;
+        }
         e = cudaMalloc(&partials, (size_t)c->heads * (size_t)variant * (size_t)(c->hd + 2) * 4);
         if (e == 0)
             e = llm_op_attention_decode_fused(
@@ -321,6 +336,7 @@ static const op_backend gpu_backends[] = {
     ENGINE("engine_mma_pdl", OP_ATTN_PREFILL, 2),
     ENGINE("engine_split1", OP_ATTN_DECODE, 1), ENGINE("engine_split4", OP_ATTN_DECODE, 4),
     ENGINE("engine_fused_s1", OP_DECODE_FUSED, 1), ENGINE("engine_fused_s8", OP_DECODE_FUSED, 8),
+    ENGINE("engine_cluster_s4", OP_DECODE_FUSED, 104), ENGINE("engine_cluster", OP_DECODE_FUSED, 100),
     ENGINE("engine", OP_ARGMAX, 0), ENGINE("engine_2stage", OP_ARGMAX, 1),
     {"cuda_matvec", OP_MATVEC_FUSED, gpu_matvec_fused, 0, 1},
     /* forced (R tiles, C ranks): the tile map, the SwiGLU pairing, ranks and warps without groups */

@@ -65,7 +65,7 @@ static const op_case cases[] = {
     DECODE("decode 32/8 pos0", 32, 8, 128, 0), DECODE("decode 32/8 pos300", 32, 8, 128, 300),
     DECODE("decode 16/4 hd64 pos37", 16, 4, 64, 37),
     FUSED("fused 32/8 pos0", 32, 8, 128, 0), FUSED("fused 32/8 pos200", 32, 8, 128, 200),
-    FUSED("fused 16/4 hd64 pos37", 16, 4, 64, 37),
+    FUSED("fused 16/4 hd64 pos37", 16, 4, 64, 37), FUSED("fused 32/8 pos1100", 32, 8, 128, 1100),
     ARGMAX("argmax vocab 151936", 1, 151936, 4), ARGMAX("argmax ties m3", 3, 1000, 0),
     /* the fused decode step's matvecs (decode_fused.cu) against the composition of CPU ops */
     MVF("norm·W qkv m1", 1, 6144, 2560, 0), MVF("norm·W head m5 ragged", 5, 1000, 1024, 0),

@@ -71,6 +71,23 @@ extern "C" int llm_op_argmax_advance(const void *logits, int64_t vocab, int32_t 
     return (int)launch_argmax_advance((const bf16 *)logits, vocab, tokens, pos, m, err, 0);
 }
 
+extern "C" int llm_op_attention_decode_cluster(const void *q, const void *k, const void *v,
+                                               const void *qw, const void *kw, const float *cos_t,
+                                               const float *sin_t, float eps, const int32_t *pos,
+                                               int heads, int kv_heads, int hd, int64_t max_seq,
+                                               int nsplit, void *kc, void *vc, void *out)
+{
+    return (int)launch_attention_decode_cluster(
+        (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, (const bf16 *)qw, (const bf16 *)kw,
+        cos_t, sin_t, eps, pos, heads, kv_heads, hd, max_seq, nsplit, (bf16 *)kc, (bf16 *)vc,
+        (bf16 *)out, 0);
+}
+
+extern "C" int llm_op_attention_decode_cluster_splits(int kv_heads, int hd, int group)
+{
+    return attention_decode_cluster_splits(kv_heads, hd, group, 0);
+}
+
 extern "C" int llm_op_attention_decode_fused(const void *q, const void *k, const void *v,
                                              const void *qw, const void *kw, const float *cos_t,
                                              const float *sin_t, float eps, const int32_t *pos,

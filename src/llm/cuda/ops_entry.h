@@ -40,6 +40,13 @@ int llm_op_attention_decode_fused(const void *q, const void *k, const void *v, c
                                   float eps, const int32_t *pos, int heads, int kv_heads, int hd,
                                   int64_t max_seq, int nsplit, void *kc, void *vc,
                                   float *partials, int *counters, void *out);
+/* The cluster-merged kernel (attention_decode_cluster.cu: no partials or counters) at nsplit
+ * splits, and the most splits the current device holds clusters for (0: none). */
+int llm_op_attention_decode_cluster(const void *q, const void *k, const void *v, const void *qw,
+                                    const void *kw, const float *cos_t, const float *sin_t,
+                                    float eps, const int32_t *pos, int heads, int kv_heads, int hd,
+                                    int64_t max_seq, int nsplit, void *kc, void *vc, void *out);
+int llm_op_attention_decode_cluster_splits(int kv_heads, int hd, int group);
 int llm_op_swiglu(const void *gate, const void *up, int64_t rows, int64_t width,
                   int64_t in_stride, void *out);
 /* The decode matvec with an epilogue (kernels.h MatvecArgs; epi 0 store, 1 residual, 2 SwiGLU,

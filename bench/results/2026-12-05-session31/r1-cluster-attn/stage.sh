@@ -2,7 +2,7 @@
 # Builds and packs what NOTES row 177's device calls need (the cluster-merged decode attention,
 # on only with QMM_DECODE_ATTN=cluster), for `bench/device.sh ... cmds` with cmds_a.txt, then
 # cmds_b.txt here:
-#   c/          this checkout's HEAD: qmm and the decode tests
+#   c/          this checkout's HEAD: qmm, the decode tests and test_ops
 #   c/tr/       HEAD with -DQMM_AD_TRACE (the last decode attention's phases, both kernels,
 #               printed when the session ends)
 #   c/tc/       HEAD with -DQMM_AD_TWO_CHAINS (NOTES row 178): qmm and gpu_llm_decode_ops
@@ -23,7 +23,7 @@ git -C "$root" worktree add -f --detach "$tmp/src" "$head" >/dev/null
 echo "stage: HEAD ($head)"
 cmake -S "$tmp/src" -B "$tmp/src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$tmp/cmake.log" 2>&1 ||
     { tail -20 "$tmp/cmake.log"; exit 1; }
-tests="gpu_llm_decode_ops gpu_llm_decode_steps gpu_llm"
+tests="gpu_llm_decode_ops gpu_llm_decode_steps gpu_llm test_ops"
 ninja -C "$tmp/src/build" qmm $tests >"$tmp/ninja.log" 2>&1 || { tail -20 "$tmp/ninja.log"; exit 1; }
 rm -rf "$tmp/stage"
 mkdir -p "$stage/tr"
