@@ -93,9 +93,9 @@ static inline int qmm_mul_size(size_t a, size_t b, size_t *out)
     return 1;
 }
 
-/* For `qmm bench ops` (tools/bench_case.c): the description a context plans with, changed in
- * place to time a contender planned under another rule, and restored after it (context.cu;
- * CUDA builds). */
+/* For `qmm bench ops` only (tools/bench_case.c), not for library users: the description a
+ * context plans with, changed in place to time a contender planned under another rule, and
+ * restored after it (context.cu; CUDA builds). */
 qmm_device_desc *qmm_cuda_desc_for_bench(qmm_cuda_ctx *ctx);
 
 #ifdef __cplusplus

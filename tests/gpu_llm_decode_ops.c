@@ -98,7 +98,7 @@ static void run_attention_case(const attn_case *c)
                                    : llm_cuda_op_attention_decode_splits(ms, kvh, 132);
     if (c->cluster && nsplit == 0) {
         printf("    SKIP hd %d, %d query heads per KV head, %d KV heads: this GPU does not hold "
-               "%d clusters of 8 CTAs at once\n", hd, c->group, kvh, kvh);
+               "%d of the cluster kernel's clusters at once\n", hd, c->group, kvh, kvh);
         return;
     }
     g_cluster_cases += c->cluster;
@@ -278,6 +278,7 @@ static void attention_decode_matches_cpu(void)
         {128, 4, 8, 200, 2200, 4, 33, 1},  {128, 4, 8, 256, 2200, 4, 33, 1},
         {128, 4, 8, 500, 2200, 8, 33, 1},  {128, 4, 8, 1000, 2200, 16, 33, 1},
         {128, 4, 8, 2000, 2200, 8, 0, 1},  {64, 2, 2, 250, 1000, 4, 16, 1},
+        {128, 8, 2, 100, 2200, 8, 33, 1},  {128, 8, 2, 300, 2200, 8, 33, 1},
         {128, 4, 8, 4100, 8192, 0, 0, 1},  {128, 4, 8, 32768, 32768, 0, 0, 1},
         {64, 2, 2, 700, 1000, 0, 16, 1},   {64, 8, 1, 300, 512, 0, 0, 1},
         {128, 1, 4, 129, 300, 0, 0, 1},    {128, 8, 2, 3000, 4096, 0, 0, 1},

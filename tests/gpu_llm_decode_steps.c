@@ -211,7 +211,8 @@ static int same(const test_llm *f, int32_t tg, int32_t te)
  * and 512 positions replay four graphs in turn, each bit for bit the eager step (which keeps
  * the 16 splits). Then sized for 1100 positions with QMM_DECODE_ATTN=cluster (set here): the
  * eager step and the full graph run the cluster-merged kernel (32 or 16 splits, session.cu),
- * which the fused kernel's bucket graphs must match bit for bit up to their reach, and the
+ * which the bucket graphs (clusters of 2 to 8 CTAs; the fused kernel's one-head blocks at one
+ * split) must match bit for bit up to their reach, and the
  * teacher-forced steps go on to 1090 positions, where the full graph replays. Teacher-forced
  * steps (logits and tokens), then, on the same sessions after a reset (twice), generation from
  * position 0 and continued from its end (the host's count of the position picks the graph) and

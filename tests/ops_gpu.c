@@ -244,7 +244,7 @@ static const char *gpu_engine(op_data *d, int variant)
     const int most = cluster ? llm_op_attention_decode_cluster_splits(c->kv_heads, c->hd,
                                                                        c->heads / c->kv_heads)
                              : 0;
-    if (cluster && (most == 0 || variant - 100 > most))
+    if (cluster && (most == 0 || variant - 100 > most || (variant > 100 && variant - 100 < c->heads / c->kv_heads)))
         return OP_SKIP_PREFIX "this GPU does not hold the cluster kernel's clusters";
     dev_tensors dv;
     const char *err = dev_upload(d, &dv);

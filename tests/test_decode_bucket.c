@@ -163,7 +163,7 @@ static void cluster_split_counts(void)
                                    {1, 32, 4, 0},   {2, 32, 4, 4},   {4, 32, 4, 4},  {5, 32, 4, 8},
                                    {16, 32, 4, 16}, {17, 32, 4, 32}, {33, 32, 4, 32}, {33, 16, 4, 16},
                                    {64, 16, 1, 16}, {3, 4, 8, 0},    {9, 16, 8, 16}, {9, 0, 4, 0},
-                                   {9, 2, 1, 0}};
+                                   {9, 2, 1, 0},    {20, 24, 4, 16}, {3, 16, 8, 8}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int got = llm_decode_cluster_splits(cases[i][0], cases[i][1], cases[i][2]);
         CHECKF(got == cases[i][3], "fused %d, device %d, group %d: %d splits, want %d",

@@ -21,7 +21,8 @@ int llm_decode_cluster_splits(int fused, int most, int group)
 {
     if (fused <= 1 || most < 4) return 0;
     int n = 4;
-    while (n < fused && n < most && n < 32) n *= 2;
+    while (n < fused && 2 * n <= most && n < 32) n *= 2;
+    if (n < group && 2 * n <= most) n *= 2; /* group 8: clusters of 4 */
     return n >= group ? n : 0;
 }
 

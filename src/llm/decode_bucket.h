@@ -4,8 +4,10 @@
  * runs the one-split path, and up to LLM_AD_TILE · s positions s splits or more all cut the
  * context into the same 64-row chunks, merged in index order. So a session keeps one decode graph
  * per bucket (s splits: a grid of max(s, G) blocks a KV head, not nsplit_fused mostly idle ones)
- * and replays the smallest bucket exact at each step. The rule is host code, so that the CPU
- * tests check it against the kernel's llm_ad_split. */
+ * and replays the smallest bucket exact at each step. The cluster kernel (session.cu,
+ * QMM_DECODE_ATTN=cluster) cuts and merges the same way wherever every split holds one tile
+ * (llm_ad_split_even), so its buckets (clusters of s / 2) are exact where the fused kernel's are.
+ * The rule is host code, so that the CPU tests check it against the kernels' cuts. */
 #ifndef QMM_LLM_DECODE_BUCKET_H
 #define QMM_LLM_DECODE_BUCKET_H
 
@@ -33,9 +35,9 @@ int llm_decode_bucket_of(int64_t len, const int *splits, int count);
 int llm_decode_bucket_of_step(int64_t pos, const int *splits, int count);
 /* The cluster-merged attention's splits for a session whose fused kernel would launch `fused`
  * splits, on a device that holds up to `most` (attention_decode_cluster_splits) and heads of
- * `group` query heads a KV head: `fused` rounded up to 4, 8, 16 or 32, at most `most`; 0 where
- * the session keeps the fused kernel (one split, no cluster fits, or fewer splits than `group`,
- * which the one-split path takes one a query head). */
+ * `group` query heads a KV head: `fused` rounded up to 4, 8, 16 or 32 (and to `group`, whose
+ * query heads the one-split path takes one a split), at most `most`; 0 where the session keeps
+ * the fused kernel (one split, no cluster fits, or too few splits for `group`). */
 int llm_decode_cluster_splits(int fused, int most, int group);
 /* For the tests: the bucket graphs session s holds beside its full decode graph (session.cu): 0
  * without graphs, with the persistent step or the reference attention, or without CUDA. */

@@ -1,10 +1,11 @@
 /*
  * The decode step's attention for long contexts, merged in a thread-block cluster: the fused
  * kernel's work (attention_decode.cu: qk-norm, RoPE, cache append, split-KV attention on the
- * tensor cores), with the splits of a KV head in one cluster of C CTAs (16, or 8 where the GPU
- * cannot hold a cluster of 16 for every KV head at once), two splits a CTA (a half of 256
- * threads each, its own named barrier and shared memory), and the merge reading the splits'
- * results from the CTAs' shared memory instead of global memory.
+ * tensor cores), with the splits of a KV head in one cluster of C CTAs (a session's full graph:
+ * 16, or 8 where the GPU cannot hold a cluster of 16 for every KV head at once; its buckets' 2
+ * to 8), two splits a CTA (a half of 256 threads each, its own named barrier and shared memory),
+ * and the merge reading the splits' results from the CTAs' shared memory instead of global
+ * memory.
  *
  * Why: at 2 048 positions the fused kernel's 33 splits have their K/V tiles by ~4.2 µs after the
  * first block starts, but the launch ends at ~9.5 µs (bench/NOTES.md rows 167, 168): after the

@@ -441,10 +441,15 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
             st = qmm_fail(QMM_ERR_CUDA, "finishing the uploads: %s", cudaGetErrorString(se));
     }
     if (!st) {
-        /* one eager step first: any lazy setup of the kernels happens outside graph capture */
-        st = llm_cuda_forward(s, 1, 1, NULL);
-        if (!st) st = llm_sync(s);
-        if (!st) st = qmm_llm_cuda_reset(s);
+        /* one eager step first: any lazy setup of the kernels happens outside graph capture
+         * (with the cluster attention, a second at one split for the fused kernel's buckets) */
+        for (int w = 0; w < (s->attn_cluster ? 2 : 1) && !st; w++) {
+            s->nsplit_step = w ? 1 : s->nsplit_fused;
+            st = llm_cuda_forward(s, 1, 1, NULL);
+            s->nsplit_step = s->nsplit_fused;
+            if (!st) st = llm_sync(s);
+            if (!st) st = qmm_llm_cuda_reset(s);
+        }
     }
     if (!st && s->use_graph) st = capture_decode_graphs(s);
     if (st) {

@@ -117,8 +117,9 @@ struct qmm_llm_cuda_session {
     float *partials;             /* decode attention splits [heads, max(nsplit, nsplit_fused), hd + 2] */
     int nsplit;                  /* splits of the reference decode attention (attention_ref) */
     int nsplit_fused;            /* grid splits of the fused decode attention */
-    int attn_cluster;            /* 1: its launches at nsplit_fused are the cluster kernel's
-                                  * (attention_decode_cluster.cu; buckets keep the fused one) */
+    int attn_cluster;            /* 1: its launches of 4 splits or more (and at least a split a
+                                  * query head) are the cluster kernel's (QMM_DECODE_ATTN=cluster:
+                                  * attention_decode_cluster.cu, llm_fused_attention) */
     int nsplit_step;             /* its splits in the forward being enqueued: nsplit_fused, or a
                                   * bucket's while that bucket's graph is captured */
     int *counters;               /* [kv_heads] arrivals per KV head (fused decode attention) */
