@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "llm/cuda/ops_entry.h" /* llm_op_attention_prefill_wgmma_supported */
 #include "llm/hf_random.h"
 
 static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 1024, 1e6, 1e-6, 1, 128};
@@ -220,11 +221,34 @@ static void long_context_decode_matches_cpu(void)
     test_llm_free(&f);
 }
 
+/* A CUDA session whose prefill attention is the warpgroup-MMA kernel (QMM_PREFILL_ATTN=wgmma is
+ * read at creation; the caller's value is restored), or NULL where that kernel does not run. */
+static qmm_llm_cuda_session *wgmma_attention_session(qmm_llm_model *m, int64_t hd)
+{
+#ifdef QMM_HAVE_CUDA
+    if (!llm_op_attention_prefill_wgmma_supported((int)hd)) return NULL;
+#else
+    (void)hd;
+    return NULL;
+#endif
+    const char *env = getenv("QMM_PREFILL_ATTN");
+    char *saved = env ? strdup(env) : NULL;
+    setenv("QMM_PREFILL_ATTN", "wgmma", 1);
+    qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
+    qmm_llm_cuda_session *s = test_cuda_session(m, 640, &o);
+    if (saved) setenv("QMM_PREFILL_ATTN", saved, 1);
+    else unsetenv("QMM_PREFILL_ATTN");
+    free(saved);
+    return s;
+}
+
 /* The tensor-core prefill attention (default) against the fp32 CUDA-core kernel, on prompts that
- * cover partial row blocks and several key tiles; both head dims. */
+ * cover partial row blocks and several key tiles; both head dims. At hd 128 on sm_90 the
+ * warpgroup-MMA kernel (an experiment: bench/NOTES.md row 180) the same way. */
 static void tensor_core_attention_matches_fp32(void)
 {
     const int64_t hds[2] = {64, 128};
+    int wgmma_ran = 0;
     for (int i = 0; i < 2; i++) {
         qmm_llm_config c = tiny;
         c.head_dim = hds[i];
@@ -236,8 +260,10 @@ static void tensor_core_attention_matches_fp32(void)
             int32_t *ids = malloc((size_t)n * 4);
             test_random_ids(ids, n, c.vocab_size);
             float *a = malloc((size_t)c.vocab_size * 4), *b = malloc((size_t)c.vocab_size * 4);
+            float *w = malloc((size_t)c.vocab_size * 4);
             qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
             qmm_llm_cuda_session *tc = test_cuda_session(m, 640, &o);
+            qmm_llm_cuda_session *wg = wgmma_attention_session(m, c.head_dim);
             o.attention_ref = 1;
             qmm_llm_cuda_session *ref = test_cuda_session(m, 640, &o);
             if (tc && ref) {
@@ -252,13 +278,24 @@ static void tensor_core_attention_matches_fp32(void)
                 /* logits after 2 layers; the tensor-core kernel rounds P to bf16 for P·V, so
                  * this sits near 1e-2: the model-level budget (2e-2) applies */
                 CHECKF(err <= 2e-2, "rel err %.3g", err);
+                if (wg) {
+                    CHECK_OK(qmm_llm_cuda_prefill(wg, ids, n, NULL, NULL));
+                    CHECK_OK(qmm_llm_cuda_prefill(wg, ids, n, w, NULL));
+                    err = test_rel_err_f32(w, b, c.vocab_size);
+                    printf("    hd %lld, 2 x %d rows: warpgroup-MMA vs fp32 attention rel err "
+                           "%.3g\n", (long long)hds[i], n, err);
+                    CHECKF(err <= 2e-2, "warpgroup-MMA attention: rel err %.3g", err);
+                    wgmma_ran++;
+                }
             }
             qmm_llm_cuda_session_destroy(tc);
+            qmm_llm_cuda_session_destroy(wg);
             qmm_llm_cuda_session_destroy(ref);
-            free(ids), free(a), free(b);
+            free(ids), free(a), free(b), free(w);
         }
         qmm_llm_model_destroy(m);
     }
+    if (!wgmma_ran) printf("    the warpgroup-MMA attention: not on this GPU (sm_90, hd 128)\n");
 }
 
 /* Stacked q|k|v and gate|up weights compute the same projections as the separate ones. */

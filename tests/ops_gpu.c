@@ -246,6 +246,8 @@ static const char *gpu_engine(op_data *d, int variant)
                              : 0;
     if (cluster && (most == 0 || variant - 100 > most || (variant > 100 && variant - 100 < c->heads / c->kv_heads)))
         return OP_SKIP_PREFIX "this GPU does not hold the cluster kernel's clusters";
+    if (c->op == OP_ATTN_PREFILL && variant >= 3 && !llm_op_attention_prefill_wgmma_supported(c->hd))
+        return OP_SKIP_PREFIX "the warpgroup-MMA prefill attention takes hd 128 on sm_90 only";
     dev_tensors dv;
     const char *err = dev_upload(d, &dv);
     if (err) return err;
@@ -333,7 +335,8 @@ static const op_backend gpu_backends[] = {
     ENGINE("engine", OP_ADD_RMSNORM, 0), ENGINE("engine", OP_QK_NORM_ROPE, 0),
     ENGINE("engine_pdl", OP_QK_NORM_ROPE, 1), ENGINE("engine", OP_SWIGLU, 0),
     ENGINE("engine_fp32", OP_ATTN_PREFILL, 0), ENGINE("engine_mma", OP_ATTN_PREFILL, 1),
-    ENGINE("engine_mma_pdl", OP_ATTN_PREFILL, 2),
+    ENGINE("engine_mma_pdl", OP_ATTN_PREFILL, 2), ENGINE("engine_wgmma", OP_ATTN_PREFILL, 3),
+    ENGINE("engine_wgmma_pdl", OP_ATTN_PREFILL, 4),
     ENGINE("engine_split1", OP_ATTN_DECODE, 1), ENGINE("engine_split4", OP_ATTN_DECODE, 4),
     ENGINE("engine_fused_s1", OP_DECODE_FUSED, 1), ENGINE("engine_fused_s8", OP_DECODE_FUSED, 8),
     ENGINE("engine_cluster_s4", OP_DECODE_FUSED, 104), ENGINE("engine_cluster", OP_DECODE_FUSED, 100),

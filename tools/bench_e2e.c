@@ -300,11 +300,16 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                         : "separate (7 matmuls a layer)", a->pdl ? "on" : "off",
                 a->persistent ? "persistent (one kernel for all layers and the head)"
                               : "fused (five kernels a layer)");
-    const char *attn = getenv("QMM_DECODE_ATTN"); /* an experiment's switch (session.cu) */
+    const char *attn = getenv("QMM_DECODE_ATTN"); /* experiments' switches (session.cu) */
     if (!a->cpu && attn)
         fprintf(md, "Environment: QMM_DECODE_ATTN=%s (cluster: the cluster-merged decode attention "
-                    "where a session has more than 16 splits and the GPU holds its clusters).  \n",
+                    "where a session has more than one split and the GPU holds its clusters).  \n",
                 attn);
+    const char *prefill = getenv("QMM_PREFILL_ATTN");
+    if (!a->cpu && prefill)
+        fprintf(md, "Environment: QMM_PREFILL_ATTN=%s (wgmma: the warpgroup-MMA prefill attention "
+                    "where the head dim is 128 and the GPU is sm_90).  \n",
+                prefill);
     if (a->max_seq > 0)
         fprintf(md, "Sessions sized for %lld positions (--max-seq).  \n", (long long)a->max_seq);
     else

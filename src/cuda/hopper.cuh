@@ -338,6 +338,20 @@ __device__ __forceinline__ uint64_t desc_k128b(uint32_t smem_addr)
     return d;
 }
 
+/* The same for an N-major bf16 B operand (read transposed, imm-trans-b 1) written with the
+ * 128-byte swizzle: each 128-byte row holds 64 consecutive N elements of one k, 8-row atoms of
+ * 1024 bytes along K (the stride byte offset), panels of 64 N elements panel_bytes apart (the
+ * leading byte offset); start address 1024-aligned plus 2048 bytes per k16 step. */
+__device__ __forceinline__ uint64_t desc_n128b(uint32_t smem_addr, uint32_t panel_bytes)
+{
+    uint64_t d = 0;
+    d |= (uint64_t)((smem_addr & 0x3FFFF) >> 4);
+    d |= (uint64_t)((panel_bytes & 0x3FFFF) >> 4) << 16; /* leading byte offset: next panel */
+    d |= (uint64_t)(1024 >> 4) << 32;                    /* stride byte offset: next 8 k */
+    d |= (uint64_t)1 << 62;                              /* 128-byte swizzle */
+    return d;
+}
+
 } // namespace qmm
 
 #include "wgmma_rs.cuh"

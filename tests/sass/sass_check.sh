@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ctest entry: what the compiler made of the Hopper wgmma kernel (src/cuda/gemm_sm90.cu), read
-# from the built library with cuobjdump:
+# ctest entry: what the compiler made of the Hopper wgmma kernels (src/cuda/gemm_sm90.cu, and the
+# prefill attention's at the end), read from the built library with cuobjdump:
 #   * every row of the tuning table (src/tune/sm90.h QMM_SM90_CONFIGS) at every group size (1, 2
 #     or 4 groups a k-block) is a kernel instance in the library;
 #   * its SASS runs the row's wgmma, HGMMA.64x<TN>x16.F32.BF16, at least 8 times (one k-block's
@@ -83,5 +83,28 @@ for row in $rows; do
         checked=$((checked + 1))
     done
 done
+
+# the warpgroup-MMA prefill attention (src/llm/cuda/attention_prefill_wgmma.cu): a tile's S = Q·Kᵀ
+# as eight HGMMA.64x64x16, its O += P·V as four HGMMA.64x128x16 with B read transposed (tnspB),
+# one wait after each product, nothing in local memory
+name=_ZN7qmm_llm25attn_prefill_wgmma_kernelEPK13__nv_bfloat16lS2_S2_PKiiiilPS0_Py
+body=$(awk -v f="Function : $name" 'index($0, "Function : ") { on = index($0, f) > 0; next } on' "$sass")
+usage=$(grep -A1 "Function $name:" "$res" | tail -n 1)
+local_b=$(grep -o 'LOCAL:[0-9]*' <<<"$usage" | cut -d: -f2)
+qk=$(grep -c 'HGMMA\.64x64x16\.F32\.BF16' <<<"$body")
+pv=$(grep -c 'HGMMA\.64x128x16\.F32\.BF16.*tnspB' <<<"$body")
+all=$(grep -c 'HGMMA' <<<"$body")
+waits=$(grep -c 'WARPGROUP\.DEPBAR' <<<"$body")
+if [ -z "$body" ]; then
+    echo "FAIL: prefill attention: no kernel $name in $lib"; fails=$((fails + 1))
+elif [ "$qk" -ne 8 ] || [ "$pv" -ne 4 ] || [ "$all" -ne 12 ] || [ "$waits" -ne 2 ] || [ "${local_b:-1}" -ne 0 ]; then
+    echo "FAIL: prefill attention: $qk HGMMA.64x64x16 (want 8), $pv HGMMA.64x128x16 tnspB (want 4)," \
+        "$all HGMMA in all, $waits waits (want 2), LOCAL ${local_b:-?} bytes"
+    fails=$((fails + 1))
+else
+    echo "  ok  prefill attention: 8 HGMMA.64x64x16, 4 HGMMA.64x128x16.tnspB, 2 waits, no local memory"
+fi
+checked=$((checked + 1))
+
 echo "$checked kernel instances checked with $tool, $fails failed"
 [ "$fails" -eq 0 ]

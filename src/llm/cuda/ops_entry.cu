@@ -39,7 +39,11 @@ extern "C" int llm_op_attention_prefill(int mma, const void *q, int64_t q_stride
                                         const void *vc, const int32_t *pos, int m, int heads,
                                         int kv_heads, int hd, int64_t max_seq, void *out)
 {
-    const llm_launch ln = {mma == 2, nullptr};
+    const llm_launch ln = {mma == 2 || mma == 4, nullptr};
+    if (mma >= 3)
+        return (int)launch_attention_prefill_wgmma((const bf16 *)q, q_stride, (const bf16 *)kc,
+                                                   (const bf16 *)vc, pos, m, heads, kv_heads, hd,
+                                                   max_seq, (bf16 *)out, 0, &ln);
     if (mma)
         return (int)launch_attention_prefill_mma((const bf16 *)q, q_stride, (const bf16 *)kc,
                                                  (const bf16 *)vc, pos, m, heads, kv_heads, hd,
@@ -47,6 +51,11 @@ extern "C" int llm_op_attention_prefill(int mma, const void *q, int64_t q_stride
     return (int)launch_attention_prefill((const bf16 *)q, q_stride, (const bf16 *)kc,
                                          (const bf16 *)vc, pos, m, heads, kv_heads, hd, max_seq,
                                          (bf16 *)out, 0);
+}
+
+extern "C" int llm_op_attention_prefill_wgmma_supported(int hd)
+{
+    return attention_prefill_wgmma_supported(hd);
 }
 
 extern "C" int llm_op_attention_decode(const void *q, const void *kc, const void *vc,

@@ -284,6 +284,15 @@ static int want_cluster_attention(const qmm_llm_cuda_options *o)
     return e && !strcmp(e, "cluster") && !o->persistent_decode && !o->attention_ref;
 }
 
+/* The warpgroup-MMA prefill attention (attention_prefill_wgmma.cu) instead of the mma.sync
+ * kernel where it runs (hd 128, compute capability 9.0): an experiment until measured
+ * (bench/NOTES.md row 180), on with QMM_PREFILL_ATTN=wgmma. Not with the reference attention. */
+static int want_wgmma_prefill(const qmm_llm_cuda_options *o, int hd)
+{
+    const char *e = getenv("QMM_PREFILL_ATTN");
+    return e && !strcmp(e, "wgmma") && !o->attention_ref && attention_prefill_wgmma_supported(hd);
+}
+
 /* The decode step's graphs: the full one, and one per context bucket (decode_bucket.h) when the
  * step runs the fused attention (the persistent step sizes its own splits; attention_ref runs
  * the reference kernels). Tensor-parallel sessions too: every rank counts the same positions,
@@ -413,6 +422,7 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
         if (n > 0) s->attn_cluster = 1, s->nsplit_fused = n;
     }
     s->nsplit_step = s->nsplit_fused;
+    s->prefill_wgmma = !st && want_wgmma_prefill(&o, (int)c->head_dim);
     if (!st) st = qmm_cuda_create(o.device, s->stream, &s->ctx);
     if (!st) st = upload_weights(s);
     if (!st && s->off) st = llm_offload_create(s);

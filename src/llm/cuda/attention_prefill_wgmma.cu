@@ -1,0 +1,279 @@
+/*
+ * Prefill attention on Hopper's warpgroup MMA (head dim 128; an experiment until measured,
+ * bench/NOTES.md row 180: the engine takes it with QMM_PREFILL_ATTN=wgmma).
+ *
+ * The mma.sync kernel (attention_mma.cu) gives each warp 16 query rows and has every warp read
+ * the whole K and V tile from shared memory by ldmatrix: 32 KB of shared-memory reads a warp a
+ * 64-key tile for 0.5 MFLOP. Here a warpgroup owns 64 rows and both products are wgmma with the
+ * A operand in registers, B read by the tensor cores straight from shared memory once a
+ * warpgroup:
+ *   S = Q·Kᵀ  m64n64k16, eight k-steps over the head dim (Q's fragments loaded once);
+ *   O += P·V  m64n128k16, four k-steps over the tile's keys (P from S's accumulators: the
+ *             accumulator layout of two adjacent 8-key columns is the A fragment of a k-step,
+ *             as in the mma.sync kernel).
+ * A block is two warpgroups (128 query rows of one head, the longest rows launched first) and
+ * walks key tiles of 64 copied by cp.async three stages deep (two tiles in flight while one is
+ * multiplied, one barrier a tile) into the 128-byte-swizzled layout wgmma reads: a key's 64
+ * dims of a panel in one 128-byte row (16-byte chunk c of row j at chunk c ^ (j % 8)), panels
+ * of dims 0..63 and 64..127 one after the other. K is the K-major B operand of Q·Kᵀ; V, in
+ * the same rows, the N-major B operand of P·V (read transposed). The copies are the generic
+ * proxy's and wgmma reads through the async proxy, hence the proxy fence before each tile's
+ * barrier. A warpgroup whose rows see none of a tile's keys skips it (its exponentials would
+ * all be 0 and its maxima unchanged: the same result).
+ * Masking, the softmax in log2 units and the numerics (P rounded to bf16 for P·V, the row sums
+ * from the fp32 values) are the mma.sync kernel's; the products' fp32 sums run in the tensor
+ * cores' order, so the bits differ from that kernel's (the op table checks both against the CPU).
+ *
+ * Fragment layouts (PTX ISA, wgmma m64nNk16), warp w of the warpgroup, g = lane / 4, t = lane % 4:
+ *   A 64x16 (registers): a0 (16w + g, 2t..2t+1), a1 (16w + g + 8, 2t..), a2 (16w + g, 2t+8..),
+ *                        a3 (16w + g + 8, 2t+8..)
+ *   D 64xN: d[4j], d[4j+1] (16w + g, 8j + 2t..2t+1), d[4j+2], d[4j+3] (16w + g + 8, 8j + 2t..)
+ */
+#include <math.h>
+
+#include "cuda/hopper.cuh"
+#include "llm/cuda/llm_kernels.cuh"
+#include "llm/cuda/mma_sync.cuh"
+
+namespace qmm_llm {
+
+constexpr int WA_HD = 128, WA_BQ = 128, WA_BK = 64, WA_THREADS = 256, WA_STAGES = 3;
+constexpr int WA_PANEL = WA_BK * 128;                 /* 64 dims of the tile's 64 keys: 8 KB */
+constexpr int WA_TILE = 2 * WA_PANEL;                 /* K or V: two panels */
+constexpr int WA_STAGE = 2 * WA_TILE;                 /* K then V: 32 KB */
+constexpr int WA_SMEM = WA_STAGES * WA_STAGE + 1024; /* + the swizzle's 1024-byte alignment */
+
+/* 2^x, the hardware's approximation (as attention_mma.cu) */
+__device__ __forceinline__ float wa_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ uint32_t wa_pair(const bf16 *p, bool ok)
+{
+    return ok ? *reinterpret_cast<const uint32_t *>(p) : 0u;
+}
+
+// q is [m, heads*128] (rows q_stride apart), out [m, heads*128]; kc, vc one layer's cache
+// [kv_heads, max_seq, 128]
+__global__ void __launch_bounds__(WA_THREADS, 1)
+    attn_prefill_wgmma_kernel(const bf16 *__restrict__ q, int64_t q_stride,
+                              const bf16 *__restrict__ kc, const bf16 *__restrict__ vc,
+                              const int32_t *__restrict__ pos, int m, int heads, int kv_heads,
+                              int64_t max_seq, bf16 *__restrict__ out, unsigned long long *stamp)
+{
+    using namespace qmm;
+    constexpr int KSTEPS = WA_HD / 16; /* k-steps of Q·Kᵀ */
+    extern __shared__ __align__(1024) uint8_t wa_raw[];
+    const uint32_t raw = smem_u32(wa_raw);
+    uint8_t *smem = wa_raw + ((1024 - (raw & 1023)) & 1023); /* the swizzle's 1024-byte atoms */
+    const uint32_t sbase = smem_u32(smem);
+
+    const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4, lane = tid % 32;
+    const int g = lane >> 2, t = lane & 3;
+    const int h = blockIdx.y, kvh = h / (heads / kv_heads);
+    const int r0 = (gridDim.x - 1 - blockIdx.x) * WA_BQ; /* the longest rows first */
+    const int64_t p0 = *pos;
+    const int64_t qd = (int64_t)heads * WA_HD;
+    const int rw = r0 + wg * 64 + warp * 16; /* first row of this warp */
+    const int ra = rw + g, rb = ra + 8;      /* the thread's two rows */
+    const bool va = ra < m, vb = rb < m;
+    const int64_t qa = p0 + ra, qb = p0 + rb;
+    const int rows_here = min(WA_BQ, m - r0);
+    const int64_t kend = p0 + r0 + rows_here;
+    /* keys before wg_end are visible to some row of this warpgroup (none: 0) */
+    const int wg_rows = min(64, m - (r0 + wg * 64));
+    const int64_t wg_end = wg_rows > 0 ? p0 + r0 + wg * 64 + wg_rows : 0;
+
+    stamp_start(stamp);
+    pdl_wait_trigger(stamp); /* this prompt's cache rows and q come from the kernel before */
+    const int ntiles = (int)((kend + WA_BK - 1) / WA_BK);
+    const bf16 *K = kc + (int64_t)kvh * max_seq * WA_HD, *V = vc + (int64_t)kvh * max_seq * WA_HD;
+    /* tile i into stage i % WA_STAGES, swizzled; keys at or past kend are zero-filled (and
+     * masked); past the last tile an empty group, so that every thread counts one a tile */
+    auto load = [&](int i) {
+        if (i >= ntiles) {
+            cp_commit();
+            return;
+        }
+        uint8_t *ks = smem + (i % WA_STAGES) * WA_STAGE, *vs = ks + WA_TILE;
+        const int64_t k0 = (int64_t)i * WA_BK;
+#pragma unroll
+        for (int c = tid; c < WA_BK * WA_HD / 8; c += WA_THREADS) {
+            const int j = c / (WA_HD / 8), d16 = c % (WA_HD / 8); /* key, 16-byte chunk */
+            const int64_t kp = k0 + j;
+            const bool ok = kp < kend;
+            const int64_t off = (ok ? kp : 0) * WA_HD + d16 * 8;
+            const int so = (d16 / 8) * WA_PANEL + j * 128 + (((d16 % 8) ^ (j % 8)) * 16);
+            cp16_zfill(ks + so, K + off, ok);
+            cp16_zfill(vs + so, V + off, ok);
+        }
+        cp_commit();
+    };
+#pragma unroll
+    for (int i = 0; i < WA_STAGES - 1; i++) load(i);
+
+    uint32_t qf[KSTEPS][4];
+    const bf16 *qra = q + (int64_t)ra * q_stride + (int64_t)h * WA_HD;
+    const bf16 *qrb = q + (int64_t)rb * q_stride + (int64_t)h * WA_HD;
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; kk++) {
+        qf[kk][0] = wa_pair(qra + kk * 16 + 2 * t, va);
+        qf[kk][1] = wa_pair(qrb + kk * 16 + 2 * t, vb);
+        qf[kk][2] = wa_pair(qra + kk * 16 + 8 + 2 * t, va);
+        qf[kk][3] = wa_pair(qrb + kk * 16 + 8 + 2 * t, vb);
+    }
+    float o[WA_HD / 2]; /* d of m64n128: dims 8j + 2t.., rows a (4j, 4j+1) and b (4j+2, 4j+3) */
+#pragma unroll
+    for (int e = 0; e < WA_HD / 2; e++) o[e] = 0.0f;
+    float ma = -INFINITY, mb = -INFINITY, la = 0.0f, lb = 0.0f; /* l: this thread's share */
+    const float scale = 1.4426950408889634f / sqrtf((float)WA_HD); /* log2 e / sqrt(HD) */
+
+    for (int i = 0; i < ntiles; i++) {
+        cp_wait_group<WA_STAGES - 2>(); /* this thread's copies of tile i have landed */
+        fence_proxy_async_shared();     /* ... ordered before the tensor cores read them */
+        __syncthreads(); /* tile i is in for every thread, and every warpgroup is done with
+                          * tile i - 1 (its last wgmma awaited): its stage takes tile i + 2 */
+        load(i + WA_STAGES - 1);
+        const int64_t k0 = (int64_t)i * WA_BK;
+        if (k0 < wg_end) { /* warpgroup-uniform: wgmma wants all its 128 threads */
+            const uint32_t ks = sbase + (i % WA_STAGES) * WA_STAGE, vs = ks + WA_TILE;
+            /* S = Q·Kᵀ: s[4n + e] is key k0 + 8n + 2t + (e & 1) of row a (e < 2) or b */
+            float s[WA_BK / 2];
+#pragma unroll
+            for (int e = 0; e < WA_BK / 2; e++) s[e] = 0.0f;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < KSTEPS; kk++)
+                WgmmaRS<WA_BK>::mma(s, qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3],
+                                    desc_k128b(ks + (kk / 4) * WA_PANEL + (kk % 4) * 32));
+            wgmma_commit();
+            wgmma_wait<0>();
+#pragma unroll
+            for (int e = 0; e < WA_BK / 2; e++) fence_reg(s[e]);
+
+            float ta = -INFINITY, tb = -INFINITY;
+            if (k0 + WA_BK - 1 <= p0 + rw) { /* warp-uniform: every key visible to every row */
+#pragma unroll
+                for (int n = 0; n < WA_BK / 8; n++) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) s[4 * n + e] *= scale;
+                    ta = fmaxf(ta, fmaxf(s[4 * n], s[4 * n + 1]));
+                    tb = fmaxf(tb, fmaxf(s[4 * n + 2], s[4 * n + 3]));
+                }
+            } else {
+#pragma unroll
+                for (int n = 0; n < WA_BK / 8; n++) {
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int64_t kp = k0 + 8 * n + 2 * t + e;
+                        s[4 * n + e] = (va && kp <= qa) ? s[4 * n + e] * scale : -INFINITY;
+                        s[4 * n + 2 + e] = (vb && kp <= qb) ? s[4 * n + 2 + e] * scale : -INFINITY;
+                        ta = fmaxf(ta, s[4 * n + e]);
+                        tb = fmaxf(tb, s[4 * n + 2 + e]);
+                    }
+                }
+            }
+            /* the 4 threads of a row are lanes 4g..4g+3 */
+            ta = fmaxf(ta, __shfl_xor_sync(0xffffffffu, ta, 1));
+            ta = fmaxf(ta, __shfl_xor_sync(0xffffffffu, ta, 2));
+            tb = fmaxf(tb, __shfl_xor_sync(0xffffffffu, tb, 1));
+            tb = fmaxf(tb, __shfl_xor_sync(0xffffffffu, tb, 2));
+            const float na = fmaxf(ma, ta), nb = fmaxf(mb, tb);
+            /* a row with no visible key yet keeps alpha 1 and p 0 (no inf - inf) */
+            const float aa = na == -INFINITY ? 1.0f : wa_ex2(ma - na);
+            const float ab = nb == -INFINITY ? 1.0f : wa_ex2(mb - nb);
+            ma = na, mb = nb;
+            float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+            for (int n = 0; n < WA_BK / 8; n++) {
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    s[4 * n + e] = na == -INFINITY ? 0.0f : wa_ex2(s[4 * n + e] - na);
+                    s[4 * n + 2 + e] = nb == -INFINITY ? 0.0f : wa_ex2(s[4 * n + 2 + e] - nb);
+                    sa += s[4 * n + e];
+                    sb += s[4 * n + 2 + e];
+                }
+            }
+            la = la * aa + sa;
+            lb = lb * ab + sb;
+            if (__any_sync(0xffffffffu, aa != 1.0f || ab != 1.0f)) { /* a row's max moved */
+#pragma unroll
+                for (int j = 0; j < WA_HD / 8; j++) {
+                    o[4 * j] *= aa, o[4 * j + 1] *= aa;
+                    o[4 * j + 2] *= ab, o[4 * j + 3] *= ab;
+                }
+            }
+            /* O += P·V: k-step kk takes keys 16kk..16kk+15, i.e. S's columns 2kk and 2kk + 1;
+             * V's rows of those keys are two 8-row atoms, 2048 bytes a k-step */
+            uint32_t pa[WA_BK / 16][4];
+#pragma unroll
+            for (int kk = 0; kk < WA_BK / 16; kk++) {
+                pa[kk][0] = pack_bf16(s[8 * kk], s[8 * kk + 1]);
+                pa[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
+                pa[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
+                pa[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < WA_BK / 16; kk++)
+                WgmmaRSN<WA_HD>::mma(o, pa[kk][0], pa[kk][1], pa[kk][2], pa[kk][3],
+                                     desc_n128b(vs + kk * 2048, WA_PANEL));
+            wgmma_commit();
+            wgmma_wait<0>(); /* before the next tile's barrier hands this stage to a copy */
+#pragma unroll
+            for (int e = 0; e < WA_HD / 2; e++) fence_reg(o[e]);
+        }
+    }
+    /* the row sums: this thread's share + the other 3 threads of the row */
+    la += __shfl_xor_sync(0xffffffffu, la, 1);
+    la += __shfl_xor_sync(0xffffffffu, la, 2);
+    lb += __shfl_xor_sync(0xffffffffu, lb, 1);
+    lb += __shfl_xor_sync(0xffffffffu, lb, 2);
+    bf16 *oa = out + (int64_t)ra * qd + (int64_t)h * WA_HD;
+    bf16 *ob = out + (int64_t)rb * qd + (int64_t)h * WA_HD;
+#pragma unroll
+    for (int j = 0; j < WA_HD / 8; j++) {
+        const int d = 8 * j + 2 * t;
+        if (va)
+            *reinterpret_cast<__nv_bfloat162 *>(oa + d) =
+                __floats2bfloat162_rn(o[4 * j] / la, o[4 * j + 1] / la);
+        if (vb)
+            *reinterpret_cast<__nv_bfloat162 *>(ob + d) =
+                __floats2bfloat162_rn(o[4 * j + 2] / lb, o[4 * j + 3] / lb);
+    }
+    if (stamp) { /* uniform over the block */
+        __syncthreads();
+        stamp_end(stamp);
+    }
+}
+
+int attention_prefill_wgmma_supported(int hd)
+{
+    int dev = 0, major = 0, minor = 0;
+    if (hd != WA_HD || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+        return 0;
+    return major == 9 && minor == 0;
+}
+
+cudaError_t launch_attention_prefill_wgmma(const bf16 *q, int64_t q_stride, const bf16 *kc,
+                                           const bf16 *vc, const int32_t *pos, int m, int heads,
+                                           int kv_heads, int hd, int64_t max_seq, bf16 *out,
+                                           cudaStream_t stream, const llm_launch *ln)
+{
+    if (hd != WA_HD || m < 1 || heads < 1 || kv_heads < 1 || heads % kv_heads)
+        return cudaErrorInvalidValue;
+    static int opted[64]; /* per device: the opt-in above 48 KB of shared memory is made */
+    cudaError_t e = llm_opt_in_smem(attn_prefill_wgmma_kernel, WA_SMEM, opted);
+    if (e != cudaSuccess) return e;
+    const dim3 grid((m + WA_BQ - 1) / WA_BQ, heads);
+    e = llm_launch_kernel(attn_prefill_wgmma_kernel, grid, dim3(WA_THREADS), WA_SMEM, stream, ln, q,
+                          q_stride, kc, vc, pos, m, heads, kv_heads, max_seq, out, stamp_of(ln));
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+} // namespace qmm_llm
