@@ -20,7 +20,8 @@ wide_kblock_us (the 256-token tile, whose plans start at 1 024 tokens), fitted a
 to the twenty-fifth session's `r2-final/ops_final.csv` (NOTES.md row 161); cells whose plan is a
 cluster of the other block height are measured only by their auto row.
 
-For each CSV: the fit's error on the forced wgmma contenders (wgmma_s1, streamk, cluster S),
+For each CSV: the fit's error on the forced wgmma contenders (wgmma_s1, streamk, cluster S, and
+from 1 024 tokens the 128-token tile's t128_s1, t128_sk),
 the auto cells as the planner would plan them again (prediction against the auto row where it
 ran that schedule, else the forced contender that ran it, as tests/test_perf_fit.c looks them
 up; the matvec and dense predictions with the shipped constants), and the plan within 5 % of
@@ -55,7 +56,9 @@ SHIPPED = dict(fixed_us=0.0, fill_us_per_kb=0.007312, stage_us=0.2555, us_per_mf
 MATVEC = (2.15, 2.91, 0.038)
 DENSE = (810.0, 4.9, 3.17)  # dense_tflops, dense_fixed_us, dense_dequant_tbs
 BANDWIDTH_TBS = 3.9
-FORCED = ("wgmma_s1", "streamk", "cluster")  # the schedules bench ops forces (auto repeats one)
+# the schedules bench ops forces (auto repeats one); t128_*: the 128-token tile's unsplit and
+# stream-K where the table takes 256-token tiles (from wide_min_m: NOTES.md row 179)
+FORCED = ("wgmma_s1", "streamk", "cluster", "t128_s1", "t128_sk")
 NOT_CONTENDERS = ("auto", "cublas", "read", "wgmma")  # not qmm's own forced schedules
 
 # resident CTAs in clusters of s (src/tune/sm90.c sm90_cluster_ctas, the H200's occupancy API)
@@ -69,11 +72,11 @@ def cdiv(a, b):
     return -(-a // b)
 
 
-def schedule(m, n, k, req, split=1):
+def schedule(m, n, k, req, split=1, narrow=False):
     """src/plan_sm90.c for req 'auto', 'streamk' or 'split' -> (config, tiles, groups, ctas,
-    split; split 0 = stream-K)."""
+    split; split 0 = stream-K); narrow: 128-token tiles at any M (wgmma_wide_min_m 0)."""
     g = k // 128
-    wide = RUN["wide_min_m"] and m >= RUN["wide_min_m"]
+    wide = not narrow and RUN["wide_min_m"] and m >= RUN["wide_min_m"]
     tn = 256 if wide else next((t for t in (8, 16, 32, 64, 128) if m <= t), 128)
     wg = 1 if tn <= 32 else 2
     tiles = cdiv(m, tn) * cdiv(n, 64 * wg)
@@ -139,10 +142,11 @@ def features(sched):
 
 
 def forced_schedule(m, n, k, contender, split):
-    if contender == "wgmma_s1":
-        return schedule(m, n, k, "split", 1)
-    if contender == "streamk":
-        return schedule(m, n, k, "streamk")
+    narrow = contender.startswith("t128")
+    if contender in ("wgmma_s1", "t128_s1"):
+        return schedule(m, n, k, "split", 1, narrow)
+    if contender in ("streamk", "t128_sk"):
+        return schedule(m, n, k, "streamk", narrow=narrow)
     return schedule(m, n, k, "split", split)
 
 
@@ -247,8 +251,14 @@ def evaluate(path, cells, th, residuals=False):
     """Prints the forced contenders' and the auto cells' errors and the plans against the best
     measured contender; returns (auto within 15 %, plans within 5 %, cells)."""
     forced = [(proj, m, ct, x @ th, t) for proj, m, ct, x, t in forced_rows(cells)]
+    narrow = [f for f in forced if f[2].startswith("t128")]  # not in tests/test_perf_fit.c's count
+    forced = [f for f in forced if not f[2].startswith("t128")]
     ok = sum(abs(p / t - 1) <= 0.15 for *_, p, t in forced)
     print("%s: wgmma_s1, streamk, cluster cells within 15 %%: %d of %d" % (path, ok, len(forced)))
+    if narrow:
+        print("%s: t128_s1, t128_sk cells within 15 %%: %d of %d"
+              % (path, sum(abs(p / t - 1) <= 0.15 for *_, p, t in narrow), len(narrow)))
+    forced += narrow
     if residuals:
         for proj, m, ct, p, t in forced:
             print("  %-5s M=%-5d %-9s measured %7.2f predicted %7.2f %+6.1f %%" % (proj, m, ct, t, p,
