@@ -49,8 +49,9 @@ __device__ __forceinline__ void mbar_fence_init()
 {
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
-/* Generic-proxy writes to shared memory (an mbarrier's initialisation) ordered before this
- * thread's later async-proxy operations on it (bulk copies completing on the barrier). */
+/* Generic-proxy writes to shared memory (an mbarrier's initialisation, cp.async copies that have
+ * landed) ordered before this thread's later async-proxy operations on it (bulk copies
+ * completing on the barrier; wgmma reading its operand, after a barrier for other threads'). */
 __device__ __forceinline__ void fence_proxy_async_shared()
 {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");

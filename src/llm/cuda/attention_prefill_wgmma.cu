@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(WA_THREADS, 1)
 {
     using namespace qmm;
     constexpr int KSTEPS = WA_HD / 16; /* k-steps of Q·Kᵀ */
-    extern __shared__ __align__(1024) uint8_t wa_raw[];
+    extern __shared__ __align__(16) uint8_t wa_raw[]; /* aligned below, at run time */
     const uint32_t raw = smem_u32(wa_raw);
     uint8_t *smem = wa_raw + ((1024 - (raw & 1023)) & 1023); /* the swizzle's 1024-byte atoms */
     const uint32_t sbase = smem_u32(smem);
@@ -143,7 +143,10 @@ __global__ void __launch_bounds__(WA_THREADS, 1)
             /* S = Q·Kᵀ: s[4n + e] is key k0 + 8n + 2t + (e & 1) of row a (e < 2) or b */
             float s[WA_BK / 2];
 #pragma unroll
-            for (int e = 0; e < WA_BK / 2; e++) s[e] = 0.0f;
+            for (int e = 0; e < WA_BK / 2; e++) {
+                s[e] = 0.0f;
+                fence_reg(s[e]); /* the zeros written before the fence, not sunk past it */
+            }
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; kk++)
@@ -215,7 +218,11 @@ __global__ void __launch_bounds__(WA_THREADS, 1)
                 pa[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
                 pa[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
                 pa[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+#pragma unroll
+                for (int r = 0; r < 4; r++) fence_reg(pa[kk][r]);
             }
+#pragma unroll
+            for (int e = 0; e < WA_HD / 2; e++) fence_reg(o[e]); /* the rescale, before the fence */
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < WA_BK / 16; kk++)
