@@ -221,9 +221,10 @@ static void long_context_decode_matches_cpu(void)
     test_llm_free(&f);
 }
 
-/* A CUDA session whose prefill attention is the warpgroup-MMA kernel (QMM_PREFILL_ATTN=wgmma is
- * read at creation; the caller's value is restored), or NULL where that kernel does not run. */
-static qmm_llm_cuda_session *wgmma_attention_session(qmm_llm_model *m, int64_t hd)
+/* A CUDA session whose prefill attention is the warpgroup-MMA kernel (QMM_PREFILL_ATTN=mode,
+ * "wgmma" or "wgmma_pipe", is read at creation; the caller's value is restored), or NULL where
+ * that kernel does not run. */
+static qmm_llm_cuda_session *wgmma_attention_session(qmm_llm_model *m, int64_t hd, const char *mode)
 {
 #ifdef QMM_HAVE_CUDA
     if (!llm_op_attention_prefill_wgmma_supported((int)hd)) return NULL;
@@ -233,7 +234,7 @@ static qmm_llm_cuda_session *wgmma_attention_session(qmm_llm_model *m, int64_t h
 #endif
     const char *env = getenv("QMM_PREFILL_ATTN");
     char *saved = env ? strdup(env) : NULL;
-    setenv("QMM_PREFILL_ATTN", "wgmma", 1);
+    setenv("QMM_PREFILL_ATTN", mode, 1);
     qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
     qmm_llm_cuda_session *s = test_cuda_session(m, 640, &o);
     if (saved) setenv("QMM_PREFILL_ATTN", saved, 1);
@@ -263,7 +264,9 @@ static void tensor_core_attention_matches_fp32(void)
             float *w = malloc((size_t)c.vocab_size * 4);
             qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
             qmm_llm_cuda_session *tc = test_cuda_session(m, 640, &o);
-            qmm_llm_cuda_session *wg = wgmma_attention_session(m, c.head_dim);
+            static const char *modes[2] = {"wgmma", "wgmma_pipe"};
+            qmm_llm_cuda_session *wg[2] = {wgmma_attention_session(m, c.head_dim, modes[0]),
+                                           wgmma_attention_session(m, c.head_dim, modes[1])};
             o.attention_ref = 1;
             qmm_llm_cuda_session *ref = test_cuda_session(m, 640, &o);
             if (tc && ref) {
@@ -278,18 +281,20 @@ static void tensor_core_attention_matches_fp32(void)
                 /* logits after 2 layers; the tensor-core kernel rounds P to bf16 for P·V, so
                  * this sits near 1e-2: the model-level budget (2e-2) applies */
                 CHECKF(err <= 2e-2, "rel err %.3g", err);
-                if (wg) {
-                    CHECK_OK(qmm_llm_cuda_prefill(wg, ids, n, NULL, NULL));
-                    CHECK_OK(qmm_llm_cuda_prefill(wg, ids, n, w, NULL));
+                for (int k = 0; k < 2; k++) {
+                    if (!wg[k]) continue;
+                    CHECK_OK(qmm_llm_cuda_prefill(wg[k], ids, n, NULL, NULL));
+                    CHECK_OK(qmm_llm_cuda_prefill(wg[k], ids, n, w, NULL));
                     err = test_rel_err_f32(w, b, c.vocab_size);
-                    printf("    hd %lld, 2 x %d rows: warpgroup-MMA vs fp32 attention rel err "
-                           "%.3g\n", (long long)hds[i], n, err);
-                    CHECKF(err <= 2e-2, "warpgroup-MMA attention: rel err %.3g", err);
+                    printf("    hd %lld, 2 x %d rows: warpgroup-MMA (%s) vs fp32 attention rel "
+                           "err %.3g\n", (long long)hds[i], n, modes[k], err);
+                    CHECKF(err <= 2e-2, "warpgroup-MMA attention (%s): rel err %.3g", modes[k], err);
                     wgmma_ran++;
                 }
             }
             qmm_llm_cuda_session_destroy(tc);
-            qmm_llm_cuda_session_destroy(wg);
+            qmm_llm_cuda_session_destroy(wg[0]);
+            qmm_llm_cuda_session_destroy(wg[1]);
             qmm_llm_cuda_session_destroy(ref);
             free(ids), free(a), free(b), free(w);
         }

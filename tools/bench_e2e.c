@@ -307,8 +307,9 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                 attn);
     const char *prefill = getenv("QMM_PREFILL_ATTN");
     if (!a->cpu && prefill)
-        fprintf(md, "Environment: QMM_PREFILL_ATTN=%s (wgmma: the warpgroup-MMA prefill attention "
-                    "where the head dim is 128 and the GPU is sm_90).  \n",
+        fprintf(md, "Environment: QMM_PREFILL_ATTN=%s (wgmma, wgmma_pipe: the warpgroup-MMA "
+                    "prefill attention, a tile at a time or pipelined, where the head dim is 128 "
+                    "and the GPU is sm_90).  \n",
                 prefill);
     if (a->max_seq > 0)
         fprintf(md, "Sessions sized for %lld positions (--max-seq).  \n", (long long)a->max_seq);

@@ -84,27 +84,34 @@ for row in $rows; do
     done
 done
 
-# the warpgroup-MMA prefill attention (src/llm/cuda/attention_prefill_wgmma.cu): a tile's S = Q·Kᵀ
-# as eight HGMMA.64x64x16, its O += P·V as four HGMMA.64x128x16 with B read transposed (tnspB),
-# one wait after each product, nothing in local memory
-name=_ZN7qmm_llm25attn_prefill_wgmma_kernelEPK13__nv_bfloat16lS2_S2_PKiiiilPS0_Py
-body=$(awk -v f="Function : $name" 'index($0, "Function : ") { on = index($0, f) > 0; next } on' "$sass")
-usage=$(grep -A1 "Function $name:" "$res" | tail -n 1)
-local_b=$(grep -o 'LOCAL:[0-9]*' <<<"$usage" | cut -d: -f2)
-qk=$(grep -c 'HGMMA\.64x64x16\.F32\.BF16' <<<"$body")
-pv=$(grep -c 'HGMMA\.64x128x16\.F32\.BF16.*tnspB' <<<"$body")
-all=$(grep -c 'HGMMA' <<<"$body")
-waits=$(grep -c 'WARPGROUP\.DEPBAR' <<<"$body")
-if [ -z "$body" ]; then
-    echo "FAIL: prefill attention: no kernel $name in $lib"; fails=$((fails + 1))
-elif [ "$qk" -ne 8 ] || [ "$pv" -ne 4 ] || [ "$all" -ne 12 ] || [ "$waits" -ne 2 ] || [ "${local_b:-1}" -ne 0 ]; then
-    echo "FAIL: prefill attention: $qk HGMMA.64x64x16 (want 8), $pv HGMMA.64x128x16 tnspB (want 4)," \
-        "$all HGMMA in all, $waits waits (want 2), LOCAL ${local_b:-?} bytes"
-    fails=$((fails + 1))
-else
-    echo "  ok  prefill attention: 8 HGMMA.64x64x16, 4 HGMMA.64x128x16.tnspB, 2 waits, no local memory"
-fi
-checked=$((checked + 1))
+# the warpgroup-MMA prefill attention (src/llm/cuda/attention_prefill_wgmma.cu), nothing in
+# local memory in either schedule: a tile at a time (PIPE 0), a tile's S = Q·Kᵀ as eight
+# HGMMA.64x64x16 and its O += P·V as four HGMMA.64x128x16 with B read transposed (tnspB), one
+# wait after each product; pipelined (PIPE 1), the same shapes in whole products (the loop is
+# unrolled twice and its last tile peeled), with waits that leave one group in flight
+# (DEPBAR.LE gsb0, 0x1; ptxas serializes the wgmmas instead when it cannot track them, C7514)
+for pipe in 0 1; do
+    name=_ZN7qmm_llm25attn_prefill_wgmma_kernelILb${pipe}EEEvPK13__nv_bfloat16lS3_S3_PKiiiilPS1_Py
+    body=$(awk -v f="Function : $name" 'index($0, "Function : ") { on = index($0, f) > 0; next } on' "$sass")
+    usage=$(grep -A1 "Function $name:" "$res" | tail -n 1)
+    local_b=$(grep -o 'LOCAL:[0-9]*' <<<"$usage" | cut -d: -f2)
+    qk=$(grep -c 'HGMMA\.64x64x16\.F32\.BF16' <<<"$body")
+    pv=$(grep -c 'HGMMA\.64x128x16\.F32\.BF16.*tnspB' <<<"$body")
+    all=$(grep -c 'HGMMA' <<<"$body")
+    waits=$(grep -c 'WARPGROUP\.DEPBAR' <<<"$body")
+    overlap=$(grep -c 'WARPGROUP\.DEPBAR\.LE gsb0, 0x1' <<<"$body")
+    what="prefill attention (PIPE $pipe): $qk HGMMA.64x64x16, $pv HGMMA.64x128x16 tnspB, $all HGMMA, $waits waits ($overlap leaving one group in flight), LOCAL ${local_b:-?} bytes"
+    if [ -z "$body" ]; then
+        echo "FAIL: prefill attention: no kernel $name in $lib"; fails=$((fails + 1))
+    elif [ "${local_b:-1}" -ne 0 ] || [ $((qk + pv)) -ne "$all" ] || [ $((qk % 8)) -ne 0 ] ||
+        [ $((pv % 4)) -ne 0 ] || { [ "$pipe" = 0 ] && { [ "$qk" -ne 8 ] || [ "$pv" -ne 4 ] || [ "$waits" -ne 2 ]; }; } ||
+        { [ "$pipe" = 1 ] && { [ "$qk" -lt 16 ] || [ "$overlap" -lt 2 ] || [ $((waits * 4)) -gt "$all" ]; }; }; then
+        echo "FAIL: $what"; fails=$((fails + 1))
+    else
+        echo "  ok  $what"
+    fi
+    checked=$((checked + 1))
+done
 
 echo "$checked kernel instances checked with $tool, $fails failed"
 [ "$fails" -eq 0 ]

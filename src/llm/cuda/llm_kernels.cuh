@@ -80,13 +80,15 @@ cudaError_t launch_attention_prefill_mma(const bf16 *q, int64_t q_stride, const 
                                          const llm_launch *ln = nullptr);
 
 /* The same on Hopper's warpgroup MMA (attention_prefill_wgmma.cu): hd 128 only, on a device of
- * compute capability 9.0 (attention_prefill_wgmma_supported). An experiment until measured: the
- * engine takes it with QMM_PREFILL_ATTN=wgmma. PDL-safe. */
+ * compute capability 9.0 (attention_prefill_wgmma_supported); pipelined: the schedule that
+ * overlaps a tile's softmax with the neighbouring tiles' products. An experiment until measured:
+ * the engine takes it with QMM_PREFILL_ATTN=wgmma (wgmma_pipe: pipelined). PDL-safe. */
 int attention_prefill_wgmma_supported(int hd);
 cudaError_t launch_attention_prefill_wgmma(const bf16 *q, int64_t q_stride, const bf16 *kc,
                                            const bf16 *vc, const int32_t *pos, int m, int heads,
                                            int kv_heads, int hd, int64_t max_seq, bf16 *out,
-                                           cudaStream_t stream, const llm_launch *ln = nullptr);
+                                           cudaStream_t stream, const llm_launch *ln = nullptr,
+                                           int pipelined = 0);
 
 /* One row at position *pos over *pos + 1 cached positions, split into nsplit ranges; each block
  * serves the heads/kv_heads query heads of one KV head (K and V are read once per group).

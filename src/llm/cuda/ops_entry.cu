@@ -39,11 +39,11 @@ extern "C" int llm_op_attention_prefill(int mma, const void *q, int64_t q_stride
                                         const void *vc, const int32_t *pos, int m, int heads,
                                         int kv_heads, int hd, int64_t max_seq, void *out)
 {
-    const llm_launch ln = {mma == 2 || mma == 4, nullptr};
+    const llm_launch ln = {mma == 2 || mma == 4 || mma == 6, nullptr};
     if (mma >= 3)
         return (int)launch_attention_prefill_wgmma((const bf16 *)q, q_stride, (const bf16 *)kc,
                                                    (const bf16 *)vc, pos, m, heads, kv_heads, hd,
-                                                   max_seq, (bf16 *)out, 0, &ln);
+                                                   max_seq, (bf16 *)out, 0, &ln, mma >= 5);
     if (mma)
         return (int)launch_attention_prefill_mma((const bf16 *)q, q_stride, (const bf16 *)kc,
                                                  (const bf16 *)vc, pos, m, heads, kv_heads, hd,

@@ -28,11 +28,12 @@ int llm_op_qk_norm_rope(int pdl, void *q, const void *k, const void *v, int64_t 
                         const float *sin_t, const int32_t *pos, int m, int heads, int kv_heads,
                         int hd, float eps, int64_t max_seq, void *kc, void *vc);
 /* mma: 0 = the fp32 CUDA-core kernel, 1 = the tensor-core kernel, 2 = that launched with PDL,
- * 3 = the warpgroup-MMA kernel (hd 128 on compute capability 9.0), 4 = that launched with PDL */
+ * 3 = the warpgroup-MMA kernel (hd 128 on compute capability 9.0), 4 = that launched with PDL,
+ * 5 and 6 = the same pipelined */
 int llm_op_attention_prefill(int mma, const void *q, int64_t q_stride, const void *kc,
                              const void *vc, const int32_t *pos, int m, int heads, int kv_heads,
                              int hd, int64_t max_seq, void *out);
-/* 1 when llm_op_attention_prefill's variants 3 and 4 run here (this device, this hd) */
+/* 1 when llm_op_attention_prefill's variants 3 to 6 run here (this device, this hd) */
 int llm_op_attention_prefill_wgmma_supported(int hd);
 int llm_op_attention_decode(const void *q, const void *kc, const void *vc, const int32_t *pos,
                             int heads, int kv_heads, int hd, int64_t max_seq, int nsplit,

@@ -286,11 +286,13 @@ static int want_cluster_attention(const qmm_llm_cuda_options *o)
 
 /* The warpgroup-MMA prefill attention (attention_prefill_wgmma.cu) instead of the mma.sync
  * kernel where it runs (hd 128, compute capability 9.0): an experiment until measured
- * (bench/NOTES.md row 180), on with QMM_PREFILL_ATTN=wgmma. Not with the reference attention. */
+ * (bench/NOTES.md rows 180, 181), on with QMM_PREFILL_ATTN=wgmma (1) or wgmma_pipe (2, the
+ * pipelined schedule). Not with the reference attention. */
 static int want_wgmma_prefill(const qmm_llm_cuda_options *o, int hd)
 {
     const char *e = getenv("QMM_PREFILL_ATTN");
-    return e && !strcmp(e, "wgmma") && !o->attention_ref && attention_prefill_wgmma_supported(hd);
+    if (!e || o->attention_ref || !attention_prefill_wgmma_supported(hd)) return 0;
+    return !strcmp(e, "wgmma") ? 1 : !strcmp(e, "wgmma_pipe") ? 2 : 0;
 }
 
 /* The decode step's graphs: the full one, and one per context bucket (decode_bucket.h) when the

@@ -120,8 +120,9 @@ struct qmm_llm_cuda_session {
     int attn_cluster;            /* 1: its launches of 4 splits or more (and at least a split a
                                   * query head) are the cluster kernel's (QMM_DECODE_ATTN=cluster:
                                   * attention_decode_cluster.cu, llm_fused_attention) */
-    int prefill_wgmma;           /* 1: prefill attention by the warpgroup-MMA kernel
-                                  * (QMM_PREFILL_ATTN=wgmma: attention_prefill_wgmma.cu) */
+    int prefill_wgmma;           /* prefill attention by the warpgroup-MMA kernel
+                                  * (attention_prefill_wgmma.cu): 1 QMM_PREFILL_ATTN=wgmma,
+                                  * 2 =wgmma_pipe (pipelined); 0 the mma.sync kernel */
     int nsplit_step;             /* its splits in the forward being enqueued: nsplit_fused, or a
                                   * bucket's while that bucket's graph is captured */
     int *counters;               /* [kv_heads] arrivals per KV head (fused decode attention) */
