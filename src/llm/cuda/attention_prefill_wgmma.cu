@@ -48,6 +48,7 @@ constexpr int WA_PANEL = WA_BK * 128;                 /* 64 dims of the tile's 6
 constexpr int WA_TILE = 2 * WA_PANEL;                 /* K or V: two panels */
 constexpr int WA_STAGE = 2 * WA_TILE;                 /* K then V: 32 KB */
 constexpr int WA_KSTEPS = WA_HD / 16;                 /* k-steps of Q·Kᵀ */
+static_assert(WA_BK * WA_HD / 8 % WA_THREADS == 0, "a tile's 16-byte chunks: a whole number a thread");
 /* the ring: tiles copied AHEAD ahead of the one multiplied, in STAGES stages (pipelined: the
  * next tile's S is issued before this one's softmax, so one more tile must have landed, and a
  * tile's P·V is awaited one tile later, so its stage is refilled one tile later) */
@@ -247,8 +248,10 @@ __global__ void __launch_bounds__(WA_THREADS, 1)
         }
         uint8_t *ks = smem + (i % RG::STAGES) * WA_STAGE, *vs = ks + WA_TILE;
         const int64_t k0 = (int64_t)i * WA_BK;
-#pragma unroll
-        for (int c = tid; c < WA_BK * WA_HD / 8; c += WA_THREADS) {
+#pragma unroll 1 /* rolled: fewer live addresses (unrolled, the pipelined kernel took 254
+                   * registers of 255) */
+        for (int n = 0; n < WA_BK * WA_HD / 8 / WA_THREADS; n++) {
+            const int c = tid + n * WA_THREADS;
             const int j = c / (WA_HD / 8), d16 = c % (WA_HD / 8); /* key, 16-byte chunk */
             const int64_t kp = k0 + j;
             const bool ok = kp < kend;
@@ -305,22 +308,22 @@ __global__ void __launch_bounds__(WA_THREADS, 1)
         /* pipelined (FlashAttention-3's intra-warpgroup overlap): tile i + 1's S runs on the
          * tensor cores during tile i's softmax, and tile i's P·V during tile i + 1's, up to the
          * rescale of O, which waits for it. Iteration i: (a) tiles up to i + 1 have landed;
-         * (b) one barrier; (c) tile i + 3 is copied into the stage of tile i - 2, whose P·V
-         * every warpgroup awaited in iteration i - 1; (d) S(i + 1) is issued, S(i)'s softmax
+         * (b) one barrier; (c) S(i + 1) is issued; (d) tile i + 3 is copied into the stage of
+         * tile i - 2, whose P·V every warpgroup awaited in iteration i - 1; (e) S(i)'s softmax
          * runs, P·V(i - 1) is awaited, O rescaled, P·V(i) issued, S(i + 1) awaited. ptxas keeps
          * wgmma groups in flight only across straight-line code and the loop's back edge, so
          * every warpgroup walks every tile (a tile none of its rows sees adds only zero
          * products, where row 180 skips it) and the last tile is peeled. */
         float sc[WA_BK / 2], sn[WA_BK / 2]; /* S of tiles i and i + 1 */
-        auto top = [&](int i) {
+        auto top = [&]() {
             cp_wait_group<RG::AHEAD - 2>(); /* this thread's copies of tile i + 1 have landed */
             fence_proxy_async_shared();
             __syncthreads();
-            load(i + RG::AHEAD);
         };
         auto steady = [&](int i, float (&cur)[WA_BK / 2], float (&nxt)[WA_BK / 2]) {
-            top(i);
-            wa_issue_qk(nxt, qf, stage(i + 1));
+            top();
+            wa_issue_qk(nxt, qf, stage(i + 1)); /* first: the tensor cores start sooner */
+            load(i + RG::AHEAD);
             float aa, ab;
             wa_softmax(cur, r, (int64_t)i * WA_BK, p0, t, scale, &aa, &ab);
             wgmma_wait<1>(); /* P·V(i - 1), issued before S(i + 1) */
@@ -331,7 +334,8 @@ __global__ void __launch_bounds__(WA_THREADS, 1)
             wa_fence_all(nxt);
         };
         auto last = [&](int i, float (&cur)[WA_BK / 2]) {
-            top(i);
+            top();
+            load(i + RG::AHEAD); /* an empty group: every thread counts one a tile */
             float aa, ab;
             wa_softmax(cur, r, (int64_t)i * WA_BK, p0, t, scale, &aa, &ab);
             wgmma_wait<0>(); /* P·V(i - 1) */
