@@ -63,9 +63,10 @@ static const op_case cases[] = {
     PREFILL("prefill 32/8 m16", 16, 32, 8, 128, 0), PREFILL("prefill 32/8 m70 pos5", 70, 32, 8, 128, 5),
     PREFILL("prefill 8/8 hd64 m9", 9, 8, 8, 64, 3),
     /* the warpgroup-MMA kernel's 128-row blocks: a second block of one row (its second
-     * warpgroup idle), of 72 rows over five key tiles, GQA 4:1 at an odd position */
+     * warpgroup idle), of 72 rows over five key tiles, GQA 4:1 at an odd position, two whole
+     * blocks without GQA */
     PREFILL("prefill 32/8 m129", 129, 32, 8, 128, 0), PREFILL("prefill 32/8 m200 pos40", 200, 32, 8, 128, 40),
-    PREFILL("prefill 8/2 m300 pos77", 300, 8, 2, 128, 77),
+    PREFILL("prefill 8/2 m300 pos77", 300, 8, 2, 128, 77), PREFILL("prefill 4/4 m256", 256, 4, 4, 128, 0),
     DECODE("decode 32/8 pos0", 32, 8, 128, 0), DECODE("decode 32/8 pos300", 32, 8, 128, 300),
     DECODE("decode 16/4 hd64 pos37", 16, 4, 64, 37),
     FUSED("fused 32/8 pos0", 32, 8, 128, 0), FUSED("fused 32/8 pos200", 32, 8, 128, 200),
