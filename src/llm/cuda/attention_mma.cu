@@ -28,20 +28,6 @@ namespace qmm_llm {
 
 constexpr int TC_BQ = 64, TC_BK = 64, TC_WARPS = 4;
 
-/* 2^x, the hardware's approximation (flush to zero below the normal range: P underflows to 0). */
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-/* Two consecutive bf16 at p (4-byte aligned) as one register; zero when !ok. */
-__device__ __forceinline__ uint32_t ld_pair(const bf16 *p, bool ok)
-{
-    return ok ? *reinterpret_cast<const uint32_t *>(p) : 0u;
-}
-
 template <int HD> struct tc_layout {
     static constexpr int KS = HD + 8;          /* padded row stride (bf16): conflict-free loads */
     static constexpr int TILE = TC_BK * KS;    /* one K or V tile */

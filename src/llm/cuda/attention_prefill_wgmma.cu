@@ -57,19 +57,6 @@ template <bool PIPE> struct wa_ring {
     static constexpr int SMEM = STAGES * WA_STAGE + 1024; /* + the swizzle's 1024-byte alignment */
 };
 
-/* 2^x, the hardware's approximation (as attention_mma.cu) */
-__device__ __forceinline__ float wa_ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-__device__ __forceinline__ uint32_t wa_pair(const bf16 *p, bool ok)
-{
-    return ok ? *reinterpret_cast<const uint32_t *>(p) : 0u;
-}
-
 /* One thread's two rows (a = g, b = g + 8 of its warp's 16): validity, positions, the online
  * softmax's running max m and this thread's share l of the row sum. */
 struct wa_rows {
@@ -132,16 +119,16 @@ __device__ __forceinline__ void wa_softmax(float (&s)[WA_BK / 2], wa_rows &r, in
     tb = fmaxf(tb, __shfl_xor_sync(0xffffffffu, tb, 2));
     const float na = fmaxf(r.ma, ta), nb = fmaxf(r.mb, tb);
     /* a row with no visible key yet keeps alpha 1 and p 0 (no inf - inf) */
-    *aa = na == -INFINITY ? 1.0f : wa_ex2(r.ma - na);
-    *ab = nb == -INFINITY ? 1.0f : wa_ex2(r.mb - nb);
+    *aa = na == -INFINITY ? 1.0f : ex2(r.ma - na);
+    *ab = nb == -INFINITY ? 1.0f : ex2(r.mb - nb);
     r.ma = na, r.mb = nb;
     float sa = 0.0f, sb = 0.0f;
 #pragma unroll
     for (int n = 0; n < WA_BK / 8; n++) {
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-            s[4 * n + e] = na == -INFINITY ? 0.0f : wa_ex2(s[4 * n + e] - na);
-            s[4 * n + 2 + e] = nb == -INFINITY ? 0.0f : wa_ex2(s[4 * n + 2 + e] - nb);
+            s[4 * n + e] = na == -INFINITY ? 0.0f : ex2(s[4 * n + e] - na);
+            s[4 * n + 2 + e] = nb == -INFINITY ? 0.0f : ex2(s[4 * n + 2 + e] - nb);
             sa += s[4 * n + e];
             sb += s[4 * n + 2 + e];
         }
@@ -273,10 +260,10 @@ __global__ void __launch_bounds__(WA_THREADS, 1)
     const bf16 *qrb = q + (int64_t)rb * q_stride + (int64_t)h * WA_HD;
 #pragma unroll
     for (int kk = 0; kk < WA_KSTEPS; kk++) {
-        qf[kk][0] = wa_pair(qra + kk * 16 + 2 * t, r.va);
-        qf[kk][1] = wa_pair(qrb + kk * 16 + 2 * t, r.vb);
-        qf[kk][2] = wa_pair(qra + kk * 16 + 8 + 2 * t, r.va);
-        qf[kk][3] = wa_pair(qrb + kk * 16 + 8 + 2 * t, r.vb);
+        qf[kk][0] = ld_pair(qra + kk * 16 + 2 * t, r.va);
+        qf[kk][1] = ld_pair(qrb + kk * 16 + 2 * t, r.vb);
+        qf[kk][2] = ld_pair(qra + kk * 16 + 8 + 2 * t, r.va);
+        qf[kk][3] = ld_pair(qrb + kk * 16 + 8 + 2 * t, r.vb);
     }
     float o[WA_HD / 2]; /* d of m64n128: dims 8j + 2t.., rows a (4j, 4j+1) and b (4j+2, 4j+3) */
 #pragma unroll

@@ -1,7 +1,8 @@
 /*
- * The tensor-core pieces both attention kernels use (prefill: attention_mma.cu, decode:
- * attention_decode_block.cuh): bf16 mma.sync m16n8k16 with fp32 accumulation, ldmatrix, bf16
- * packing, and the cp.async copies that fill their K/V tiles.
+ * The tensor-core pieces the attention kernels use (prefill: attention_mma.cu and
+ * attention_prefill_wgmma.cu, decode: attention_decode_block.cuh): bf16 mma.sync m16n8k16 with
+ * fp32 accumulation, ldmatrix, bf16 packing, the cp.async copies that fill their K/V tiles, the
+ * softmax's exponential and the query fragments' loads.
  */
 #ifndef QMM_LLM_MMA_SYNC_CUH
 #define QMM_LLM_MMA_SYNC_CUH
@@ -33,6 +34,20 @@ __device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], uint3
                  "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* 2^x, the hardware's approximation (flush to zero below the normal range: P underflows to 0). */
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* Two consecutive bf16 at p (4-byte aligned) as one register; zero when !ok. */
+__device__ __forceinline__ uint32_t ld_pair(const __nv_bfloat16 *p, bool ok)
+{
+    return ok ? *reinterpret_cast<const uint32_t *>(p) : 0u;
 }
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
