@@ -24,7 +24,8 @@ typedef struct bad_case {
     int64_t lda, ldc;
 } bad_case;
 
-/* One field off a good store launch (m = 2, N = K = 256) each; shape = 16·R + C. */
+/* One field off a good store launch (m = 2, N = K = 256) each; shape = 16·R + C (+ 1024: the
+ * staging in rounds). */
 static const bad_case bad[] = {
     {"m = 0", 0, 0, 0, 0, 0, 0, 0, 0, 0, K, N},
     {"m = 17", 0, 17, 0, 0, 0, 0, 0, 0, 0, K, N},
@@ -43,6 +44,8 @@ static const bad_case bad[] = {
     {"R = 3", 0, M, 0, 0, 0, 0, 0, 0, 48 + 1, K, N},
     {"C = 3", 0, M, 0, 0, 0, 0, 0, 0, 16 + 3, K, N},
     {"C = 4 over 2 groups", 0, M, 0, 0, 0, 0, 0, 0, 16 + 4, K, N},
+    {"R = 3, staged in rounds", 0, M, 0, 0, 0, 0, 0, 0, 1024 + 48 + 1, K, N},
+    {"SwiGLU with R = 1, staged in rounds", 0, M, 2, 0, 0, 0, 0, 0, 1024 + 16 + 1, K, N / 2},
 };
 
 static void *dev(size_t bytes, int fill)

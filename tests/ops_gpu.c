@@ -171,20 +171,23 @@ static const char *gpu_rows(op_data *d, int engine)
 /* ---- the fused decode matvecs (decode_fused.cu's epilogues) ---- */
 
 /* variant = 16·R + C: a forced CTA shape (0: the launcher's), + 512 for CTAs of 4 warps instead
- * of 8, skipped where the kernel does not take it: SwiGLU needs gate and up tiles (R >= 2), a
- * rank needs a group (C <= K/128), 4 warps take at most 8 tokens, and the shared memory (matvec.cu
- * MvSmem: staged rows, warp sums, 8 ranks' sums) must fit 227 KB. */
+ * of 8, + 1024 for the activations staged in rounds (an experiment, from two tokens; without it
+ * the row runs the default staging whatever QMM_MV_ROUNDS says); skipped where the kernel does
+ * not take it: SwiGLU needs gate and up tiles (R >= 2), a rank needs a group (C <= K/128), 4 warps
+ * take at most 8 tokens, and the shared memory (matvec.cu MvSmem: staged rows, warp sums, 8
+ * ranks' sums) must fit 227 KB. */
 static const char *gpu_matvec_fused(op_data *d, int variant)
 {
     const op_case *c = d->c;
-    const int R = variant % 512 / 16, C = variant % 16, groups = (int)(c->k / 128);
-    if (variant && c->flag == 2 && R == 1) return OP_SKIP_PREFIX "SwiGLU takes R >= 2";
-    if (variant >= 512 && c->m > 8) return OP_SKIP_PREFIX "4-warp CTAs take at most 8 tokens";
-    if (variant && C > groups) return OP_SKIP_PREFIX "more ranks than groups";
-    if (variant) {
+    const int shape = variant % 1024, R = shape % 512 / 16, C = shape % 16, groups = (int)(c->k / 128);
+    if (variant & 1024 && c->m == 1) return OP_SKIP_PREFIX "the rounds start at two tokens";
+    if (shape && c->flag == 2 && R == 1) return OP_SKIP_PREFIX "SwiGLU takes R >= 2";
+    if (shape & 512 && c->m > 8) return OP_SKIP_PREFIX "4-warp CTAs take at most 8 tokens";
+    if (shape && C > groups) return OP_SKIP_PREFIX "more ranks than groups";
+    if (shape) {
         const int64_t kr = (groups + C - 1) / C, toks = c->m <= 8 ? 8 : 16;
         const int64_t smem = (c->m * (kr * 128 + 8) * 2 + 15) / 16 * 16 + 8 * toks * 16 * 4 +
-                             8 * c->m * R * 16 * 4 + 72;
+                             8 * c->m * R * 16 * 4 + 72 + (variant & 1024 ? 32 : 0);
         if (smem > 227 * 1024) return OP_SKIP_PREFIX "the staged rows exceed shared memory";
     }
     qmm_cuda_weight *w;
@@ -356,6 +359,12 @@ static const op_backend gpu_backends[] = {
     {"cuda_mv4_r2c2", OP_MATVEC_FUSED, gpu_matvec_fused, 512 + 32 + 2, 1},
     {"cuda_mv4_r1c4", OP_MATVEC_FUSED, gpu_matvec_fused, 512 + 16 + 4, 1},
     {"cuda_mv4_r2c8", OP_MATVEC_FUSED, gpu_matvec_fused, 512 + 32 + 8, 1},
+    /* the staging in rounds (NOTES row 182): 8, 2, 1 parts a tile, so 1 to 5 rounds a launch */
+    {"cuda_mv_rounds", OP_MATVEC_FUSED, gpu_matvec_fused, 1024, 1},
+    {"cuda_mv_rounds_r1c1", OP_MATVEC_FUSED, gpu_matvec_fused, 1024 + 16 + 1, 1},
+    {"cuda_mv_rounds_r4c2", OP_MATVEC_FUSED, gpu_matvec_fused, 1024 + 64 + 2, 1},
+    {"cuda_mv_rounds_r8c1", OP_MATVEC_FUSED, gpu_matvec_fused, 1024 + 128 + 1, 1},
+    {"cuda_mv4_rounds_r2c4", OP_MATVEC_FUSED, gpu_matvec_fused, 1024 + 512 + 32 + 4, 1},
 };
 
 const op_backend *ops_gpu_backends(int *n)

@@ -151,8 +151,40 @@ static void csv_and_json_report_the_roofline(void)
     bench_results_free(&x.rs);
 }
 
+/* The experiments' switches reach both reports when set, and neither when not (a run's files
+ * must say what it ran with: README, "Experiments"). */
+static void reports_name_the_experiments_switches(void)
+{
+    fixture x;
+    fixture_init(&x);
+    const char *saved = getenv("QMM_MV_ROUNDS");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    unsetenv("QMM_MV_ROUNDS");
+    unsetenv("QMM_DECODE_ATTN");
+    unsetenv("QMM_PREFILL_ATTN");
+    char *csv = written(bench_write_csv, &x.report), *md = written(bench_write_md, &x.report);
+    CHECK(csv && !strstr(csv, "# environment:"));
+    CHECK(md && !strstr(md, "| environment |"));
+    free(csv);
+    free(md);
+    setenv("QMM_MV_ROUNDS", "1", 1);
+    csv = written(bench_write_csv, &x.report);
+    md = written(bench_write_md, &x.report);
+    const char *line = csv ? strstr(csv, "# environment: QMM_MV_ROUNDS=1\n") : NULL;
+    CHECK(line != NULL);
+    CHECK(line && strstr(csv, "proj,k,n,m,") > line); /* a header line, before the columns */
+    CHECK(md && strstr(md, "| environment | `QMM_MV_ROUNDS=1` |"));
+    free(csv);
+    free(md);
+    if (saved) setenv("QMM_MV_ROUNDS", keep, 1);
+    else unsetenv("QMM_MV_ROUNDS");
+    bench_results_free(&x.rs);
+}
+
 int main(int argc, char **argv)
 {
-    TEST_TABLE(cases, markdown_rows_match_the_header, csv_and_json_report_the_roofline);
+    TEST_TABLE(cases, markdown_rows_match_the_header, csv_and_json_report_the_roofline,
+               reports_name_the_experiments_switches);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -80,11 +80,12 @@ static const op_case cases[] = {
     MVF("norm·W swiglu m1", 1, 19456, 2560, 2), MVF("norm·W swiglu m11", 11, 384, 256, 2),
     /* edges of the kernel's split (forced shapes: ops_gpu.c): one group (K = 128), rows ragged
      * inside a 16-row tile and inside a 128-row block, one row, m = 9 (two token tiles, lanes
-     * clamped), m = 16 with a long K, K of 3 and 5 groups (uneven ranks, warps without groups) */
+     * clamped), m = 16 with a long K, K of 3 and 5 groups (uneven ranks, warps without groups),
+     * m = 4 with 20 groups (the staging in rounds: up to five of them) */
     MVF("norm·W k128 m1", 1, 384, 128, 0), MVF("residual k128 m16 n72", 16, 72, 128, 1),
     MVF("norm·W n1 m9", 9, 1, 256, 0), MVF("norm·W m16 k9728 n520", 16, 520, 9728, 0),
     MVF("residual m8 n130 k640", 8, 130, 640, 1), MVF("norm·W swiglu k128 m16", 16, 256, 128, 2),
-    MVF("norm·W swiglu m2 k384", 2, 1024, 384, 2),
+    MVF("norm·W swiglu m2 k384", 2, 1024, 384, 2), MVF("norm·W m4 k2560 n1024", 4, 1024, 2560, 0),
     /* tensor parallelism's fp32 partials of o and down (Qwen3-8B at t = 2) */
     MVF("fp32 o m1", 1, 4096, 2048, 3), MVF("fp32 down m16", 16, 4096, 6144, 3),
     MVF("fp32 m3 n200", 3, 200, 512, 3),

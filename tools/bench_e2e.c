@@ -311,6 +311,11 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                     "prefill attention, a tile at a time or pipelined, where the head dim is 128 "
                     "and the GPU is sm_90).  \n",
                 prefill);
+    const char *rounds = getenv("QMM_MV_ROUNDS");
+    if (!a->cpu && rounds)
+        fprintf(md, "Environment: QMM_MV_ROUNDS=%s (1: matvecs of 2-16 tokens stage their "
+                    "activations in rounds; one-token decode is not affected).  \n",
+                rounds);
     if (a->max_seq > 0)
         fprintf(md, "Sessions sized for %lld positions (--max-seq).  \n", (long long)a->max_seq);
     else

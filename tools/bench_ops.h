@@ -215,6 +215,8 @@ typedef struct bench_report {
     const bench_calibration *cal;
 } bench_report;
 
+/* The experiments' switches set in the environment ("NAME=value ...", "" if none). */
+const char *bench_experiment_env(void);
 void bench_write_md(FILE *f, const bench_report *r);
 void bench_write_csv(FILE *f, const bench_report *r);
 void bench_write_json(FILE *f, const bench_report *r);

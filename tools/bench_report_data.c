@@ -48,6 +48,22 @@ static void csv_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* The experiments' switches this process runs with (README, "Experiments"), "NAME=value" each,
+ * space-separated; "" when none is set. */
+const char *bench_experiment_env(void)
+{
+    static const char *const names[] = {"QMM_MV_ROUNDS", "QMM_DECODE_ATTN", "QMM_PREFILL_ATTN"};
+    static char buf[256];
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && n < sizeof buf)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s=%.40s", n ? " " : "", names[i], v);
+    }
+    return buf;
+}
+
 void bench_write_csv(FILE *f, const bench_report *r)
 {
     const bench_meta *m = r->meta;
@@ -64,6 +80,7 @@ void bench_write_csv(FILE *f, const bench_report *r)
             m->hot ? "hot" : "cold", m->reps, m->calls_min, c->copy.value,
             c->copy.measured ? "measured" : "default", c->cublas.value,
             c->cublas.measured ? "measured" : "default", m->command);
+    if (*bench_experiment_env()) fprintf(f, "# environment: %s\n", bench_experiment_env());
     fprintf(f, "proj,k,n,m,contender,path,split,stages,tile_m,tile_n,config,status,rel_err,checked_rows,"
                "graph_med_us,graph_min_us,graph_max_us,eager_med_us,eager_min_us,eager_max_us,"
                "calls,copies,reps,bytes,flops,gbps,pct_copy,tflops,pct_cublas_peak,pct_roofline,plan_path,"

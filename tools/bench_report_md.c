@@ -53,7 +53,9 @@ static void write_header(FILE *f, const bench_report *r)
             c->copy.max, c->copy.note);
     fprintf(f, "| bf16 ceiling | %.1f TFLOP/s (%.1f–%.1f) %s |\n", c->cublas.value,
             c->cublas.min, c->cublas.max, c->cublas.note);
-    fprintf(f, "| command | `%s` |\n\n", m->command);
+    fprintf(f, "| command | `%s` |\n", m->command);
+    if (*bench_experiment_env()) fprintf(f, "| environment | `%s` |\n", bench_experiment_env());
+    fputc('\n', f);
 }
 
 /* Every distinct (proj, m) in result order, as indices of their first row. */

@@ -77,6 +77,9 @@ struct MatvecArgs {
     int warps;                   /* warps a CTA: 8, or 4 (m <= 8); 0 with a caller's shape: 8 */
     int pre_wait;                /* groups a warp requests before the dependency wait (0: 2) */
     int log_r, log_c;            /* set by the launcher: log2 R, log2 C (shifts in the kernel) */
+    int rounds;                  /* M >= 2, experiment (NOTES row 182): the activations staged in
+                                    rounds, each warp's groups strided; 0 = QMM_MV_ROUNDS (off
+                                    unless set to 1), 1 on, 2 off */
 };
 /* What the matvec's shape choice needs of the context: the SM count, and how many CTAs of each
  * kernel (one token tile in CTAs of 8 warps, two in 8, one in 4) are resident at once in

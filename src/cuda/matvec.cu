@@ -30,6 +30,10 @@
  * With a norm source the result is scaled by 1/sqrt(mean(x²) + eps) from those per-tile sums
  * (RMSNorm folded into the matmul).
  */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "kernels.h"
 #include "hopper.cuh"
 #include "matvec_layout.cuh"
@@ -152,15 +156,16 @@ __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *i
 }
 
 /* A lane's slot: its 16 bytes of rows g8 and g8 + 8 of the next (tile, group) and their scale|bias
- * words; the sources move on to the group after. */
+ * words; the sources move on to the warp's next group (step_w words, step_s scale|bias words). */
 __device__ __forceinline__ void mv_load(uint4 &lo, uint4 &hi, uint32_t &sl, uint32_t &sh,
-                                        const uint32_t *&src_w, const uint32_t *&src_s, int step_s)
+                                        const uint32_t *&src_w, const uint32_t *&src_s, int step_w,
+                                        int step_s)
 {
     lo = ld_stream(src_w);
     hi = ld_stream(src_w + 128);
     sl = ld_stream32(src_s);
     sh = ld_stream32(src_s + 8);
-    src_w += 2048;
+    src_w += step_w;
     src_s += step_s;
 }
 
@@ -251,10 +256,24 @@ cudaError_t matvec_trace_read(unsigned long long *out, int max_ctas, int *ctas)
 #define MV_STAMP(i) ((void)0)
 #endif
 
-template <int TOKT, int W, bool ONE>
+/* The staging in rounds (RND, experiment: NOTES row 182). With m tokens a CTA stages m rows of its
+ * whole K share before any warp starts (40 KB at m = 8 on gate), which lands long after the first
+ * weights. In rounds a warp's groups are strided instead of contiguous (part p of the KW parts of
+ * a tile takes groups p, p + KW, ...), so that its i-th groups together are one contiguous run of
+ * K, and the rows are copied run by run: i = 0, 1, 2–3, 4–7, 8 on, each on its own barrier; a
+ * warp waits for a round before its first group in it. The sums then group other k together
+ * (other bits than the default, the same tolerance). */
+__host__ __device__ constexpr int mv_round_first(int r) { return r == 0 ? 0 : 1 << (r - 1); }
+__host__ __device__ constexpr int mv_rounds(int most) /* rounds for at most `most` groups a warp */
+{
+    return 1 + (most > 1) + (most > 2) + (most > 4) + (most > 8);
+}
+
+template <int TOKT, int W, bool ONE, bool RND = false>
 __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(const MatvecArgs p)
 {
     static_assert(8 * TOKT <= 2 * W, "a warp copies at most two activation rows (the staging)");
+    static_assert(!(ONE && RND), "rounds are for several tokens");
     constexpr int TOKS = 8 * TOKT;
     constexpr int D = mv_depth(TOKT);
     extern __shared__ __align__(128) unsigned char smem[];
@@ -279,8 +298,12 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     const int c0 = (rank * groups) >> lc, c1 = ((rank + 1) * groups) >> lc;
     const int part = warp >> lr, ti = warp & ((1 << lr) - 1), tile = mv_tile_lg(set, ti, lr);
     const int kw_lg = (W == 8 ? 3 : 2) - lr; /* warps a tile: W / R */
-    const int w0 = c0 + ((part * (c1 - c0)) >> kw_lg), w1 = c0 + (((part + 1) * (c1 - c0)) >> kw_lg);
-    const int ng = w1 - w0;
+    const int kr = c1 - c0;
+    /* contiguous: groups [w0, w0 + ng); rounds: w0, w0 + KW, ... (ng of them) */
+    const int w0 = RND ? c0 + part : c0 + ((part * kr) >> kw_lg);
+    const int ng = RND ? (part < kr ? ((kr - 1 - part) >> kw_lg) + 1 : 0)
+                       : c0 + (((part + 1) * kr) >> kw_lg) - w0;
+    const int step_w = RND ? 2048 << kw_lg : 2048;
 
     /* D slots of registers a lane: its 16 bytes of rows g8 and g8 + 8 of a (tile, group) and
      * their scale|bias words; the first pre_wait groups requested before the dependency wait
@@ -289,26 +312,29 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     const uint32_t *src_w = p.packed + ((int64_t)(tile >> 3) * groups + w0) * 2048 + (tile & 7) * 256 +
                             lane * 4; /* = row g8, words 4·t4 */
     const uint32_t *src_s = p.sb + (int64_t)w0 * p.n_pad + tile * 16 + g8;
-    const int step_s = (int)p.n_pad; /* fits an int (launcher) */
+    const int step_s = RND ? (int)p.n_pad << kw_lg : (int)p.n_pad; /* fits an int (launcher) */
     uint4 lo[D], hi[D];
     uint32_t sl[D], sh[D];
     const int pre_n = p.pre_wait; /* groups requested before the wait; the rest after the activations */
 #pragma unroll
     for (int j = 0; j < D; j++)
-        if (j < ng && j < pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
+        if (j < ng && j < pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s);
     MV_STAMP(2);
 
     const int R = 1 << lr, C = 1 << lc, KW = 1 << kw_lg;
-    const MvSmem L(p.m, (groups + C - 1) >> lc, TOKS, R * 16);
+    const MvSmem L(p.m, (groups + C - 1) >> lc, TOKS, R * 16, RND);
     __nv_bfloat16 *as = reinterpret_cast<__nv_bfloat16 *>(smem + L.a_off);
     float *red = reinterpret_cast<float *>(smem + L.red_off); /* [warp][TOKS][16] */
     float *ys = reinterpret_cast<float *>(smem + L.ys_off);   /* [C][m][R·16] */
     float *inv = reinterpret_cast<float *>(smem + L.inv_off); /* [16] */
     uint64_t *staged = reinterpret_cast<uint64_t *>(smem + L.bar_off);
     uint64_t *summed = staged + 1; /* cluster rank 0: the other ranks' sums have landed */
+    /* rounds: round 0 on `staged`, round r >= 1 on staged[1 + r] */
+    const int nrounds = RND ? mv_rounds((kr + (1 << kw_lg) - 1) >> kw_lg) : 1;
     if (tid == 0) {
         mbar_init(staged, 1);
         if (lc) mbar_init(summed, 1);
+        for (int r = 1; r < nrounds; r++) mbar_init(staged + 1 + r, 1);
         mbar_fence_init();
     }
     /* every CTA of the cluster has started and initialised its barriers: see the reduction */
@@ -345,18 +371,31 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     __syncthreads(); /* the barrier's init before anyone waits on it */
     /* the barrier's one arrival carries every row's bytes; a row landing before it only sends
      * the transaction count below zero for a while (its phase cannot complete) */
-    if (tid == 0) mbar_arrive_expect_tx(staged, row_bytes * (uint32_t)p.m);
+    if (tid == 0 && !RND) mbar_arrive_expect_tx(staged, row_bytes * (uint32_t)p.m);
+    if (tid == 0 && RND)
+        for (int r = 0; r < nrounds; r++) {
+            const int g0 = mv_round_first(r) << kw_lg, g1 = r + 1 < nrounds ? mv_round_first(r + 1) << kw_lg : kr;
+            mbar_arrive_expect_tx(r ? staged + 1 + r : staged, (uint32_t)(g1 - g0) * 256 * (uint32_t)p.m);
+        }
 
     pdl_wait(); /* activations, norm sums and outputs belong to the previous kernel until here */
     /* The m activation rows of groups [c0, c1) by the copy engine (one bulk copy a row): loads
      * of this SM's threads would queue behind the weight loads already in flight. */
     if (lane == 0 && warp < p.m) { /* row t by warp t % W: a bulk copy is issued one lane at a time */
-        bulk_copy_u32(a_dst0, a_src0, row_bytes, bar_u32);
-        if (warp + W < p.m) bulk_copy_u32(a_dst1, a_src1, row_bytes, bar_u32);
+        if (!RND) {
+            bulk_copy_u32(a_dst0, a_src0, row_bytes, bar_u32);
+            if (warp + W < p.m) bulk_copy_u32(a_dst1, a_src1, row_bytes, bar_u32);
+        } else
+            for (int r = 0; r < nrounds; r++) { /* both rows' round r before round r + 1 */
+                const int g0 = mv_round_first(r) << kw_lg, g1 = r + 1 < nrounds ? mv_round_first(r + 1) << kw_lg : kr;
+                const uint32_t bytes = (uint32_t)(g1 - g0) * 256, bar = bar_u32 + (r ? 8 * (1 + r) : 0);
+                bulk_copy_u32(a_dst0 + g0 * 256, a_src0 + g0 * 128, bytes, bar);
+                if (warp + W < p.m) bulk_copy_u32(a_dst1 + g0 * 256, a_src1 + g0 * 128, bytes, bar);
+            }
     }
 #pragma unroll
     for (int j = 0; j < D; j++)
-        if (j < ng && j >= pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
+        if (j < ng && j >= pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s);
     mv_residual_pre_x(pre);
     for (int t = warp; t < p.m; t += W) { /* RMSNorm of the input rows from their Σx² */
         float ss = 0.f;
@@ -366,19 +405,29 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
         for (int o = 16; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         if (lane == 0) inv[t] = p.ss_in ? 1.0f / sqrtf(ss / (float)p.norm_dim + p.eps) : 1.0f;
     }
-    mbar_wait(staged, 0); /* inv is read after later barriers */
-    MV_STAMP(3);
+    if (!RND) {
+        mbar_wait(staged, 0); /* inv is read after later barriers */
+        MV_STAMP(3);
+    }
 
     /* the warp's groups, D in flight */
+    int round = 0, round_i = 0; /* rounds: the next one to wait for, and its first group */
     for (int base = 0; base < ng; base += D) {
 #pragma unroll
         for (int j = 0; j < D; j++) {
             const int i = base + j;
             if (i >= ng) break;
-            mv_group<TOKT, ONE>(acc, lo[j], hi[j], sl[j], sh[j], arow, srow, w0 + i - c0, magic);
+            if (RND && i == round_i) { /* the first group of round `round`: 0, 1, 2, 4, 8 */
+                mbar_wait(round ? staged + 1 + round : staged, 0);
+                if (i == 0) MV_STAMP(3);
+                round++;
+                round_i = round < MV_ROUNDS_MAX ? mv_round_first(round) : INT_MAX;
+            }
+            mv_group<TOKT, ONE>(acc, lo[j], hi[j], sl[j], sh[j], arow, srow,
+                                RND ? part + (i << kw_lg) : w0 + i - c0, magic);
             if (i == 0) MV_STAMP(4);
             if (i + D < ng) /* refill the slot (after its use: no register copies) */
-                mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_s);
+                mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s);
         }
     }
     MV_STAMP(5);
@@ -427,13 +476,16 @@ static void (*const mv_kernels[3])(const MatvecArgs) = {matvec_kernel<1, 8, fals
 /* the one-token kernels (same launch bounds, so the same residency) */
 static void (*const mv_kernels_one[3])(const MatvecArgs) = {matvec_kernel<1, 8, true>, nullptr,
                                                              matvec_kernel<1, 4, true>};
+/* several tokens staged in rounds (experiment, NOTES row 182) */
+static void (*const mv_kernels_rounds[3])(const MatvecArgs) = {
+    matvec_kernel<1, 8, false, true>, matvec_kernel<2, 8, false, true>, matvec_kernel<1, 4, false, true>};
 static const int mv_kernel_warps[3] = {8, 8, 4};
 
 cudaError_t matvec_init(void)
 {
     cudaError_t e = cudaSuccess;
     for (int i = 0; i < 3; i++)
-        for (auto k : {mv_kernels[i], mv_kernels_one[i]})
+        for (auto k : {mv_kernels[i], mv_kernels_one[i], mv_kernels_rounds[i]})
             if (e == cudaSuccess && k)
                 e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
     return e;
@@ -492,17 +544,24 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pd
     if (p.group != 128 || p.m < 1 || p.m > 16 || p.k <= 0 || p.k % 128 || p.n_pad <= 0 ||
         p.n_pad % 128 || p.n_pad > INT32_MAX || p.lda % 8 || (uintptr_t)p.a % 16)
         return cudaErrorInvalidValue;
-    if (!matvec_args_ok(p)) return cudaErrorInvalidValue;
+    if (!matvec_args_ok(p) || p.rounds < 0 || p.rounds > 2) return cudaErrorInvalidValue;
     if (p.pre_wait <= 0) p.pre_wait = MV_PRE_WAIT;
     if (p.tiles_per_cta == 0 || p.cluster == 0)
         matvec_choose_shape(p, scratch, &p.warps, &p.tiles_per_cta, &p.cluster);
     if (p.warps == 0) p.warps = 8;
     const int R = p.tiles_per_cta, C = p.cluster, W = p.warps, groups = p.k / 128;
+    /* rounds from two tokens, where the strided scale|bias step (n_pad · W / R) fits an int */
+    static const bool env_rounds = [] {
+        const char *v = getenv("QMM_MV_ROUNDS");
+        return v && strcmp(v, "1") == 0;
+    }();
+    const bool rounds = p.m >= 2 && (p.rounds == 1 || (p.rounds == 0 && env_rounds)) &&
+                        p.n_pad <= INT32_MAX / 8;
     if ((W != 8 && W != 4) || (W == 4 && tokt != 1) || R > W) return cudaErrorInvalidValue;
     if ((R != 1 && R != 2 && R != 4 && R != 8) || (C != 1 && C != 2 && C != 4 && C != 8) ||
         (p.epi == MV_EPI_SWIGLU && R == 1) || C > groups)
         return cudaErrorInvalidValue;
-    const size_t bytes = matvec_smem_bytes(p, R, C);
+    const size_t bytes = matvec_smem_bytes(p, R, C, rounds);
     if (bytes > (size_t)MV_SMEM_MAX) return cudaErrorInvalidValue;
     p.log_r = R == 1 ? 0 : R == 2 ? 1 : R == 4 ? 2 : 3;
     p.log_c = C == 1 ? 0 : C == 2 ? 1 : C == 4 ? 2 : 3;
@@ -527,7 +586,7 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pd
     cfg.attrs = attr;
     cfg.numAttrs = (unsigned)na;
     const int ki = mv_kernel_index(tokt, W);
-    return cudaLaunchKernelEx(&cfg, p.m == 1 ? mv_kernels_one[ki] : mv_kernels[ki], p);
+    return cudaLaunchKernelEx(&cfg, p.m == 1 ? mv_kernels_one[ki] : rounds ? mv_kernels_rounds[ki] : mv_kernels[ki], p);
 }
 
 MatvecArgs matvec_args(const DevWeight &w)

@@ -23,11 +23,16 @@ __host__ __device__ constexpr int mv_ctas_bound(int tokt, int w) { return w == 4
 /* MatvecScratch.cluster_ctas's kernel index: one token tile in 8 warps, two in 8, one in 4. */
 constexpr int mv_kernel_index(int tokt, int w) { return w == 4 ? 2 : tokt == 1 ? 0 : 1; }
 
-/* Shared memory of a CTA that stages kr groups of m activation rows. */
+/* The staged activations' rounds (experiment, NOTES row 182): a warp's first groups, its
+ * second, its third and fourth, ... its ninth on, each round's bytes on a barrier of its own. */
+constexpr int MV_ROUNDS_MAX = 5;
+
+/* Shared memory of a CTA that stages kr groups of m activation rows (rounds: the barriers of
+ * rounds 1... after the staging's and the cluster sum's). */
 struct MvSmem {
     int a_stride; /* bf16 a staged row: kr·128 + 8 (ldmatrix rows on distinct banks) */
     size_t a_off, red_off, ys_off, inv_off, bar_off, bytes;
-    __host__ __device__ MvSmem(int m, int kr, int toks, int rows)
+    __host__ __device__ MvSmem(int m, int kr, int toks, int rows, bool rounds = false)
     {
         a_stride = kr * 128 + 8;
         a_off = 0;
@@ -35,12 +40,13 @@ struct MvSmem {
         ys_off = red_off + (size_t)MV_WARPS * toks * 16 * 4; /* the most warps a CTA */
         inv_off = ys_off + (size_t)MV_MAX_CLUSTER * m * rows * 4;
         bar_off = inv_off + 16 * 4; /* the staging's mbarrier, then the cluster sum's */
-        bytes = bar_off + 16;
+        bytes = bar_off + 16 + (rounds ? 8 * (MV_ROUNDS_MAX - 1) : 0);
     }
 };
 
-/* Dynamic shared memory of a launch of shape (R tiles, C CTAs a cluster). */
-size_t matvec_smem_bytes(const MatvecArgs &p, int R, int C);
+/* Dynamic shared memory of a launch of shape (R tiles, C CTAs a cluster), staged at once or
+ * in rounds. */
+size_t matvec_smem_bytes(const MatvecArgs &p, int R, int C, bool rounds = false);
 
 } // namespace qmm
 

@@ -12,10 +12,10 @@
 
 namespace qmm {
 
-size_t matvec_smem_bytes(const MatvecArgs &p, int R, int C)
+size_t matvec_smem_bytes(const MatvecArgs &p, int R, int C, bool rounds)
 {
     const int tokt = p.m <= 8 ? 1 : 2, groups = p.k / 128;
-    return MvSmem(p.m, (groups + C - 1) / C, 8 * tokt, R * 16).bytes;
+    return MvSmem(p.m, (groups + C - 1) / C, 8 * tokt, R * 16, rounds).bytes;
 }
 /* CTAs of a launch a SM holds: launch bounds, and shared memory with the 1 KB the hardware
  * reserves a CTA. */
