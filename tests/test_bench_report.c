@@ -157,28 +157,39 @@ static void reports_name_the_experiments_switches(void)
 {
     fixture x;
     fixture_init(&x);
-    const char *saved = getenv("QMM_MV_ROUNDS");
-    char keep[64] = "";
-    if (saved) snprintf(keep, sizeof keep, "%s", saved);
-    unsetenv("QMM_MV_ROUNDS");
-    unsetenv("QMM_DECODE_ATTN");
-    unsetenv("QMM_PREFILL_ATTN");
+    static const char *const names[] = {"QMM_MV_ROUNDS", "QMM_DECODE_ATTN", "QMM_PREFILL_ATTN"};
+    char keep[3][64];
+    int had[3];
+    for (int i = 0; i < 3; i++) { /* the caller's values, restored at the end */
+        const char *v = getenv(names[i]);
+        had[i] = v != NULL;
+        snprintf(keep[i], sizeof keep[i], "%s", v ? v : "");
+        unsetenv(names[i]);
+    }
     char *csv = written(bench_write_csv, &x.report), *md = written(bench_write_md, &x.report);
+    char *json = written(bench_write_json, &x.report);
     CHECK(csv && !strstr(csv, "# environment:"));
     CHECK(md && !strstr(md, "| environment |"));
+    CHECK(json && strstr(json, "\"environment\": \"\""));
     free(csv);
     free(md);
+    free(json);
     setenv("QMM_MV_ROUNDS", "1", 1);
     csv = written(bench_write_csv, &x.report);
     md = written(bench_write_md, &x.report);
+    json = written(bench_write_json, &x.report);
     const char *line = csv ? strstr(csv, "# environment: QMM_MV_ROUNDS=1\n") : NULL;
     CHECK(line != NULL);
     CHECK(line && strstr(csv, "proj,k,n,m,") > line); /* a header line, before the columns */
     CHECK(md && strstr(md, "| environment | `QMM_MV_ROUNDS=1` |"));
+    CHECK(json && strstr(json, "\"environment\": \"QMM_MV_ROUNDS=1\""));
     free(csv);
     free(md);
-    if (saved) setenv("QMM_MV_ROUNDS", keep, 1);
-    else unsetenv("QMM_MV_ROUNDS");
+    free(json);
+    for (int i = 0; i < 3; i++) {
+        if (had[i]) setenv(names[i], keep[i], 1);
+        else unsetenv(names[i]);
+    }
     bench_results_free(&x.rs);
 }
 

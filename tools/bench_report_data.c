@@ -199,6 +199,7 @@ static void json_meta(FILE *f, const bench_report *r)
     jint(f, &fi, "reps", m->reps);
     jint(f, &fi, "calls_min", m->calls_min);
     jstr(f, &fi, "command", m->command);
+    jstr(f, &fi, "environment", bench_experiment_env());
     fprintf(f, "},\n  \"ceilings\": {");
     fi = 1;
     json_ceiling(f, &fi, "copy", "gbps", &c->copy);

@@ -79,7 +79,8 @@ struct MatvecArgs {
     int log_r, log_c;            /* set by the launcher: log2 R, log2 C (shifts in the kernel) */
     int rounds;                  /* M >= 2, experiment (NOTES row 182): the activations staged in
                                     rounds, each warp's groups strided; 0 = QMM_MV_ROUNDS (off
-                                    unless set to 1), 1 on, 2 off */
+                                    unless set to 1), 1 on, 2 off; the default staging wherever
+                                    n_pad · 8 exceeds an int (the strided scale|bias step) */
 };
 /* What the matvec's shape choice needs of the context: the SM count, and how many CTAs of each
  * kernel (one token tile in CTAs of 8 warps, two in 8, one in 4) are resident at once in

@@ -2,7 +2,8 @@
  * Decode path: C[M, N] = A[M, K] · Wᵀ for M <= 16, built for the memory-bandwidth limit.
  *
  * Every warp streams its own weights straight into registers: a warp owns one 16-row tile and a
- * run of groups, and each (tile, group) is one contiguous KB of the device layout (w4_layout.h:
+ * run of groups (every KW-th group in the experiment below: RND), and each (tile, group) is one
+ * contiguous KB of the device layout (w4_layout.h:
  * row block rb, group g at word (rb·groups + g)·2048, its 16-row tile t at + 256·t). A warp keeps
  * mv_depth groups of loads in flight (the first ones issued before griddepcontrol.wait: weights
  * never depend on the previous kernel) and refills a slot as soon as it is multiplied, so no
@@ -268,6 +269,12 @@ __host__ __device__ constexpr int mv_rounds(int most) /* rounds for at most `mos
 {
     return 1 + (most > 1) + (most > 2) + (most > 4) + (most > 8);
 }
+/* Round r's groups of the CTA's share of kr, [g0, g1) (KW = 2^kw_lg parts a tile). */
+__device__ __forceinline__ void mv_round_groups(int r, int nrounds, int kw_lg, int kr, int &g0, int &g1)
+{
+    g0 = mv_round_first(r) << kw_lg;
+    g1 = r + 1 < nrounds ? mv_round_first(r + 1) << kw_lg : kr;
+}
 
 template <int TOKT, int W, bool ONE, bool RND = false>
 __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(const MatvecArgs p)
@@ -294,7 +301,8 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
      * so a warp requests its first groups a few dozen instructions after it starts. */
     const int lr = p.log_r, lc = p.log_c, groups = p.k >> 7;
     const int rank = lc ? (int)cluster_rank() : 0, set = blockIdx.x >> lc;
-    /* this CTA's groups [c0, c1), this warp's [w0, w1) of them, its tile */
+    /* this CTA's groups [c0, c1), this warp's ng of them from w0 (a run, or every KW-th with
+     * RND), its tile */
     const int c0 = (rank * groups) >> lc, c1 = ((rank + 1) * groups) >> lc;
     const int part = warp >> lr, ti = warp & ((1 << lr) - 1), tile = mv_tile_lg(set, ti, lr);
     const int kw_lg = (W == 8 ? 3 : 2) - lr; /* warps a tile: W / R */
@@ -374,7 +382,8 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     if (tid == 0 && !RND) mbar_arrive_expect_tx(staged, row_bytes * (uint32_t)p.m);
     if (tid == 0 && RND)
         for (int r = 0; r < nrounds; r++) {
-            const int g0 = mv_round_first(r) << kw_lg, g1 = r + 1 < nrounds ? mv_round_first(r + 1) << kw_lg : kr;
+            int g0, g1;
+            mv_round_groups(r, nrounds, kw_lg, kr, g0, g1);
             mbar_arrive_expect_tx(r ? staged + 1 + r : staged, (uint32_t)(g1 - g0) * 256 * (uint32_t)p.m);
         }
 
@@ -387,7 +396,8 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
             if (warp + W < p.m) bulk_copy_u32(a_dst1, a_src1, row_bytes, bar_u32);
         } else
             for (int r = 0; r < nrounds; r++) { /* both rows' round r before round r + 1 */
-                const int g0 = mv_round_first(r) << kw_lg, g1 = r + 1 < nrounds ? mv_round_first(r + 1) << kw_lg : kr;
+                int g0, g1;
+                mv_round_groups(r, nrounds, kw_lg, kr, g0, g1);
                 const uint32_t bytes = (uint32_t)(g1 - g0) * 256, bar = bar_u32 + (r ? 8 * (1 + r) : 0);
                 bulk_copy_u32(a_dst0 + g0 * 256, a_src0 + g0 * 128, bytes, bar);
                 if (warp + W < p.m) bulk_copy_u32(a_dst1 + g0 * 256, a_src1 + g0 * 128, bytes, bar);
@@ -411,17 +421,17 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     }
 
     /* the warp's groups, D in flight */
-    int round = 0, round_i = 0; /* rounds: the next one to wait for, and its first group */
+    int rnd_next = 0, rnd_at = 0; /* rounds: the next one to wait for, and its first group */
     for (int base = 0; base < ng; base += D) {
 #pragma unroll
         for (int j = 0; j < D; j++) {
             const int i = base + j;
             if (i >= ng) break;
-            if (RND && i == round_i) { /* the first group of round `round`: 0, 1, 2, 4, 8 */
-                mbar_wait(round ? staged + 1 + round : staged, 0);
+            if (RND && i == rnd_at) { /* the first group of round rnd_next: 0, 1, 2, 4, 8 */
+                mbar_wait(rnd_next ? staged + 1 + rnd_next : staged, 0);
                 if (i == 0) MV_STAMP(3);
-                round++;
-                round_i = round < MV_ROUNDS_MAX ? mv_round_first(round) : INT_MAX;
+                rnd_next++;
+                rnd_at = rnd_next < MV_ROUNDS_MAX ? mv_round_first(rnd_next) : INT_MAX;
             }
             mv_group<TOKT, ONE>(acc, lo[j], hi[j], sl[j], sh[j], arow, srow,
                                 RND ? part + (i << kw_lg) : w0 + i - c0, magic);
@@ -586,7 +596,9 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pd
     cfg.attrs = attr;
     cfg.numAttrs = (unsigned)na;
     const int ki = mv_kernel_index(tokt, W);
-    return cudaLaunchKernelEx(&cfg, p.m == 1 ? mv_kernels_one[ki] : rounds ? mv_kernels_rounds[ki] : mv_kernels[ki], p);
+    void (*const kernel)(const MatvecArgs) =
+        p.m == 1 ? mv_kernels_one[ki] : rounds ? mv_kernels_rounds[ki] : mv_kernels[ki];
+    return cudaLaunchKernelEx(&cfg, kernel, p);
 }
 
 MatvecArgs matvec_args(const DevWeight &w)
