@@ -161,6 +161,10 @@ int test_main(int argc, char **argv, const test_case *cases, int count)
         if (g_failed_now) failed++; else passed++;
     }
     printf("%d passed, %d failed\n", passed, failed);
+    if (filter && passed + failed == 0) { /* a misspelt filter would otherwise pass, silently */
+        fprintf(stderr, "%s: no case matches --filter '%s' (--list shows them)\n", argv[0], filter);
+        return 2;
+    }
     return failed ? 1 : 0;
 }
 
