@@ -273,8 +273,9 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
     float *alpha_s = reinterpret_cast<float *>(smem + L::ST), *m_s = alpha_s + G, *l_s = m_s + G;
     bf16 *newk = reinterpret_cast<bf16 *>(smem + L::NEW), *newv = newk + HD;
     int *flag = reinterpret_cast<int *>(smem + L::FLAG);
-    /* partials: [heads][nsplit][HD] outputs (16-byte rows for the merge), then [heads][nsplit][2] (m, l) */
-    float *ml_all = partials + (int64_t)kv_heads * G * nsplit * HD;
+    /* partials: [heads][nsplit][HD] outputs (16-byte rows for the merge), then [heads][nsplit][2]
+     * (m, l); the cluster kernel has none (its splits stay in shared memory) */
+    float *ml_all = CLUSTER ? nullptr : partials + (int64_t)kv_heads * G * nsplit * HD;
 
     /* the cluster kernel runs two of these a block */
     const int tid = CLUSTER ? (int)threadIdx.x % AD_THREADS : (int)threadIdx.x;
