@@ -2,8 +2,10 @@
 # Before a device call: check a `bench/device.sh ... cmds` file against the archive it will run
 # on, here, so that a typo does not cost device minutes. For each `NAME LIMIT COMMAND` line: the
 # line's form, a name used twice, every `$B/...` program present and executable in the archive,
-# and every `$B/<program> ... --filter X` of a test program matching one of its cases (`--list`,
-# where the program lists without a GPU); then the sum of the limits beside the budget.
+# every `$B/<program> ... --filter X` of a test program matching one of its cases (`--list`,
+# where the program lists without a GPU), and every line that runs the qmm tool (`[VAR=value
+# ...] $B/.../qmm ...`) run here, where it stops at once for want of a GPU unless an option is
+# wrong (its outputs go to a scratch L); then the sum of the limits beside the budget.
 #   bench/check-cmds.sh ARCHIVE CMDS [BUDGET_S]     e.g.
 #   bench/check-cmds.sh devbin/d.tar.xz bench/results/2026-12-05-session33/r1-mv-rounds/cmds.txt
 set -euo pipefail
@@ -18,6 +20,8 @@ B=$work
 [ ${#top[@]} = 1 ] && [ -d "${top[0]}" ] && B=${top[0]}
 export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 bad=0 total=0 lines=0
+gpu=$(command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | head -n 1 || true)
+[ -z "$gpu" ] || echo "check-cmds: a GPU is here ($gpu): the tool's options are not tried"
 declare -A seen
 note() { echo "check-cmds: $*"; bad=$((bad + 1)); }
 while IFS= read -r line || [ -n "$line" ]; do
@@ -41,6 +45,17 @@ while IFS= read -r line || [ -n "$line" ]; do
         [ -n "$cases" ] || continue
         grep -qF -- "$filter" <<<"$cases" || note "$name: no case of ${prog} matches --filter $filter"
     done < <(grep -oE '\$B/[A-Za-z0-9_./-]+ +--filter +[^ ;]+' <<<"$cmd" | sed -E 's/ +--filter +/ /')
+    # the qmm tool's own option checks, which run before it looks for a GPU
+    # (not where a GPU is: there the command would run for real)
+    if [ -z "$gpu" ] &&
+        [[ $cmd =~ ^([A-Za-z_][A-Za-z0-9_]*=[^ ]*[[:space:]]+)*\$B/([A-Za-z0-9_.-]+/)*qmm[[:space:]] ]]; then
+        mkdir -p "$work/L"
+        err=$(B=$B L=$work/L timeout 20 bash -c "$cmd" 2>&1 >/dev/null || true)
+        if grep -qE 'unknown |bad |missing value|see --help|usage:' <<<"$err" &&
+            ! grep -qE 'CUDA device|CUDA GPU' <<<"$err"; then
+            note "$name: the tool refuses its options: $(head -n 1 <<<"$err")"
+        fi
+    fi
 done <"$cmds"
 echo "check-cmds: $lines commands; their limits (caps, not durations) sum to ${total} s against a" \
     "budget of ${budget} s a call"

@@ -13,8 +13,13 @@ cat >"$work/a/test_ops" <<'STUB'
 exit 0
 STUB
 printf '#!/usr/bin/env bash\necho "SKIP: no CUDA device"\nexit 77\n' >"$work/a/gpu_llm"
-printf '#!/usr/bin/env bash\nexit 0\n' >"$work/a/qmm"
-cp "$work/a/qmm" "$work/a/tm/mv_shapes"
+cat >"$work/a/qmm" <<'STUB'
+#!/usr/bin/env bash
+case " $* " in *" --bad "*) echo "qmm bench ops: unknown option '--bad' (see --help)" >&2; exit 2 ;; esac
+echo "qmm bench ops: no usable CUDA device 0 (0 found)" >&2
+exit 2
+STUB
+printf '#!/usr/bin/env bash\nexit 0\n' >"$work/a/tm/mv_shapes"
 chmod +x "$work/a/test_ops" "$work/a/gpu_llm" "$work/a/qmm" "$work/a/tm/mv_shapes"
 tar -C "$work" -cf "$work/a.tar" a
 fails=0
@@ -31,20 +36,23 @@ cat >"$work/good.txt" <<'EOF2'
 t_mv 150 $B/test_ops --filter matvec_fused
 t_llm 60 QMM_X=1 $B/gpu_llm --filter anything
 tr 40 for p in q k; do MV_PROJ=$p $B/tm/mv_shapes 8; done
+ops 60 QMM_X=1 $B/qmm bench ops --m 2 --csv $L/ops.csv
 EOF2
 { bash "$check" "$work/a.tar" "$work/good.txt" >"$work/out" 2>&1; echo $? >"$work/rc"; } || true
 expect "a clean file passes" 0 '^check-cmds: ok$' "$work/out"
-expect "  ... and sums the limits" 0 '3 commands; their limits .* sum to 250 s' "$work/out"
+expect "  ... and sums the limits" 0 '4 commands; their limits .* sum to 310 s' "$work/out"
 cat >"$work/bad.txt" <<'EOF2'
 t_mv 150 $B/test_ops --filter matvec_fusd
 t_x 10 $B/nope/qmm bench ops
 t_mv 10 $B/qmm info
 broken-line
+ops 60 QMM_X=1 $B/qmm bench ops --bad --csv $L/ops.csv
 EOF2
 { bash "$check" "$work/a.tar" "$work/bad.txt" >"$work/out" 2>&1; echo $? >"$work/rc"; } || true
 expect "a misspelt filter fails" 1 'no case of \$B/test_ops matches --filter matvec_fusd' "$work/out"
 expect "a missing program fails" 1 '\$B/nope/qmm is not in' "$work/out"
 expect "a name used twice fails" 1 't_mv: the name is used twice' "$work/out"
 expect "a malformed line fails" 1 'not NAME LIMIT COMMAND: broken-line' "$work/out"
-expect "  ... four problems counted" 1 '^check-cmds: 4 problem' "$work/out"
+expect "a refused option fails" 1 "ops: the tool refuses its options: .*unknown option '--bad'" "$work/out"
+expect "  ... five problems counted" 1 '^check-cmds: 5 problem' "$work/out"
 [ "$fails" = 0 ] || exit 1
