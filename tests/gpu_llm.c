@@ -221,9 +221,9 @@ static void long_context_decode_matches_cpu(void)
     test_llm_free(&f);
 }
 
-/* A CUDA session whose prefill attention is the warpgroup-MMA kernel (QMM_PREFILL_ATTN=mode,
- * "wgmma" or "wgmma_pipe", is read at creation; the caller's value is restored), or NULL where
- * that kernel does not run. */
+/* A CUDA session whose prefill attention is the one QMM_PREFILL_ATTN=mode names ("mma", the
+ * mma.sync kernel; "wgmma" or "wgmma_pipe", the warpgroup-MMA kernel's schedules), read at
+ * creation (the caller's value is restored); NULL where the warpgroup-MMA kernel does not run. */
 static qmm_llm_cuda_session *wgmma_attention_session(qmm_llm_model *m, int64_t hd, const char *mode)
 {
 #ifdef QMM_HAVE_CUDA
@@ -244,8 +244,9 @@ static qmm_llm_cuda_session *wgmma_attention_session(qmm_llm_model *m, int64_t h
 }
 
 /* The tensor-core prefill attention (default) against the fp32 CUDA-core kernel, on prompts that
- * cover partial row blocks and several key tiles; both head dims. At hd 128 on sm_90 the
- * warpgroup-MMA kernel (an experiment: bench/NOTES.md row 180) the same way. */
+ * cover partial row blocks and several key tiles; both head dims. At hd 128 on sm_90, where the
+ * default is the warpgroup-MMA kernel's pipelined schedule (bench/NOTES.md rows 180, 181), the
+ * mma.sync kernel and both warpgroup-MMA schedules, each forced, the same way. */
 static void tensor_core_attention_matches_fp32(void)
 {
     const int64_t hds[2] = {64, 128};
@@ -264,9 +265,10 @@ static void tensor_core_attention_matches_fp32(void)
             float *w = malloc((size_t)c.vocab_size * 4);
             qmm_llm_cuda_options o = qmm_llm_cuda_options_default();
             qmm_llm_cuda_session *tc = test_cuda_session(m, 640, &o);
-            static const char *modes[2] = {"wgmma", "wgmma_pipe"};
-            qmm_llm_cuda_session *wg[2] = {wgmma_attention_session(m, c.head_dim, modes[0]),
-                                           wgmma_attention_session(m, c.head_dim, modes[1])};
+            static const char *modes[3] = {"mma", "wgmma", "wgmma_pipe"};
+            qmm_llm_cuda_session *wg[3] = {wgmma_attention_session(m, c.head_dim, modes[0]),
+                                           wgmma_attention_session(m, c.head_dim, modes[1]),
+                                           wgmma_attention_session(m, c.head_dim, modes[2])};
             o.attention_ref = 1;
             qmm_llm_cuda_session *ref = test_cuda_session(m, 640, &o);
             if (tc && ref) {
@@ -281,20 +283,19 @@ static void tensor_core_attention_matches_fp32(void)
                 /* logits after 2 layers; the tensor-core kernel rounds P to bf16 for P·V, so
                  * this sits near 1e-2: the model-level budget (2e-2) applies */
                 CHECKF(err <= 2e-2, "rel err %.3g", err);
-                for (int k = 0; k < 2; k++) {
+                for (int k = 0; k < 3; k++) {
                     if (!wg[k]) continue;
                     CHECK_OK(qmm_llm_cuda_prefill(wg[k], ids, n, NULL, NULL));
                     CHECK_OK(qmm_llm_cuda_prefill(wg[k], ids, n, w, NULL));
                     err = test_rel_err_f32(w, b, c.vocab_size);
-                    printf("    hd %lld, 2 x %d rows: warpgroup-MMA (%s) vs fp32 attention rel "
+                    printf("    hd %lld, 2 x %d rows: QMM_PREFILL_ATTN=%s vs fp32 attention rel "
                            "err %.3g\n", (long long)hds[i], n, modes[k], err);
-                    CHECKF(err <= 2e-2, "warpgroup-MMA attention (%s): rel err %.3g", modes[k], err);
+                    CHECKF(err <= 2e-2, "prefill attention %s: rel err %.3g", modes[k], err);
                     wgmma_ran++;
                 }
             }
             qmm_llm_cuda_session_destroy(tc);
-            qmm_llm_cuda_session_destroy(wg[0]);
-            qmm_llm_cuda_session_destroy(wg[1]);
+            for (int k = 0; k < 3; k++) qmm_llm_cuda_session_destroy(wg[k]);
             qmm_llm_cuda_session_destroy(ref);
             free(ids), free(a), free(b), free(w);
         }

@@ -285,14 +285,16 @@ static int want_cluster_attention(const qmm_llm_cuda_options *o)
 }
 
 /* The warpgroup-MMA prefill attention (attention_prefill_wgmma.cu) instead of the mma.sync
- * kernel where it runs (hd 128, compute capability 9.0): an experiment until measured
- * (bench/NOTES.md rows 180, 181), on with QMM_PREFILL_ATTN=wgmma (1) or wgmma_pipe (2, the
- * pipelined schedule). Not with the reference attention. */
+ * kernel where it runs (hd 128, compute capability 9.0): by default its pipelined schedule (2),
+ * which prefilled 3-4 % faster at 32 to 2 048 tokens and 10 % at 8 192 (bench/NOTES.md rows
+ * 180, 181); QMM_PREFILL_ATTN=wgmma (1) takes the tile-at-a-time schedule and =mma (0) the
+ * mma.sync kernel. Not with the reference attention. */
 static int want_wgmma_prefill(const qmm_llm_cuda_options *o, int hd)
 {
     const char *e = getenv("QMM_PREFILL_ATTN");
-    if (!e || o->attention_ref || !attention_prefill_wgmma_supported(hd)) return 0;
-    return !strcmp(e, "wgmma") ? 1 : !strcmp(e, "wgmma_pipe") ? 2 : 0;
+    if (o->attention_ref || !attention_prefill_wgmma_supported(hd)) return 0;
+    if (!e) return 2;
+    return !strcmp(e, "mma") ? 0 : !strcmp(e, "wgmma") ? 1 : 2;
 }
 
 /* The decode step's graphs: the full one, and one per context bucket (decode_bucket.h) when the
