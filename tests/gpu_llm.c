@@ -245,8 +245,8 @@ static qmm_llm_cuda_session *wgmma_attention_session(qmm_llm_model *m, int64_t h
 
 /* The tensor-core prefill attention (default) against the fp32 CUDA-core kernel, on prompts that
  * cover partial row blocks and several key tiles; both head dims. At hd 128 on sm_90, where the
- * default is the warpgroup-MMA kernel's pipelined schedule (bench/NOTES.md rows 180, 181), the
- * mma.sync kernel and both warpgroup-MMA schedules, each forced, the same way. */
+ * default is the warpgroup-MMA kernel a tile at a time (bench/NOTES.md row 180), the mma.sync
+ * kernel and both warpgroup-MMA schedules (row 181: pipelined), each forced, the same way. */
 static void tensor_core_attention_matches_fp32(void)
 {
     const int64_t hds[2] = {64, 128};

@@ -285,16 +285,17 @@ static int want_cluster_attention(const qmm_llm_cuda_options *o)
 }
 
 /* The warpgroup-MMA prefill attention (attention_prefill_wgmma.cu) instead of the mma.sync
- * kernel where it runs (hd 128, compute capability 9.0): by default its pipelined schedule (2),
- * which prefilled 3-4 % faster at 32 to 2 048 tokens and 10 % at 8 192 (bench/NOTES.md rows
- * 180, 181); QMM_PREFILL_ATTN=wgmma (1) takes the tile-at-a-time schedule and =mma (0) the
- * mma.sync kernel. Not with the reference attention. */
+ * kernel where it runs (hd 128, compute capability 9.0): by default its tile-at-a-time schedule
+ * (1), which prefilled 3-4 % faster at 32 to 2 048 tokens and 10 % at 8 192 (bench/NOTES.md row
+ * 180); QMM_PREFILL_ATTN=mma (0) takes the mma.sync kernel, and =wgmma_pipe (2) the pipelined
+ * schedule, an experiment not yet timed in the engine (row 181). Not with the reference
+ * attention. */
 static int want_wgmma_prefill(const qmm_llm_cuda_options *o, int hd)
 {
     const char *e = getenv("QMM_PREFILL_ATTN");
     if (o->attention_ref || !attention_prefill_wgmma_supported(hd)) return 0;
-    if (!e) return 2;
-    return !strcmp(e, "mma") ? 0 : !strcmp(e, "wgmma") ? 1 : 2;
+    if (!e) return 1;
+    return !strcmp(e, "mma") ? 0 : !strcmp(e, "wgmma_pipe") ? 2 : 1;
 }
 
 /* The decode step's graphs: the full one, and one per context bucket (decode_bucket.h) when the
@@ -426,7 +427,9 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
         if (n > 0) s->attn_cluster = 1, s->nsplit_fused = n;
     }
     s->nsplit_step = s->nsplit_fused;
-    s->prefill_wgmma = !st && want_wgmma_prefill(&o, (int)c->head_dim);
+    /* not `!st && want(...)`: that is 0 or 1, and turned wgmma_pipe (2) into wgmma (1) until
+     * e0c04ac's successor (bench/NOTES.md row 181) */
+    s->prefill_wgmma = st ? 0 : want_wgmma_prefill(&o, (int)c->head_dim);
     if (!st) st = qmm_cuda_create(o.device, s->stream, &s->ctx);
     if (!st) st = upload_weights(s);
     if (!st && s->off) st = llm_offload_create(s);

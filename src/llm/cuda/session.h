@@ -121,9 +121,9 @@ struct qmm_llm_cuda_session {
                                   * query head) are the cluster kernel's (QMM_DECODE_ATTN=cluster:
                                   * attention_decode_cluster.cu, llm_fused_attention) */
     int prefill_wgmma;           /* prefill attention by the warpgroup-MMA kernel
-                                  * (attention_prefill_wgmma.cu): 2 pipelined (the default at
-                                  * hd 128 on sm_90), 1 QMM_PREFILL_ATTN=wgmma; 0 the mma.sync
-                                  * kernel (QMM_PREFILL_ATTN=mma, or where it does not run) */
+                                  * (attention_prefill_wgmma.cu): 1 a tile at a time (the default
+                                  * at hd 128 on sm_90), 2 pipelined (QMM_PREFILL_ATTN=wgmma_pipe);
+                                  * 0 the mma.sync kernel (=mma, or where it does not run) */
     int nsplit_step;             /* its splits in the forward being enqueued: nsplit_fused, or a
                                   * bucket's while that bucket's graph is captured */
     int *counters;               /* [kv_heads] arrivals per KV head (fused decode attention) */
