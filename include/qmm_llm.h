@@ -242,6 +242,23 @@ qmm_status qmm_llm_cuda_decode(qmm_llm_cuda_session *s, int32_t id, float *logit
 qmm_status qmm_llm_cuda_generate(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
                                  int64_t max_new, int32_t *out, qmm_llm_timing *timing);
 
+/* The kernels a session chose at creation, from its GPU, its options and the experiments'
+ * environment variables (QMM_PREFILL_ATTN, QMM_DECODE_ATTN): short names, static strings. */
+typedef struct qmm_llm_cuda_kernels {
+    const char *prefill_attention; /* "wgmma" (warpgroup MMA, a key tile at a time: the default
+                                      at head dim 128 on sm_90), "wgmma_pipe" (its pipelined
+                                      schedule), "mma" (mma.sync), "reference" (fp32) */
+    const char *decode_step;       /* "fused" (five kernels a layer), "persistent" (one kernel
+                                      for all layers), "layered" (the prefill's kernels) */
+    const char *decode_attention;  /* "fused" (split-KV, one launch), "cluster" (its launches of
+                                      4 splits or more merged in thread-block clusters),
+                                      "persistent", "reference" */
+} qmm_llm_cuda_kernels;
+
+/* Which kernels the session runs (see qmm_llm_cuda_kernels). Builds without CUDA answer
+ * QMM_ERR_UNSUPPORTED. */
+qmm_status qmm_llm_cuda_session_kernels(const qmm_llm_cuda_session *s, qmm_llm_cuda_kernels *out);
+
 /* What weight streaming moves (all zero when the session keeps its weights resident). */
 typedef struct qmm_llm_offload_stats {
     int buffers;             /* device layer slots in use */

@@ -221,17 +221,23 @@ static void long_context_decode_matches_cpu(void)
     test_llm_free(&f);
 }
 
+/* The warpgroup-MMA prefill attention runs here (hd 128 on sm_90). */
+static int wgmma_prefill_runs(int64_t hd)
+{
+#ifdef QMM_HAVE_CUDA
+    return llm_op_attention_prefill_wgmma_supported((int)hd);
+#else
+    (void)hd;
+    return 0;
+#endif
+}
+
 /* A CUDA session whose prefill attention is the one QMM_PREFILL_ATTN=mode names ("mma", the
  * mma.sync kernel; "wgmma" or "wgmma_pipe", the warpgroup-MMA kernel's schedules), read at
  * creation (the caller's value is restored); NULL where the warpgroup-MMA kernel does not run. */
 static qmm_llm_cuda_session *wgmma_attention_session(qmm_llm_model *m, int64_t hd, const char *mode)
 {
-#ifdef QMM_HAVE_CUDA
-    if (!llm_op_attention_prefill_wgmma_supported((int)hd)) return NULL;
-#else
-    (void)hd;
-    return NULL;
-#endif
+    if (!wgmma_prefill_runs(hd)) return NULL;
     const char *env = getenv("QMM_PREFILL_ATTN");
     char *saved = env ? strdup(env) : NULL;
     setenv("QMM_PREFILL_ATTN", mode, 1);
@@ -283,8 +289,22 @@ static void tensor_core_attention_matches_fp32(void)
                 /* logits after 2 layers; the tensor-core kernel rounds P to bf16 for P·V, so
                  * this sits near 1e-2: the model-level budget (2e-2) applies */
                 CHECKF(err <= 2e-2, "rel err %.3g", err);
+                /* the session names the kernels it runs: the default, the reference */
+                qmm_llm_cuda_kernels kn;
+                CHECK_OK(qmm_llm_cuda_session_kernels(tc, &kn));
+                const char *want = wgmma_prefill_runs(c.head_dim) ? "wgmma" : "mma";
+                CHECKF(getenv("QMM_PREFILL_ATTN") || !strcmp(kn.prefill_attention, want),
+                       "default prefill attention %s, not %s", kn.prefill_attention, want);
+                CHECK_OK(qmm_llm_cuda_session_kernels(ref, &kn));
+                CHECK(!strcmp(kn.prefill_attention, "reference") &&
+                      !strcmp(kn.decode_attention, "reference"));
                 for (int k = 0; k < 3; k++) {
                     if (!wg[k]) continue;
+                    /* the session runs the kernel it was asked for (row 181's selection bug:
+                     * wgmma_pipe sessions ran the tile-at-a-time kernel, same bits) */
+                    CHECK_OK(qmm_llm_cuda_session_kernels(wg[k], &kn));
+                    CHECKF(!strcmp(kn.prefill_attention, modes[k]), "QMM_PREFILL_ATTN=%s ran %s",
+                           modes[k], kn.prefill_attention);
                     CHECK_OK(qmm_llm_cuda_prefill(wg[k], ids, n, NULL, NULL));
                     CHECK_OK(qmm_llm_cuda_prefill(wg[k], ids, n, w, NULL));
                     err = test_rel_err_f32(w, b, c.vocab_size);

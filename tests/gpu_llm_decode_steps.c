@@ -249,6 +249,11 @@ static void bucket_graphs_equal_eager(void)
         if (g && e) {
             CHECK(llm_cuda_decode_buckets(g) == nb && llm_cuda_decode_buckets(e) == 0);
             CHECK(llm_cuda_decode_cluster_splits(e) == cs);
+            qmm_llm_cuda_kernels kn; /* the session names its decode kernels */
+            CHECK_OK(qmm_llm_cuda_session_kernels(g, &kn));
+            CHECKF(!strcmp(kn.decode_step, "fused") &&
+                       !strcmp(kn.decode_attention, cs ? "cluster" : "fused"),
+                   "config %d: decode step %s, attention %s", ci, kn.decode_step, kn.decode_attention);
             int32_t tg = -1, te = -2;
             CHECK_OK(qmm_llm_cuda_prefill(g, f.ids, P1, f.a, &tg));
             CHECK_OK(qmm_llm_cuda_prefill(e, f.ids, P1, f.b, &te));

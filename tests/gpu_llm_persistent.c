@@ -63,6 +63,10 @@ static void bitwise_between_sessions_and_modes(void)
         if (!test_llm_init(&f, synthetic(cfgs[ci]), 150)) continue;
         qmm_llm_cuda_session *g = session(f.m, 400, 1, 1, 0), *e = session(f.m, 400, 1, 0, 0);
         if (g && e) {
+            qmm_llm_cuda_kernels kn;
+            CHECK_OK(qmm_llm_cuda_session_kernels(g, &kn));
+            CHECKF(!strcmp(kn.decode_step, "persistent") && !strcmp(kn.decode_attention, "persistent"),
+                   "config %d: decode step %s, attention %s", ci, kn.decode_step, kn.decode_attention);
             int32_t t1 = 0, t2 = 0;
             CHECK_OK(qmm_llm_cuda_prefill(g, f.ids, 150, f.a, &t1));
             CHECK_OK(qmm_llm_cuda_prefill(e, f.ids, 150, f.b, &t2));

@@ -84,6 +84,7 @@ typedef struct run_out {
     size_t weight_bytes;
     char prof_prefill[8192], prof_decode[8192], prof_graph[8192];
     char verify[256];
+    char kernels[3][32]; /* prefill attention, decode step, decode attention (the session's names) */
 } run_out;
 
 /* Copy src (up to its newline) into dst[size], truncating. */
@@ -167,6 +168,9 @@ static int spawn(const e2e_args *a, int64_t in, int64_t outn, int split_k, int p
             r->weight_bytes = (size_t)e2e_json_num(line, "weight_bytes");
             e2e_json_str(line, "gpu", r->gpu, sizeof r->gpu);
             e2e_json_str(line, "cc", r->cc, sizeof r->cc);
+            e2e_json_str(line, "prefill_attention", r->kernels[0], sizeof r->kernels[0]);
+            e2e_json_str(line, "decode_step", r->kernels[1], sizeof r->kernels[1]);
+            e2e_json_str(line, "decode_attention", r->kernels[2], sizeof r->kernels[2]);
         } else if (!strncmp(line, "PROFILE_PREFILL ", 16)) {
             copy_line(r->prof_prefill, sizeof r->prof_prefill, line + 16);
         } else if (!strncmp(line, "PROFILE_DECODE ", 15)) {
@@ -200,6 +204,8 @@ typedef struct cell {
     unsigned hash;
     int hash_varies;
     char prof_prefill[8192], prof_decode[8192], prof_graph[8192];
+    char kernels[3][32];
+    int kernels_vary; /* the repeats' sessions named other kernels */
 } cell;
 
 /* A cell's medians (ms) and throughputs: prompt tokens over the prefill, the new tokens after
@@ -219,6 +225,30 @@ static cell_stats stats_of(const e2e_args *a, const cell *c, int li)
     s.prefill_tps = (double)s.in / (s.prefill_ms * 1e-3);
     s.decode_tps = s.out > 1 ? (double)(s.out - 1) / (s.decode_ms * 1e-3) : 0.0;
     return s;
+}
+
+/* The kernels the sessions said they ran (qmm_llm_cuda_session_kernels): one line when every
+ * cell's sessions agree, else a list by cell; a cell whose repeats disagreed is flagged. */
+static void e2e_kernels_md(FILE *md, const e2e_args *a, const cell (*cells)[2])
+{
+    int same = 1;
+    for (int li = 0; li < a->nlen; li++)
+        for (int v = 0; v < a->nvar; v++)
+            same &= !cells[li][v].kernels_vary &&
+                    !memcmp(cells[li][v].kernels, cells[0][0].kernels, sizeof cells[0][0].kernels);
+    fprintf(md, "Kernels (as the sessions name them):");
+    const int nlen = same ? 1 : a->nlen, nvar = same ? 1 : a->nvar;
+    for (int li = 0; li < nlen; li++)
+        for (int v = 0; v < nvar; v++) {
+            const cell *c = &cells[li][v];
+            if (!same)
+                fprintf(md, "%s %lld tokens, split-K %s:", li || v ? ";" : "",
+                        (long long)a->in_len[li], a->variants[v] ? "on" : "off");
+            fprintf(md, " prefill attention %s, decode step %s, decode attention %s%s",
+                    c->kernels[0], c->kernels[1], c->kernels[2],
+                    c->kernels_vary ? " (VARIED across repeats)" : "");
+        }
+    fprintf(md, ".  \n");
 }
 
 static int parent_main(const e2e_args *a, int argc, char **argv)
@@ -256,6 +286,8 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                 cell *c = &cells[li][v];
                 if (c->n && c->hash != r.hash) c->hash_varies = 1;
                 c->hash = r.hash;
+                if (c->n && memcmp(c->kernels, r.kernels, sizeof r.kernels)) c->kernels_vary = 1;
+                memcpy(c->kernels, r.kernels, sizeof r.kernels);
                 c->prefill[c->n] = r.prefill_ms;
                 c->decode[c->n++] = r.decode_ms;
                 if (prof) {
@@ -316,6 +348,7 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
         fprintf(md, "Environment: QMM_MV_ROUNDS=%s (1: matvecs of 2-16 tokens stage their "
                     "activations in rounds; one-token decode is not affected).  \n",
                 rounds);
+    if (!a->cpu) e2e_kernels_md(md, a, cells);
     if (a->max_seq > 0)
         fprintf(md, "Sessions sized for %lld positions (--max-seq).  \n", (long long)a->max_seq);
     else
@@ -400,6 +433,9 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
                 fprintf(j, "], \"decode_ms\": [");
                 for (int i = 0; i < c->n; i++) fprintf(j, "%s%.6f", i ? ", " : "", c->decode[i]);
                 fprintf(j, "], \"tokens_identical\": %s", c->hash_varies ? "false" : "true");
+                fprintf(j, ", \"kernels\": {\"prefill_attention\": \"%s\", \"decode_step\": \"%s\", "
+                        "\"decode_attention\": \"%s\", \"varied\": %s}", c->kernels[0], c->kernels[1],
+                        c->kernels[2], c->kernels_vary ? "true" : "false");
                 if (c->hash_varies) fprintf(j, ", \"tokens_hash\": null"); /* one would mislead */
                 else fprintf(j, ", \"tokens_hash\": %u", c->hash);
                 fprintf(j, ", \"profile_prefill\": %s, \"profile_decode\": %s, "

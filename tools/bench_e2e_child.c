@@ -108,13 +108,18 @@ int e2e_child_main(const e2e_args *a, int split_k)
             qmm_cuda_info(ctx, &gi);
         }
         qmm_cuda_destroy(ctx);
+        /* the kernels the session says it runs (the CPU forward has no choices) */
+        qmm_llm_cuda_kernels kn = {"-", "-", "-"};
+        if (!a->cpu) qmm_llm_cuda_session_kernels(s, &kn);
         printf("RESULT {\"input_len\": %lld, \"output_len\": %lld, \"split_k\": %d, "
                "\"prefill_ms\": %.6f, \"decode_ms\": %.6f, \"tokens_hash\": %u, "
                "\"weight_bytes\": %zu, \"gpu\": \"%s\", \"sm_count\": %d, \"cc\": \"%d.%d\", "
-               "\"driver\": %d, \"runtime\": %d}\n",
+               "\"driver\": %d, \"runtime\": %d, \"prefill_attention\": \"%s\", "
+               "\"decode_step\": \"%s\", \"decode_attention\": \"%s\"}\n",
                (long long)n, (long long)out, split_k, t.prefill_ms, t.decode_ms, sum,
                qmm_llm_model_weight_bytes(m), gi.name, gi.sm_count, gi.cc_major, gi.cc_minor,
-               gi.driver_version, gi.runtime_version);
+               gi.driver_version, gi.runtime_version, kn.prefill_attention, kn.decode_step,
+               kn.decode_attention);
         if (a->profile && !a->cpu && n <= 4096) {
             qmm_llm_profile pp, pd;
             st = qmm_llm_cuda_profile(s, ids, n, &pp, &pd);

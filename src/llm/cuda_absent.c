@@ -21,6 +21,13 @@ void qmm_llm_cuda_session_destroy(qmm_llm_cuda_session *s) { (void)s; }
 qmm_status qmm_llm_cuda_reset(qmm_llm_cuda_session *s) { (void)s; return NO_CUDA; }
 int64_t qmm_llm_cuda_position(const qmm_llm_cuda_session *s) { (void)s; return 0; }
 
+qmm_status qmm_llm_cuda_session_kernels(const qmm_llm_cuda_session *s, qmm_llm_cuda_kernels *out)
+{
+    (void)s;
+    if (out) memset(out, 0, sizeof *out);
+    return NO_CUDA;
+}
+
 qmm_status qmm_llm_cuda_prefill(qmm_llm_cuda_session *s, const int32_t *ids, int64_t n,
                                 float *logits_out, int32_t *next_out)
 {

@@ -491,3 +491,18 @@ extern "C" qmm_status qmm_llm_cuda_reset(qmm_llm_cuda_session *s)
 }
 
 extern "C" int64_t qmm_llm_cuda_position(const qmm_llm_cuda_session *s) { return s ? s->pos : 0; }
+
+extern "C" qmm_status qmm_llm_cuda_session_kernels(const qmm_llm_cuda_session *s,
+                                                  qmm_llm_cuda_kernels *out)
+{
+    if (!s || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_cuda_session_kernels: NULL argument");
+    static const char *const prefill[3] = {"mma", "wgmma", "wgmma_pipe"};
+    out->prefill_attention = s->attention_ref ? "reference" : prefill[s->prefill_wgmma];
+    /* the choices of llm_cuda_forward for a decode step, in its order */
+    out->decode_step = s->pd ? "persistent" : llm_decode_fusable(s) ? "fused" : "layered";
+    out->decode_attention = s->attention_ref ? "reference"
+                            : s->pd          ? "persistent"
+                            : s->attn_cluster ? "cluster"
+                                              : "fused";
+    return QMM_OK;
+}
