@@ -118,12 +118,33 @@ __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, 
 #pragma unroll
             for (int tt = 0; tt < TOKT; tt++) {
                 mma_bf16_16816(pq[tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
-#if !(defined(QMM_MV_STUB) && QMM_MV_STUB == 3) /* 3: without the Σa chain */
+#if !(defined(QMM_MV_STUB) && QMM_MV_STUB == 3) && !defined(QMM_MV_SA_A) /* 3: without Σa */
                 if (!ONE) mma_bf16_16816(sa[tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
 #endif
             }
         }
+#ifdef QMM_MV_SA_A
+        /* (experiment, NOTES row 184) Σa with the activations as the A operand: the four B
+         * registers of k16 steps 2·c2 and 2·c2 + 1, in their order, are an A fragment whose
+         * rows g8 and g8 + 8 both hold token g8's values (k order does not matter to a sum),
+         * so one mma by all-ones weights sums 32 of them: 4 mma a group instead of 8 */
+        if (!ONE)
+#pragma unroll
+            for (int tt = 0; tt < TOKT; tt++)
+                mma_bf16_16816(sa[tt], b[tt][0], b[tt][1], b[tt][2], b[tt][3], one2, one2);
+#endif
     }
+#ifdef QMM_MV_SA_A
+    /* sa[tt][0] + sa[tt][2] is token g8's Σa; the lane's columns are tokens 2·t4 and 2·t4 + 1 */
+    if (!ONE)
+#pragma unroll
+        for (int tt = 0; tt < TOKT; tt++) {
+            const float own = sa[tt][0] + sa[tt][2];
+            const int t4 = threadIdx.x % 4;
+            sa[tt][0] = sa[tt][2] = __shfl_sync(0xffffffffu, own, 8 * t4);
+            sa[tt][1] = sa[tt][3] = __shfl_sync(0xffffffffu, own, 8 * t4 + 4);
+        }
+#endif
 #if !(defined(QMM_MV_STUB) && QMM_MV_STUB == 3)
     if (ONE) { /* TOKT = 1: every column holds the one token */
         uint32_t sb2[2];
