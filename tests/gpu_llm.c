@@ -292,7 +292,7 @@ static void tensor_core_attention_matches_fp32(void)
                 /* the session names the kernels it runs: the default, the reference */
                 qmm_llm_cuda_kernels kn;
                 CHECK_OK(qmm_llm_cuda_session_kernels(tc, &kn));
-                const char *want = wgmma_prefill_runs(c.head_dim) ? "wgmma" : "mma";
+                const char *want = wgmma_prefill_runs(c.head_dim) ? "wgmma_by_length" : "mma";
                 CHECKF(getenv("QMM_PREFILL_ATTN") || !strcmp(kn.prefill_attention, want),
                        "default prefill attention %s, not %s", kn.prefill_attention, want);
                 CHECK_OK(qmm_llm_cuda_session_kernels(ref, &kn));

@@ -17,7 +17,7 @@
  * DSMEM), always added in the same order: deterministic, one launch, nothing in global memory but
  * the result.
  * Arithmetic (exact codes): the codes enter the mma as the exact bf16 values 128 + q, and an mma
- * of all-ones weights gives Σa (for one token, one mma a group: mv_group), so per group
+ * by all-ones weights gives Σa (one a group for one token, four for 2-8: mv_group), so per group
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
  * Experiment builds (timing only, wrong results; NOTES.md row 109): -DQMM_MV_STUB=1 the loads
  * alone, 2 the mma on the code words masked to finite bf16 (2 logic instructions a word pair
@@ -83,11 +83,15 @@ __device__ __forceinline__ void mv_load(uint4 &lo, uint4 &hi, uint32_t &sl, uint
 
 /* One group of a warp's tile: acc += s·P + (b − 128·s)·Σa, with P = Σ a·(128 + q) from a chain
  * of 8 k16 mma steps on the codes lo (rows g8), hi (rows g8 + 8) and the staged activations at
- * arow (group gl), and Σa from a second chain with all-ones weights. With one token (ONE) the
- * mma's other 7 token columns are idle, so Σa is one mma instead of 8: all-ones weights times
- * the group's 128 activations as 8 columns of 16 (slice j in column j, this lane's ldmatrix row
- * at srow), the 8 column sums added across the quad (the Σa chain took 5 % of a decode step,
- * NOTES.md row 109). */
+ * arow (group gl), and Σa from mma by all-ones weights (NOTES.md rows 109, 184):
+ *  - several tokens: the four B registers of each pair of k16 steps, in their order, are also an
+ *    A fragment whose rows g8 and g8 + 8 both hold token g8's 32 values of the pair (the k order
+ *    does not matter to a sum), so one mma sums them: 4 mma a group (it was 8, B by all-ones A,
+ *    −1…−3 % at 2-8 tokens); token g8's Σa is then c0 + c2, and each lane takes its columns'
+ *    tokens 2·t4 and 2·t4 + 1 by two shuffles;
+ *  - one token (ONE): the mma's other 7 token columns are idle, so all-ones weights times the
+ *    group's 128 activations as 8 columns of 16 (slice j in column j, this lane's ldmatrix row at
+ *    srow), the 8 column sums added across the quad: one mma a group. */
 template <int TOKT, bool ONE>
 __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, const uint4 hi,
                                          uint32_t sl, uint32_t sh, const uint32_t (&arow)[TOKT],
@@ -118,25 +122,17 @@ __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, 
 #pragma unroll
             for (int tt = 0; tt < TOKT; tt++) {
                 mma_bf16_16816(pq[tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
-#if !(defined(QMM_MV_STUB) && QMM_MV_STUB == 3) && !defined(QMM_MV_SA_A) /* 3: without Σa */
-                if (!ONE) mma_bf16_16816(sa[tt], one2, one2, one2, one2, b[tt][2 * h], b[tt][2 * h + 1]);
-#endif
             }
         }
-#ifdef QMM_MV_SA_A
-        /* (experiment, NOTES row 184) Σa with the activations as the A operand: the four B
-         * registers of k16 steps 2·c2 and 2·c2 + 1, in their order, are an A fragment whose
-         * rows g8 and g8 + 8 both hold token g8's values (k order does not matter to a sum),
-         * so one mma by all-ones weights sums 32 of them: 4 mma a group instead of 8 */
-        if (!ONE)
+#if !(defined(QMM_MV_STUB) && QMM_MV_STUB == 3) /* 3: without Σa */
+        if (!ONE) /* Σa of the pair of k16 steps, the activations as the A operand */
 #pragma unroll
             for (int tt = 0; tt < TOKT; tt++)
                 mma_bf16_16816(sa[tt], b[tt][0], b[tt][1], b[tt][2], b[tt][3], one2, one2);
 #endif
     }
-#ifdef QMM_MV_SA_A
-    /* sa[tt][0] + sa[tt][2] is token g8's Σa; the lane's columns are tokens 2·t4 and 2·t4 + 1 */
-    if (!ONE)
+#if !(defined(QMM_MV_STUB) && QMM_MV_STUB == 3)
+    if (!ONE) /* sa[tt][0] + sa[tt][2]: token g8's Σa; this lane's columns: tokens 2·t4, 2·t4 + 1 */
 #pragma unroll
         for (int tt = 0; tt < TOKT; tt++) {
             const float own = sa[tt][0] + sa[tt][2];
@@ -144,8 +140,6 @@ __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, 
             sa[tt][0] = sa[tt][2] = __shfl_sync(0xffffffffu, own, 8 * t4);
             sa[tt][1] = sa[tt][3] = __shfl_sync(0xffffffffu, own, 8 * t4 + 4);
         }
-#endif
-#if !(defined(QMM_MV_STUB) && QMM_MV_STUB == 3)
     if (ONE) { /* TOKT = 1: every column holds the one token */
         uint32_t sb2[2];
         ldmatrix_x2_at(sb2, srow + gl * 256);

@@ -1,7 +1,7 @@
 /*
- * Prefill attention on Hopper's warpgroup MMA (head dim 128; an experiment until measured,
- * bench/NOTES.md rows 180, 181: the engine takes it with QMM_PREFILL_ATTN=wgmma, or wgmma_pipe
- * for the pipelined schedule).
+ * Prefill attention on Hopper's warpgroup MMA (head dim 128; bench/NOTES.md rows 180, 181, 185,
+ * 186): the engine's default on sm_90, a tile at a time below 1 024 tokens a forward and
+ * pipelined from there (session.h); QMM_PREFILL_ATTN=wgmma or wgmma_pipe forces one schedule.
  *
  * The mma.sync kernel (attention_mma.cu) gives each warp 16 query rows and has every warp read
  * the whole K and V tile from shared memory by ldmatrix: 32 KB of shared-memory reads a warp a

@@ -195,7 +195,7 @@ qmm_status llm_cuda_forward(qmm_llm_cuda_session *s, int m, int final, llm_prof 
                 K_TRY(launch_attention_prefill_wgmma(s->q, s->q_stride, kc, vc, s->d_pos, m, heads,
                                                      kvh, hd, s->max_seq, s->att, st,
                                                      llm_launch_as(s, &ln, "attention", attn_bytes),
-                                                     s->prefill_wgmma == 2));
+                                                     llm_prefill_pipelined(s, m)));
             else
                 K_TRY(launch_attention_prefill_mma(s->q, s->q_stride, kc, vc, s->d_pos, m, heads,
                                                    kvh, hd, s->max_seq, s->att, st,

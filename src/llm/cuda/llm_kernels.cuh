@@ -81,8 +81,8 @@ cudaError_t launch_attention_prefill_mma(const bf16 *q, int64_t q_stride, const 
 
 /* The same on Hopper's warpgroup MMA (attention_prefill_wgmma.cu): hd 128 only, on a device of
  * compute capability 9.0 (attention_prefill_wgmma_supported); pipelined: the schedule that
- * overlaps a tile's softmax with the neighbouring tiles' products. An experiment until measured:
- * the engine takes it with QMM_PREFILL_ATTN=wgmma (wgmma_pipe: pipelined). PDL-safe. */
+ * overlaps a tile's softmax with the neighbouring tiles' products. The engine's default where it
+ * runs: pipelined from LLM_PREFILL_PIPE_MIN_M tokens a forward (session.h). PDL-safe. */
 int attention_prefill_wgmma_supported(int hd);
 cudaError_t launch_attention_prefill_wgmma(const bf16 *q, int64_t q_stride, const bf16 *kc,
                                            const bf16 *vc, const int32_t *pos, int m, int heads,

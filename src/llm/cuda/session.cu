@@ -272,7 +272,8 @@ void llm_destroy_decode_graphs(qmm_llm_cuda_session *s)
 
 /* The cluster-merged decode attention (attention_decode_cluster.cu) instead of the fused kernel's
  * global-memory merge, wherever a step has several splits and the device holds the clusters: an
- * experiment until measured (bench/NOTES.md row 177), on with QMM_DECODE_ATTN=cluster. The full
+ * experiment, correct and slower where measured (bench/NOTES.md row 177: −1.2 / −4.4 % decode at
+ * 128 / 2 048 positions), on only with QMM_DECODE_ATTN=cluster. The full
  * decode graph and the buckets of 4 splits and more launch it (clusters of half their splits:
  * bit for bit the full graph where each is replayed, as the fused kernel's buckets are); the
  * one-split bucket keeps the fused kernel's one-head blocks (the cluster kernel's one-split path
@@ -285,17 +286,20 @@ static int want_cluster_attention(const qmm_llm_cuda_options *o)
 }
 
 /* The warpgroup-MMA prefill attention (attention_prefill_wgmma.cu) instead of the mma.sync
- * kernel where it runs (hd 128, compute capability 9.0): by default its tile-at-a-time schedule
- * (1), which prefilled 3-4 % faster at 32 to 2 048 tokens and 10 % at 8 192 (bench/NOTES.md row
- * 180); QMM_PREFILL_ATTN=mma (0) takes the mma.sync kernel, and =wgmma_pipe (2) the pipelined
- * schedule, an experiment not yet timed in the engine (row 181). Not with the reference
+ * kernel where it runs (hd 128, compute capability 9.0). By default (3) its tile-at-a-time
+ * schedule below LLM_PREFILL_PIPE_MIN_M tokens a forward and the pipelined one from there
+ * (session.h); QMM_PREFILL_ATTN=mma (0) takes the mma.sync kernel, =wgmma (1) the tile-at-a-time
+ * schedule and =wgmma_pipe (2) the pipelined one at every length. Not with the reference
  * attention. */
 static int want_wgmma_prefill(const qmm_llm_cuda_options *o, int hd)
 {
     const char *e = getenv("QMM_PREFILL_ATTN");
     if (o->attention_ref || !attention_prefill_wgmma_supported(hd)) return 0;
-    if (!e) return 1;
-    return !strcmp(e, "mma") ? 0 : !strcmp(e, "wgmma_pipe") ? 2 : 1;
+    if (!e) return 3;
+    return !strcmp(e, "mma")          ? 0
+           : !strcmp(e, "wgmma")      ? 1
+           : !strcmp(e, "wgmma_pipe") ? 2
+                                      : 3;
 }
 
 /* The decode step's graphs: the full one, and one per context bucket (decode_bucket.h) when the
@@ -496,7 +500,7 @@ extern "C" qmm_status qmm_llm_cuda_session_kernels(const qmm_llm_cuda_session *s
                                                   qmm_llm_cuda_kernels *out)
 {
     if (!s || !out) return qmm_fail(QMM_ERR_NULL, "qmm_llm_cuda_session_kernels: NULL argument");
-    static const char *const prefill[3] = {"mma", "wgmma", "wgmma_pipe"};
+    static const char *const prefill[4] = {"mma", "wgmma", "wgmma_pipe", "wgmma_by_length"};
     out->prefill_attention = s->attention_ref ? "reference" : prefill[s->prefill_wgmma];
     /* the choices of llm_cuda_forward for a decode step, in its order */
     out->decode_step = s->pd ? "persistent" : llm_decode_fusable(s) ? "fused" : "layered";

@@ -121,9 +121,10 @@ struct qmm_llm_cuda_session {
                                   * query head) are the cluster kernel's (QMM_DECODE_ATTN=cluster:
                                   * attention_decode_cluster.cu, llm_fused_attention) */
     int prefill_wgmma;           /* prefill attention by the warpgroup-MMA kernel
-                                  * (attention_prefill_wgmma.cu): 1 a tile at a time (the default
-                                  * at hd 128 on sm_90), 2 pipelined (QMM_PREFILL_ATTN=wgmma_pipe);
-                                  * 0 the mma.sync kernel (=mma, or where it does not run) */
+                                  * (attention_prefill_wgmma.cu): 1 a tile at a time, 2 pipelined,
+                                  * 3 by length (the default at hd 128 on sm_90: pipelined from
+                                  * LLM_PREFILL_PIPE_MIN_M tokens a forward); 0 the mma.sync kernel
+                                  * (QMM_PREFILL_ATTN=mma, or where it does not run) */
     int nsplit_step;             /* its splits in the forward being enqueued: nsplit_fused, or a
                                   * bucket's while that bucket's graph is captured */
     int *counters;               /* [kv_heads] arrivals per KV head (fused decode attention) */
@@ -180,6 +181,16 @@ static inline llm_dims llm_dims_of(const qmm_llm_cuda_session *s)
  * 128, the fused attention; RMSNorm folded into the matvecs that read the normed rows, the
  * residual adds into the o and down matvecs, SwiGLU into gate|up: five kernels a layer. */
 bool llm_decode_fusable(const qmm_llm_cuda_session *s);
+
+/* From this many tokens a forward the default prefill attention (prefill_wgmma 3) takes the
+ * pipelined schedule: it was 3-5 % slower at 128-256 tokens, even at 512 and 0.5-3.7 % faster
+ * from 1 024 (bench/NOTES.md rows 185-186, an H100). A prefill forward's graph is captured per
+ * row count, so the choice goes by the forward's rows, not by the positions before them. */
+#define LLM_PREFILL_PIPE_MIN_M 1024
+static inline bool llm_prefill_pipelined(const qmm_llm_cuda_session *s, int m)
+{
+    return s->prefill_wgmma == 2 || (s->prefill_wgmma == 3 && m >= LLM_PREFILL_PIPE_MIN_M);
+}
 qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof);
 /* The persistent decode step (decode_persistent.cu): one kernel for every layer and the head,
  * between the embedding and the argmax. create checks the session can take it (resident fused

@@ -7,7 +7,7 @@
 #              the A operand, 4 mma a group instead of 8 at 2-16 tokens)
 #   e/lib/     the tokenizer's libraries (bench/carry-libs.sh)
 # into devbin/e.tar.xz. Run from the repository root after `ninja -C build` (~1 min):
-#   bash bench/results/2026-12-05-session34/r2-mv-stubs/stage.sh
+#   bash bench/results/2026-12-05-session34/r2-mv-stubs-h100/stage.sh
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 export PATH=$PATH:/usr/local/cuda/bin
