@@ -183,7 +183,7 @@ static inline llm_dims llm_dims_of(const qmm_llm_cuda_session *s)
 bool llm_decode_fusable(const qmm_llm_cuda_session *s);
 
 /* From this many tokens a forward the default prefill attention (prefill_wgmma 3) takes the
- * pipelined schedule: it was 3-5 % slower at 128-256 tokens, even at 512 and 0.5-3.7 % faster
+ * pipelined schedule: it was 1.6-4.5 % slower at 128-256 tokens, even at 512 and 0.5-3.7 % faster
  * from 1 024 (bench/NOTES.md rows 185-186, an H100). A prefill forward's graph is captured per
  * row count, so the choice goes by the forward's rows, not by the positions before them. */
 #define LLM_PREFILL_PIPE_MIN_M 1024
