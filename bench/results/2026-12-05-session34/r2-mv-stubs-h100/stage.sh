@@ -4,7 +4,8 @@
 #   e/sN/      mv_shapes with -DQMM_MV_STUB=N (matvec.cu; timing only: 1 the loads alone, 2 the
 #              mma on masked code words, 3 no Σa mma)
 #   e/sa/      mv_shapes and test_ops with -DQMM_MV_SA_A (NOTES row 184: Σa by the activations as
-#              the A operand, 4 mma a group instead of 8 at 2-16 tokens)
+#              the A operand, 4 mma a group instead of 8 at 2-16 tokens; the default from a65be02,
+#              where the macro is gone: there e/sa/ builds the default)
 #   e/lib/     the tokenizer's libraries (bench/carry-libs.sh)
 # into devbin/e.tar.xz. Run from the repository root after `ninja -C build` (~1 min):
 #   bash bench/results/2026-12-05-session34/r2-mv-stubs-h100/stage.sh
