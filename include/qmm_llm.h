@@ -245,9 +245,10 @@ qmm_status qmm_llm_cuda_generate(qmm_llm_cuda_session *s, const int32_t *ids, in
 /* The kernels a session chose at creation, from its GPU, its options and the experiments'
  * environment variables (QMM_PREFILL_ATTN, QMM_DECODE_ATTN): short names, static strings. */
 typedef struct qmm_llm_cuda_kernels {
-    const char *prefill_attention; /* "wgmma" (warpgroup MMA, a key tile at a time: the default
-                                      at head dim 128 on sm_90), "wgmma_pipe" (its pipelined
-                                      schedule), "mma" (mma.sync), "reference" (fp32) */
+    const char *prefill_attention; /* "wgmma_by_length" (warpgroup MMA, a key tile at a time
+                                      below 1 024 tokens a forward, pipelined from there: the
+                                      default at head dim 128 on sm_90), "wgmma" / "wgmma_pipe"
+                                      (one schedule forced), "mma" (mma.sync), "reference" (fp32) */
     const char *decode_step;       /* "fused" (five kernels a layer), "persistent" (one kernel
                                       for all layers), "layered" (the prefill's kernels) */
     const char *decode_attention;  /* "fused" (split-KV, one launch), "cluster" (its launches of
