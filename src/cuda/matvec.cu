@@ -329,6 +329,11 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
                 if (warp + W < p.m) bulk_copy_u32(a_dst1 + g0 * 256, a_src1 + g0 * 128, bytes, bar);
             }
     }
+    /* The next kernel may launch now: its CTAs take this grid's free slots and those of its
+     * early finishers and request their first weights while this grid's last bytes arrive
+     * (they wait for its completion before reading what it writes). After the loop, as before
+     * NOTES row 187, they launched only once the slowest CTA had left its loop: decode +5 %. */
+    pdl_launch_dependents();
 #pragma unroll
     for (int j = 0; j < D; j++)
         if (j < ng && j >= pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s);
@@ -367,7 +372,6 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
         }
     }
     MV_STAMP(5);
-    pdl_launch_dependents(); /* the next kernel may start streaming its weights */
 
     /* the warps' partial sums → this CTA's sums of its rows, parts added in order */
 #pragma unroll
