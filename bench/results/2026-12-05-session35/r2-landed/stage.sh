@@ -26,5 +26,5 @@ cp "$tmp/layout.orig" "$layout"
 cp /tmp/var/s35b82/qmm "$tmp/h/b82/" && cp /tmp/var/s35b44/qmm "$tmp/h/b44/"
 tar -xJf devbin/c.tar.xz -C "$tmp" c/qmm && mv "$tmp/c/qmm" "$tmp/h/base/qmm"
 bash bench/carry-libs.sh "$tmp/h" >/dev/null
-tar -C "$tmp" -cf - h | xz -9 -T0 >devbin/h.tar.xz
+tar -C "$tmp" -cf - h | xz -9e -T1 --lzma2=preset=9e,dict=256MiB >devbin/h.tar.xz # one 256 MiB window: 9 MB, not 16
 ls -la devbin/h.tar.xz
