@@ -332,7 +332,8 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     /* The next kernel may launch now: its CTAs take this grid's free slots and those of its
      * early finishers and request their first weights while this grid's last bytes arrive
      * (they wait for its completion before reading what it writes). After the loop, as before
-     * NOTES row 187, they launched only once the slowest CTA had left its loop: decode +5 %. */
+     * NOTES row 187, they launched only once the slowest CTA had left its loop: decode +5 % on
+     * an H100. */
     pdl_launch_dependents();
 #pragma unroll
     for (int j = 0; j < D; j++)
