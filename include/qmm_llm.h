@@ -297,7 +297,10 @@ qmm_status qmm_llm_cuda_profile(qmm_llm_cuda_session *s, const int32_t *ids, int
 typedef struct qmm_llm_graph_profile {
     int count;
     const char *name[QMM_LLM_GRAPH_PROFILE_MAX];   /* static strings */
-    int stamped[QMM_LLM_GRAPH_PROFILE_MAX];
+    int stamped[QMM_LLM_GRAPH_PROFILE_MAX];        /* 1: an engine kernel, from its PDL wait to its
+                                                      last block's end; 2: a decode matvec, from the
+                                                      previous stamped kernel's end to its own end;
+                                                      0: unstamped work between stamped kernels */
     int launches[QMM_LLM_GRAPH_PROFILE_MAX];       /* per step */
     double us[QMM_LLM_GRAPH_PROFILE_MAX];          /* per step, median over the steps */
     double bytes[QMM_LLM_GRAPH_PROFILE_MAX];       /* moved per step (weights, KV cache, activations) */

@@ -78,9 +78,10 @@ void e2e_graph_profile_md(FILE *f, const char *title, const char *json)
             title, e2e_json_num(json, "pdl") > 0 ? "on" : "off", e2e_json_num(json, "steps"),
             e2e_json_num(json, "context"));
     fprintf(f, "Kernels per step: %.0f. Step: %.1f us stamped, %.1f us by CUDA events (%.0f "
-            "tok/s). Kernel rows run from the PDL wait to the last block's end; matmul rows from "
-            "the previous engine kernel's end to the next one's wait (launch gaps included). "
-            "Ceiling: the %.2f TB/s copy.\n\n",
+            "tok/s). Kernel rows run from the PDL wait to the last block's end; matvec rows from "
+            "the previous stamped kernel's end to their own last block's end (their weights stream "
+            "before their wait); rows between kernels from the previous stamped kernel's end to "
+            "the next one's wait (launch gaps included). Ceiling: the %.2f TB/s copy.\n\n",
             e2e_json_num(json, "kernels_per_step"), stamped, ev, ev > 0 ? 1e6 / ev : 0.0,
             E2E_COPY_CEILING_GBS / 1e3);
     fprintf(f, "| part of the step | launches | us | share | MB moved | GB/s | of ceiling |\n"

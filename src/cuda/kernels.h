@@ -81,6 +81,9 @@ struct MatvecArgs {
                                     rounds, each warp's groups strided; 0 = QMM_MV_ROUNDS (off
                                     unless set to 1), 1 on, 2 off; the default staging wherever
                                     n_pad · 8 exceeds an int (the strided scale|bias step) */
+    unsigned long long *stamp;   /* the engine's in-graph profile (NULL: none): stamp[2] gets the
+                                    last CTA's end (%globaltimer ns, atomic max); [0], [1] are
+                                    left as they are */
 };
 /* What the matvec's shape choice needs of the context: the SM count, and how many CTAs of each
  * kernel (one token tile in CTAs of 8 warps, two in 8, one in 4) are resident at once in

@@ -67,6 +67,18 @@ __device__ __forceinline__ uint32_t ld_stream32(const uint32_t *p)
     return v;
 }
 
+/* The in-graph profile's stamp (MatvecArgs::stamp; nothing without it): [2], the last CTA's
+ * end, by thread 0 of each CTA after its block's last writes. The profile times a matvec from
+ * the previous kernel's end to this, so no start or wait stamp is taken: read there too, the
+ * pointer stayed live through the loop and cost the 8-warp kernel of 2-8 tokens a spill. */
+__device__ __forceinline__ void mv_stamp_end(unsigned long long *stamp)
+{
+    if (!stamp || threadIdx.x != 0) return;
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    atomicMax(stamp + 2, t);
+}
+
 /* A lane's slot: its 16 bytes of rows g8 and g8 + 8 of the next (tile, group) and their scale|bias
  * words; the sources move on to the warp's next group (step_w words, step_s scale|bias words). */
 __device__ __forceinline__ void mv_load(uint4 &lo, uint4 &hi, uint32_t &sl, uint32_t &sh,
@@ -409,6 +421,10 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     __syncthreads();
     mv_epilogue(p, ys, inv, set, lr, pre);
     MV_STAMP(7);
+    if (p.stamp) { /* after every thread's last write (a cluster's other ranks ended before) */
+        __syncthreads();
+        mv_stamp_end(p.stamp);
+    }
 }
 
 /* The three kernels: one token tile in CTAs of 8 warps, two in 8, one in 4 (MatvecScratch). */

@@ -72,7 +72,7 @@ qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qm
     p.packed = wa.packed, p.sb = wa.sb, p.n = wa.n, p.k = wa.k, p.n_pad = wa.n_pad;
     p.group = wa.group;
     p.m = 1;
-    llm_note_matmul(s, 1, w, name);
+    p.stamp = llm_stamp_matvec(s, w, name); /* in a stamped capture; else NULL */
     cudaError_t e = qmm::launch_matvec_ex(p, qmm::matvec_scratch(s->ctx), pdl, s->stream);
     if (e != cudaSuccess)
         return qmm_fail(QMM_ERR_CUDA, "%s (fused decode matvec): %s", name, cudaGetErrorString(e));
@@ -116,8 +116,6 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
     residual.ss_out = s->d_ss;
     residual.ss_out_blocks = ssb;
 
-    /* the in-graph profile: the matvecs between two attentions are one row */
-    const char *between = "o, gate|up, down, q|k|v matmuls";
     for (int l = 0; l < L; l++) {
         const llm_cuda_layer *ly = &s->layers[l];
         const llm_cuda_layer *wl = ly; /* the weights: resident, or the slot layer l streams into */
@@ -126,12 +124,11 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
             wl = &s->off->slot_w[l % s->off->buffers];
             llm_mark(prof, st, "weight upload wait");
         }
-        if (l + 1 == L) between = "o, gate|up, down, lm head matmuls";
         qmm::MatvecArgs p = llm_fused_normed_input(s, l > 0);
         p.epi = qmm::MV_EPI_STORE;
         p.c = s->q;
         p.ldc = s->q_stride;
-        if ((q = mv(s, p, wl->qkv, l == 0 ? "q|k|v matmul" : between))) return q;
+        if ((q = mv(s, p, wl->qkv, "q|k|v matvec"))) return q;
         llm_mark(prof, st, "q/k/v matmuls");
 
         QMM_CUDA_TRY(llm_fused_attention(s, l, llm_launch_as(s, &ln, "attention", attn_bytes)));
@@ -141,21 +138,21 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
         p.a = s->att;
         p.lda = (int64_t)heads * hd;
         p.gamma = ly->norm[QMM_LLM_POST_ATTN_NORM];
-        if ((q = mv(s, p, wl->lin[QMM_LLM_O], between))) return q;
+        if ((q = mv(s, p, wl->lin[QMM_LLM_O], "o matvec"))) return q;
         llm_mark(prof, st, "o matmul");
 
         p = llm_fused_normed_input(s, true);
         p.epi = qmm::MV_EPI_SWIGLU;
         p.c = s->act;
         p.ldc = I;
-        if ((q = mv(s, p, wl->gate_up, between))) return q;
+        if ((q = mv(s, p, wl->gate_up, "gate|up matvec"))) return q;
         llm_mark(prof, st, "gate/up matmuls");
 
         p = residual;
         p.a = s->act;
         p.lda = I;
         p.gamma = l + 1 < L ? s->layers[l + 1].norm[QMM_LLM_INPUT_NORM] : s->final_norm;
-        if ((q = mv(s, p, wl->lin[QMM_LLM_DOWN], between))) return q;
+        if ((q = mv(s, p, wl->lin[QMM_LLM_DOWN], "down matvec"))) return q;
         llm_mark(prof, st, "down matmul");
         if (s->off) Q_TRY(llm_offload_after_layer(s, l)); /* the slot is free: next upload */
     }
@@ -164,7 +161,7 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
     p.epi = qmm::MV_EPI_STORE;
     p.c = s->logits;
     p.ldc = c->vocab_size;
-    if ((q = mv(s, p, s->head, between))) return q;
+    if ((q = mv(s, p, s->head, "lm head matvec"))) return q;
     llm_mark(prof, st, "lm head matmul");
     QMM_CUDA_TRY(llm_launch_argmax(s, 1));
     llm_mark(prof, st, "argmax");

@@ -59,9 +59,11 @@ static qmm_status add_fold(qmm_llm_cuda_session *s, const qmm_llm::bf16 *gamma, 
     return QMM_OK;
 }
 
-/* A row-parallel matvec into this rank's fp32 partial, then the fp32 sum over the ranks. */
+/* A row-parallel matvec into this rank's fp32 partial, then the fp32 sum over the ranks (name:
+ * the in-graph profile's, mark: the eager profile's). */
 static qmm_status row_parallel(qmm_llm_cuda_session *s, const qmm_llm::bf16 *a, int64_t lda,
-                               const qmm_cuda_weight *w, const char *name, llm_prof *prof)
+                               const qmm_cuda_weight *w, const char *name, const char *mark,
+                               llm_prof *prof)
 {
     const int H = (int)s->cfg.hidden_size;
     qmm::MatvecArgs p = {};
@@ -71,8 +73,9 @@ static qmm_status row_parallel(qmm_llm_cuda_session *s, const qmm_llm::bf16 *a, 
     p.x = s->tp->y32;
     p.ldc = H;
     Q_TRY(llm_fused_matvec(s, p, w, name, s->tp->pdl != 0));
-    llm_mark(prof, s->stream, name);
+    llm_mark(prof, s->stream, mark);
     Q_TRY(llm_tp_allreduce_f32(s, s->tp->y32, (size_t)H));
+    llm_note_unstamped(s, "all-reduce", 4.0 * H); /* a rank's fp32 partial */
     llm_mark(prof, s->stream, "all-reduce");
     return QMM_OK;
 }
@@ -99,23 +102,24 @@ qmm_status llm_tp_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
         p.epi = qmm::MV_EPI_STORE;
         p.c = s->q;
         p.ldc = s->q_stride;
-        Q_TRY(llm_fused_matvec(s, p, ly->qkv, "q|k|v matmul", pdl));
+        Q_TRY(llm_fused_matvec(s, p, ly->qkv, "q|k|v matvec", pdl));
         llm_mark(prof, st, "q/k/v matmuls");
 
         QMM_CUDA_TRY(llm_fused_attention(s, l, as(s, &ln, "attention", attn_bytes)));
         llm_mark(prof, st, "attention");
 
-        Q_TRY(row_parallel(s, s->att, (int64_t)heads * hd, ly->lin[QMM_LLM_O], "o matmul", prof));
+        Q_TRY(row_parallel(s, s->att, (int64_t)heads * hd, ly->lin[QMM_LLM_O], "o matvec", "o matmul",
+                           prof));
         Q_TRY(add_fold(s, ly->norm[QMM_LLM_POST_ATTN_NORM], prof));
 
         p = llm_fused_normed_input(s, true);
         p.epi = qmm::MV_EPI_SWIGLU;
         p.c = s->act;
         p.ldc = I;
-        Q_TRY(llm_fused_matvec(s, p, ly->gate_up, "gate|up matmul", pdl));
+        Q_TRY(llm_fused_matvec(s, p, ly->gate_up, "gate|up matvec", pdl));
         llm_mark(prof, st, "gate/up matmuls");
 
-        Q_TRY(row_parallel(s, s->act, I, ly->lin[QMM_LLM_DOWN], "down matmul", prof));
+        Q_TRY(row_parallel(s, s->act, I, ly->lin[QMM_LLM_DOWN], "down matvec", "down matmul", prof));
         Q_TRY(add_fold(s, l + 1 < L ? s->layers[l + 1].norm[QMM_LLM_INPUT_NORM] : s->final_norm,
                        prof));
     }
@@ -124,9 +128,10 @@ qmm_status llm_tp_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
     p.epi = qmm::MV_EPI_STORE;
     p.c = (bf16 *)llm_tp_head_out(s);
     p.ldc = s->tp->vocab_count;
-    Q_TRY(llm_fused_matvec(s, p, s->head, "lm head matmul", pdl));
+    Q_TRY(llm_fused_matvec(s, p, s->head, "lm head matvec", pdl));
     llm_mark(prof, st, "lm head matmul");
     Q_TRY(llm_tp_gather_logits(s));
+    llm_note_unstamped(s, "all-gather", 2.0 * (double)c->vocab_size); /* the bf16 logits */
     llm_mark(prof, st, "all-gather");
     QMM_CUDA_TRY(launch_argmax_partial(s->logits, c->vocab_size, s->pair_v, s->pair_i, st,
                                        as(s, &ln, "argmax", 2.0 * (double)c->vocab_size)));

@@ -43,6 +43,7 @@ const qmm_llm::llm_launch *llm_launch_as(qmm_llm_cuda_session *s, qmm_llm::llm_l
         sp->before[i] = sp->pend_name;
         sp->before_bytes[i] = sp->pend_bytes;
         sp->before_launches[i] = sp->pend_launches;
+        sp->from_prev[i] = 0;
         sp->pend_name = NULL;
         sp->pend_bytes = 0;
         sp->pend_launches = 0;
@@ -65,14 +66,29 @@ cudaError_t llm_launch_argmax(qmm_llm_cuda_session *s, int m)
                                 s->stream, llm_launch_as(s, &ln, "argmax", 8.0 * s->npairs));
 }
 
-void llm_note_matmul(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w, const char *name)
+void llm_note_unstamped(qmm_llm_cuda_session *s, const char *name, double bytes)
 {
     if (!s->splan) return;
-    llm_stamp_plan *sp = s->splan; /* weights, activations in and out */
+    llm_stamp_plan *sp = s->splan;
     if (!sp->pend_name) sp->pend_name = name;
-    sp->pend_bytes += (double)qmm_cuda_weight_bytes(w) +
-                      2.0 * m * (double)(qmm_cuda_weight_k(w) + qmm_cuda_weight_n(w));
+    sp->pend_bytes += bytes;
     sp->pend_launches++;
+}
+
+void llm_note_matmul(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w, const char *name)
+{
+    llm_note_unstamped(s, name, (double)qmm_cuda_weight_bytes(w) + /* weights, activations in and out */
+                                    2.0 * m * (double)(qmm_cuda_weight_k(w) + qmm_cuda_weight_n(w)));
+}
+
+unsigned long long *llm_stamp_matvec(qmm_llm_cuda_session *s, const qmm_cuda_weight *w, const char *name)
+{
+    if (!s->splan || s->splan->count >= LLM_STAMP_SLOTS) return NULL;
+    qmm_llm::llm_launch ln;
+    llm_launch_as(s, &ln, name, (double)qmm_cuda_weight_bytes(w) +
+                                    2.0 * (double)(qmm_cuda_weight_k(w) + qmm_cuda_weight_n(w)));
+    s->splan->from_prev[s->splan->count - 1] = 1;
+    return ln.stamp;
 }
 
 static qmm_status mm(qmm_llm_cuda_session *s, const bf16 *a, int m, const qmm_cuda_weight *w,

@@ -3,7 +3,9 @@
  * write %globaltimer stamps (pdl.cuh) is replayed after a prefill, and each step is cut into
  * engine kernels (from the return of their PDL wait to their last block's end) and the work
  * between them (the previous engine kernel's end to the next one's wait: the matmuls, or a bare
- * launch gap). Per family: median over the steps of the per-step sum.
+ * launch gap). The fused step's matvecs are stamped as well and run from the previous stamped
+ * kernel's end to their own end: their CTAs stream weights before their wait, so the wait is not
+ * where their work starts. Per family: median over the steps of the per-step sum.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -73,17 +75,28 @@ static qmm_status replay(qmm_llm_cuda_session *s, cudaGraphExec_t g, const llm_s
         }
         event_us[step] = 1e3 * ms;
         for (int f = 0; f < out->count; f++) vals[f * steps + step] = 0;
+        unsigned long long first = ~0ull; /* the earliest start: matvec slots have none */
         for (int i = 0; i < sp->count; i++) {
             const unsigned long long *t = got + 4 * i;
-            if (t[2] == 0 || t[1] == ~0ull) continue; /* no block stamped (cannot happen) */
+            if (t[0] < first) first = t[0];
+            /* a matvec stamps only its end, from the previous slot's end (a matvec in slot 0
+             * would have no start: the engine's steps begin with a stamped norm); a slot left
+             * unstamped cannot happen */
+            if (t[2] == 0 || (sp->from_prev[i] ? i == 0 : t[1] == ~0ull)) continue;
+            const unsigned long long prev_end = i > 0 ? got[4 * (i - 1) + 2] : 0;
+            if (sp->from_prev[i]) {
+                if (fk[i] >= 0 && t[2] > prev_end)
+                    vals[fk[i] * steps + step] += 1e-3 * (double)(t[2] - prev_end);
+                continue;
+            }
             if (fk[i] >= 0) vals[fk[i] * steps + step] += 1e-3 * (double)(t[2] - t[1]);
             if (i == 0) continue;
-            const unsigned long long prev_end = got[4 * (i - 1) + 2];
             const double gap = t[1] > prev_end ? 1e-3 * (double)(t[1] - prev_end) : 0.0;
             const int f = fb[i] >= 0 ? fb[i] : gap_family;
             if (f >= 0) vals[f * steps + step] += gap;
         }
-        stamped_us[step] = 1e-3 * (double)(got[4 * (sp->count - 1) + 2] - got[0]);
+        const unsigned long long last = got[4 * (sp->count - 1) + 2];
+        stamped_us[step] = last > first && first != ~0ull ? 1e-3 * (double)(last - first) : 0.0;
     }
     free(init), free(got);
     return st;
@@ -125,7 +138,7 @@ extern "C" qmm_status qmm_llm_cuda_profile_graph(qmm_llm_cuda_session *s, const 
             fb[i] = sp->before[i] ? family(out, sp->before[i], 0) : -1;
             if (i > 0 && !sp->before[i] && gap_family < 0)
                 gap_family = family(out, "launch gaps", 0);
-            fk[i] = family(out, sp->name[i], 1);
+            fk[i] = family(out, sp->name[i], sp->from_prev[i] ? 2 : 1);
             if (fk[i] >= 0) {
                 out->launches[fk[i]]++;
                 out->bytes[fk[i]] += sp->bytes[i];

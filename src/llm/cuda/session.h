@@ -32,7 +32,9 @@ struct llm_graph_entry {
 
 /* Timestamps of a profiled decode graph (graph_profile.cu): while that graph is captured, the
  * forward gives each engine kernel the next slot of 4 uint64 (pdl.cuh) and notes its name, the
- * bytes it moves, and the unstamped work (matmuls) launched since the previous stamped kernel. */
+ * bytes it moves, and the unstamped work (matmuls) launched since the previous stamped kernel.
+ * The decode step's matvecs are stamped too (from_prev): their time runs from the previous
+ * stamped kernel's end to their own end, since their CTAs start streaming before their wait. */
 #define LLM_STAMP_SLOTS 512
 struct llm_stamp_plan {
     int count;
@@ -41,6 +43,7 @@ struct llm_stamp_plan {
     const char *before[LLM_STAMP_SLOTS]; /* NULL: nothing ran in between */
     double before_bytes[LLM_STAMP_SLOTS];
     int before_launches[LLM_STAMP_SLOTS];
+    unsigned char from_prev[LLM_STAMP_SLOTS]; /* a matvec: timed from the previous slot's end */
     /* the unstamped work since the last slot */
     const char *pend_name;
     double pend_bytes;
@@ -220,6 +223,11 @@ void llm_mark(llm_prof *p, cudaStream_t stream, const char *name);
 const qmm_llm::llm_launch *llm_launch_as(qmm_llm_cuda_session *s, qmm_llm::llm_launch *ln, const char *name,
                                 double bytes);
 void llm_note_matmul(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w, const char *name);
+/* Unstamped work (a collective) of `bytes` before the next stamped kernel, profiled as `name`. */
+void llm_note_unstamped(qmm_llm_cuda_session *s, const char *name, double bytes);
+/* A decode matvec's in-graph timestamp slot (MatvecArgs::stamp), noted with its name and bytes;
+ * NULL outside a stamped capture. */
+unsigned long long *llm_stamp_matvec(qmm_llm_cuda_session *s, const qmm_cuda_weight *w, const char *name);
 /* The final forward's greedy token (two-stage argmax, launched as llm_launch_as says); the device
  * position advances by m. */
 cudaError_t llm_launch_argmax(qmm_llm_cuda_session *s, int m);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packs the next session's first call into devbin/k.tar.xz (run from the repository root):
-#   k/            HEAD (row 187's matvec trigger): qmm and the tests the cmds name
+#   k/            HEAD (row 187's matvec trigger, the matvecs' in-graph profile rows): qmm and
+#                 the tests the cmds name
 #   k/base/qmm    the landed a65be02 binary out of devbin/c.tar.xz (session 34)
 #   k/e/          HEAD with sm90-early.patch, -DQMM_SM90_EARLY_TRIGGER (NOTES row 190): qmm,
 #                 gpu_sm90 (its back-to-back PDL chain against synchronized calls, bitwise)
@@ -8,7 +9,7 @@
 set -euo pipefail
 export PATH=$PATH:/usr/local/cuda/bin
 dir=bench/results/2026-12-05-session35/r5-next
-tests="test_ops gpu_sm90 gpu_llm gpu_llm_persistent"
+tests="test_ops gpu_sm90 gpu_llm gpu_llm_persistent gpu_llm_decode_steps"
 ninja -C build qmm $tests >/dev/null
 tmp=${TMPDIR:-/tmp}/qmm-s35e && rm -rf "$tmp" && mkdir -p "$tmp/k/base" "$tmp/k/e"
 for t in qmm $tests; do cp "build/$t" "$tmp/k/"; done
