@@ -193,7 +193,7 @@ static void graph_profile_adds_up(void)
         for (int i = 0; i < 4; i++)
             CHECKF(find(&p, matvecs[i], 2, &at) && p.launches[at] == L && p.bytes[at] > 0 && p.us[at] > 0,
                    "%s", matvecs[i]);
-        CHECK(find(&p, "lm head matvec", 2, &at) && p.launches[at] == 1 && p.bytes[at] > 0);
+        CHECK(find(&p, "lm head matvec", 2, &at) && p.launches[at] == 1 && p.bytes[at] > 0 && p.us[at] > 0);
         for (int i = 0; i < p.count; i++) /* no matmul left unstamped */
             CHECKF(p.stamped[i] || !strcmp(p.name[i], "launch gaps"), "%s between kernels", p.name[i]);
         CHECKF(p.kernels_per_step == 5 + 5 * L, "%d kernels a step", p.kernels_per_step);

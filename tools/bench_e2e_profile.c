@@ -74,7 +74,8 @@ void e2e_graph_profile_md(FILE *f, const char *title, const char *json)
     if (!json[0]) return;
     double stamped = e2e_json_num(json, "stamped_us"), ev = e2e_json_num(json, "event_us");
     fprintf(f, "\n%s (in the CUDA graph, PDL %s: %%globaltimer at each engine kernel's first "
-            "start, PDL wait and last end; median of %.0f steps after %.0f positions)\n\n",
+            "start, PDL wait and last end, and at each matvec's last end; median of %.0f steps "
+            "after %.0f positions)\n\n",
             title, e2e_json_num(json, "pdl") > 0 ? "on" : "off", e2e_json_num(json, "steps"),
             e2e_json_num(json, "context"));
     fprintf(f, "Kernels per step: %.0f. Step: %.1f us stamped, %.1f us by CUDA events (%.0f "
@@ -90,7 +91,7 @@ void e2e_graph_profile_md(FILE *f, const char *title, const char *json)
     while (p && (p = strstr(p, "{\"name\": \""))) {
         char raw[64], name[128];
         e2e_json_str(p, "name", raw, sizeof raw);
-        size_t k = 0; /* "q|k|v matmul": escape the pipes of a markdown cell */
+        size_t k = 0; /* "q|k|v matvec": escape the pipes of a markdown cell */
         for (const char *c = raw; *c && k + 2 < sizeof name; c++) {
             if (*c == '|') name[k++] = '\\';
             name[k++] = *c;

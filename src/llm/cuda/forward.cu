@@ -83,7 +83,11 @@ void llm_note_matmul(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w, c
 
 unsigned long long *llm_stamp_matvec(qmm_llm_cuda_session *s, const qmm_cuda_weight *w, const char *name)
 {
-    if (!s->splan || s->splan->count >= LLM_STAMP_SLOTS) return NULL;
+    if (!s->splan) return NULL;
+    if (s->splan->count >= LLM_STAMP_SLOTS) { /* out of slots: work between kernels, as before */
+        llm_note_matmul(s, 1, w, name);
+        return NULL;
+    }
     qmm_llm::llm_launch ln;
     llm_launch_as(s, &ln, name, (double)qmm_cuda_weight_bytes(w) +
                                     2.0 * (double)(qmm_cuda_weight_k(w) + qmm_cuda_weight_n(w)));
