@@ -75,10 +75,15 @@ void llm_note_unstamped(qmm_llm_cuda_session *s, const char *name, double bytes)
     sp->pend_launches++;
 }
 
+/* A matmul's bytes for the profile: weights, activations in and out. */
+static double matmul_bytes(const qmm_cuda_weight *w, int m)
+{
+    return (double)qmm_cuda_weight_bytes(w) + 2.0 * m * (double)(qmm_cuda_weight_k(w) + qmm_cuda_weight_n(w));
+}
+
 void llm_note_matmul(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w, const char *name)
 {
-    llm_note_unstamped(s, name, (double)qmm_cuda_weight_bytes(w) + /* weights, activations in and out */
-                                    2.0 * m * (double)(qmm_cuda_weight_k(w) + qmm_cuda_weight_n(w)));
+    llm_note_unstamped(s, name, matmul_bytes(w, m));
 }
 
 unsigned long long *llm_stamp_matvec(qmm_llm_cuda_session *s, const qmm_cuda_weight *w, const char *name)
@@ -89,8 +94,7 @@ unsigned long long *llm_stamp_matvec(qmm_llm_cuda_session *s, const qmm_cuda_wei
         return NULL;
     }
     qmm_llm::llm_launch ln;
-    llm_launch_as(s, &ln, name, (double)qmm_cuda_weight_bytes(w) +
-                                    2.0 * (double)(qmm_cuda_weight_k(w) + qmm_cuda_weight_n(w)));
+    llm_launch_as(s, &ln, name, matmul_bytes(w, 1));
     s->splan->from_prev[s->splan->count - 1] = 1;
     return ln.stamp;
 }
