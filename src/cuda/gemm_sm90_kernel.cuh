@@ -111,7 +111,14 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         }
         advance(q);
     };
-    if (producer_warp) wp = sm90_pos(args, dp_begin < dp_end ? dp_begin : begin);
+#ifdef QMM_SM90_TWO_WARP_START /* experiment (NOTES.md rows 172, 193): two producer warps' start */
+    constexpr bool TWO = TN <= 16;
+#else
+    constexpr bool TWO = false;
+#endif
+    /* TWO: warp 1 issues the first stages' activations (below) */
+    const bool act_warp = TWO && threadIdx.x >= 32 && threadIdx.x < 64;
+    if (producer_warp || act_warp) wp = sm90_pos(args, dp_begin < dp_end ? dp_begin : begin);
     Pos ap = wp;
     if (lane0) {
         for (int s = 0; s < STAGES; s++) {
@@ -125,7 +132,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         pol = policy_evict_first();
     }
     auto load_act = [&](int s, Pos &q) {
-        if (lane0) tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, q.mt * TN, q.grp * 2, &full[s]);
+        if (TWO ? threadIdx.x % 32 == 0 : lane0) /* lane 0 of warp 0 (or of warp 1: TWO) */
+            tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, q.mt * TN, q.grp * 2, &full[s]);
         advance(q);
     };
     /* The first stage goes out before the block barrier, which waits for every warp of the CTA
@@ -137,7 +145,21 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         load_act(j, ap);
         if (j + pre_w < pre) load_weights(j + pre_w, wp);
     };
-    if (producer_warp) {
+    if (TWO) {
+        /* two streams: warp 0 requests every first stage's weights at once, warp 1 waits for
+         * the previous kernel and requests their activations (NOTES.md row 172: from one warp
+         * at 16 tokens the activations queued behind the weights) */
+        if (producer_warp) {
+            named_barrier_arrive(2, 64); /* the barriers are made: warp 1 may copy */
+            for (int j = 0; j < pre; j++) load_weights(j, wp);
+            for (int j = 0; j < pre; j++) advance(ap); /* warp 1's stages */
+            pdl_wait();
+        } else if (act_warp) {
+            named_barrier(2, 64);
+            pdl_wait();
+            for (int j = 0; j < pre; j++) load_act(j, ap);
+        }
+    } else if (producer_warp) {
         for (int j = 0; j < pre_w; j++) {
             load_weights(j, wp);
             SM90_TRACE(if (j == 0) tr[SM90_TR_P_W0] = clock64() - t_entry);
@@ -158,7 +180,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         if (CONS_REGS) regs_dealloc<40>();
         SM90_TRACE(tr[SM90_TR_P_REGS] = clock64() - t_entry);
         if (producer_warp) {
-            for (int j = 1; j < pre; j++) first_act(j);
+            if (!TWO)
+                for (int j = 1; j < pre; j++) first_act(j);
             SM90_TRACE(tr[SM90_TR_P_FIRST] = clock64() - t_entry);
             for (int j = pre, s = 0, phase = 0; j < n_it; j++) {
                 SM90_TRACE(tr_t = clock64());
