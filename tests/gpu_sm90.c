@@ -502,12 +502,67 @@ static void other_height_clusters_g(int group)
 static void case_other_height_clusters(void) { other_height_clusters_g(QMM_GROUP); }
 static void case_g64_other_height_clusters(void) { other_height_clusters_g(64); }
 
+/* The 8- and 16-token tiles' start (gemm_sm90.cu: two producer warps where a launch has more
+ * than two CTAs a SM, one below): it orders copies only, so the same rows give the same bits
+ * either way. A weight of n rows runs a forced split with more than two CTAs a SM; its first
+ * 1 024 rows, the same split with at most two; their outputs' rows equal bitwise, the large one
+ * within tolerance of fp64. */
+static void case_two_warp_start(void)
+{
+    int dev = 0, sms = 0;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess &&
+          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && sms > 0);
+    if (sms <= 0) return;
+    static const struct { int64_t m, k; int split; } shapes[] = {{16, 2560, 5}, {9, 2560, 2}, {12, 4096, 8}};
+    const int64_t n_small = 1024;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int64_t m = shapes[i].m, k = shapes[i].k;
+        const int split = shapes[i].split;
+        /* 64-row tiles at 16 tokens: enough of them for more than 2 · sms CTAs */
+        int64_t tiles = (2 * sms + split) / split;
+        const int64_t n = (tiles < 64 ? 64 : tiles) * 64;
+        prob big, small;
+        memset(&small, 0, sizeof small);
+        SETUP(big, m, n, k);
+        if (!prob_init(&small, m, n_small, k)) {
+            CHECKF(0, "setup of M=%lld N=%lld: %s", (long long)m, (long long)n_small, qmm_last_error());
+            prob_free(&big), prob_free(&small);
+            return;
+        }
+        /* the small weight is the big one's first rows, and the same A */
+        memcpy(small.w.packed, big.w.packed, small.w.packed_count * 4);
+        memcpy(small.w.scales, big.w.scales, small.w.scales_count * 2);
+        memcpy(small.w.biases, big.w.biases, small.w.biases_count * 2);
+        qmm_cuda_weight_free(small.dw);
+        small.dw = NULL;
+        CHECK_OK(qmm_cuda_weight_upload(prob_setup.ctx, &small.w, &small.dw));
+        CHECK(cudaMemcpy(small.a_dev, big.a_dev, (size_t)(m * k) * 2, cudaMemcpyDeviceToDevice) == cudaSuccess);
+        const qmm_cuda_options o = opts(QMM_PATH_WGMMA, split);
+        qmm_plan pb, ps;
+        CHECK_OK(prob_run(&big, &o, big.out, &pb));
+        CHECK_OK(prob_run(&small, &o, small.out, &ps));
+        CHECKF(pb.blocks > 2 * sms && ps.blocks <= 2 * sms && pb.tile_n == 64 && ps.tile_n == 64,
+               "M=%lld: %lld and %lld CTAs of %d-row tiles on %d SMs: not both sides of the rule",
+               (long long)m, (long long)pb.blocks, (long long)ps.blocks, pb.tile_n, sms);
+        prob_check(&big, big.out, 1e-2, "two-warp start");
+        int same = 1;
+        for (int64_t r = 0; r < m && same; r++)
+            same = memcmp(big.out + r * n, small.out + r * n_small, (size_t)n_small * 2) == 0;
+        CHECKF(same, "M=%lld K=%lld split %d: rows of %lld CTAs differ from those of %lld", (long long)m,
+               (long long)k, split, (long long)pb.blocks, (long long)ps.blocks);
+        printf("    M=%-3lld K=%-5lld split %d: %lld CTAs (two warps) and %lld (one): same bits\n", (long long)m,
+               (long long)k, split, (long long)pb.blocks, (long long)ps.blocks);
+        prob_free(&big), prob_free(&small);
+    }
+}
+
 static const test_case cases[] = {
     {"small/ragged", case_ragged},
     {"small/nonfinite-rows", case_nonfinite_rows},
     {"small/nonfinite-rows-matvec", case_nonfinite_rows_matvec},
     {"small/bad-requests", case_bad_requests},
     {"small/dependent-launches", case_dependent_launches},
+    {"small/two-warp-start", case_two_warp_start},
     {"bitwise", case_bitwise},
     {"bitwise/128-token", case_bitwise_128},
     {"bitwise/256-token", case_bitwise_256},

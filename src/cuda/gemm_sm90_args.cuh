@@ -54,6 +54,9 @@ struct Sm90Args {
      * (data-parallel, the full waves), then its share of the iterations from dp_tiles·groups on
      * (q, r over those); 0, 0 elsewhere */
     int dp_per_cta, dp_tiles;
+    /* 8- and 16-token tiles: warp 1 requests the first stages' activations while warp 0
+     * requests their weights (gemm_sm90.cu says when) */
+    int two_warp_start;
 };
 
 template <int TN, int WG, int GPB> struct Sm90Shape {

@@ -90,7 +90,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * (8–32 KB) outweigh its weights (4–8 KB), and requested behind every first-stage
      * weight copy they started the consumers 2–3 µs after launch: there one stage of
      * weights goes first, then each stage's activations and the weights a stage ahead
-     * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74). */
+     * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74). At 8-16
+     * tokens with more than two CTAs a SM a second warp issues the activations (`two`). */
     constexpr int PRE_W = TN <= 16 ? STAGES : 1;
     const int pre_w = pre < PRE_W ? pre : PRE_W;
     Pos wp = {0, 0, 0, 0};
@@ -111,13 +112,9 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         }
         advance(q);
     };
-#ifdef QMM_SM90_TWO_WARP_START /* experiment (NOTES.md rows 172, 193): two producer warps' start */
-    constexpr bool TWO = TN <= 16;
-#else
-    constexpr bool TWO = false;
-#endif
-    /* TWO: warp 1 issues the first stages' activations (below) */
-    const bool act_warp = TWO && threadIdx.x >= 32 && threadIdx.x < 64;
+    /* the launcher's rule (gemm_sm90.cu); warp 1 then issues the first stages' activations */
+    const bool two = TN <= 16 && args.two_warp_start;
+    const bool act_warp = two && threadIdx.x >= 32 && threadIdx.x < 64;
     if (producer_warp || act_warp) wp = sm90_pos(args, dp_begin < dp_end ? dp_begin : begin);
     Pos ap = wp;
     if (lane0) {
@@ -132,7 +129,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         pol = policy_evict_first();
     }
     auto load_act = [&](int s, Pos &q) {
-        if (TWO ? threadIdx.x % 32 == 0 : lane0) /* lane 0 of warp 0 (or of warp 1: TWO) */
+        if (two ? threadIdx.x % 32 == 0 : lane0) /* lane 0 of warp 0, or of warp 1 at the start */
             tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, q.mt * TN, q.grp * 2, &full[s]);
         advance(q);
     };
@@ -145,10 +142,9 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         load_act(j, ap);
         if (j + pre_w < pre) load_weights(j + pre_w, wp);
     };
-    if (TWO) {
+    if (two) {
         /* two streams: warp 0 requests every first stage's weights at once, warp 1 waits for
-         * the previous kernel and requests their activations (NOTES.md row 172: from one warp
-         * at 16 tokens the activations queued behind the weights) */
+         * the previous kernel and requests their activations */
         if (producer_warp) {
             named_barrier_arrive(2, 64); /* the barriers are made: warp 1 may copy */
             for (int j = 0; j < pre; j++) load_weights(j, wp);
@@ -180,7 +176,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         if (CONS_REGS) regs_dealloc<40>();
         SM90_TRACE(tr[SM90_TR_P_REGS] = clock64() - t_entry);
         if (producer_warp) {
-            if (!TWO)
+            if (!two)
                 for (int j = 1; j < pre; j++) first_act(j);
             SM90_TRACE(tr[SM90_TR_P_FIRST] = clock64() - t_entry);
             for (int j = pre, s = 0, phase = 0; j < n_it; j++) {
