@@ -78,6 +78,9 @@ static const char copy_ptx[] =
 #define COPY_BYTES ((size_t)1 << 30)
 #define COPY_THREADS 256
 #define WINDOW_BYTES ((size_t)1 << 20)
+/* check_copy's three windows fit without overlapping from here up (its middle one starts
+ * 193 KiB past the half) */
+#define COPY_MIN_BYTES (4 * WINDOW_BYTES)
 #define GEMM_N 8192
 
 static void default_ceiling(bench_ceiling *x, double value)
@@ -94,12 +97,12 @@ void bench_default_ceilings(bench_ceilings *c)
     default_ceiling(&c->cublas, BENCH_DEFAULT_CUBLAS_TFLOPS);
 }
 
-/* Time fn (graphs of calls, median of o->reps) into x: rate = work / per-call time in µs, at the
+/* Time fn (graphs of calls, median of reps) into x: rate = work / per-call time in µs, at the
  * median, the slowest and the fastest replay. 0, or -1 (why says). */
-static int time_ceiling(cudaStream_t s, bench_enqueue_fn fn, void *arg, const bench_opts *o,
-                        double work, bench_ceiling *x, bench_time *t, char *why, size_t why_len)
+static int time_ceiling(cudaStream_t s, bench_enqueue_fn fn, void *arg, int reps, double work,
+                        bench_ceiling *x, bench_time *t, char *why, size_t why_len)
 {
-    bench_timing_req q = {10, 1, o->reps, 0.0};
+    bench_timing_req q = {10, 1, reps, 0.0};
     if (bench_time_calls(s, fn, arg, &q, t, why, why_len)) return -1;
     x->value = work / t->graph_med;
     x->min = work / t->graph_max;
@@ -128,6 +131,7 @@ typedef struct copy_call {
     cudaStream_t s;
     void *dst;
     const void *src;
+    size_t bytes; /* of each buffer: a multiple of 16, at least COPY_MIN_BYTES */
     unsigned long long n16;
     int blocks;
 } copy_call;
@@ -154,16 +158,19 @@ static uint32_t pattern(size_t i, int w) { return (uint32_t)(i * 2654435761u) ^ 
  * an indexing slip in either loop shows up there. 0 or -1 (note says). */
 static int check_copy(copy_call *x, char *note, size_t note_len)
 {
-    const size_t offs[3] = {0, COPY_BYTES / 2 + 12345 * 16, COPY_BYTES - WINDOW_BYTES};
+    const size_t offs[3] = {0, x->bytes / 2 + 12345 * 16, x->bytes - WINDOW_BYTES};
     size_t words = WINDOW_BYTES / 4;
     uint32_t *h = malloc(WINDOW_BYTES);
-    if (!h) return -1;
+    if (!h) {
+        snprintf(note, note_len, "out of host memory");
+        return -1;
+    }
     for (int w = 0; w < 3; w++) {
         for (size_t i = 0; i < words; i++) h[i] = pattern(i, w);
         CK(cudaMemcpyAsync((char *)x->src + offs[w], h, WINDOW_BYTES, cudaMemcpyHostToDevice, x->s));
         CK(cudaStreamSynchronize(x->s)); /* h is rewritten for the next window */
     }
-    CK(cudaMemsetAsync(x->dst, 0, COPY_BYTES, x->s));
+    CK(cudaMemsetAsync(x->dst, 0, x->bytes, x->s));
     char why[160] = "";
     int rc = enqueue_copy(x, 0, why, sizeof why);
     if (rc) {
@@ -187,48 +194,65 @@ static int check_copy(copy_call *x, char *note, size_t note_len)
     return rc;
 }
 
-/* Time the loaded copy kernel into c; 0 or -1 (note says why). */
-static int time_copy(copy_call *x, const bench_opts *o, bench_ceilings *c, char *note,
-                     size_t note_len)
+/* Device memory for the copy, or 0 after clearing the error: out of memory is not sticky, and a
+ * ceiling that cannot be measured is reported, not fatal (bench e2e measures next to a model). */
+static void *copy_buffer(size_t bytes, char *note, size_t note_len)
 {
-    void *src = NULL, *dst = NULL;
-    CK(cudaMalloc(&src, COPY_BYTES));
-    CK(cudaMalloc(&dst, COPY_BYTES));
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaSuccess) return p;
+    (void)cudaGetLastError();
+    snprintf(note, note_len, "cudaMalloc of %zu MiB: %s", bytes >> 20, cudaGetErrorString(e));
+    return NULL;
+}
+
+/* Time the loaded copy kernel into c (reps replays of a graph of 10); 0 or -1 (note says why). */
+static int time_copy(copy_call *x, int reps, bench_ceiling *c, char *note, size_t note_len)
+{
+    void *src = copy_buffer(x->bytes, note, note_len);
+    void *dst = src ? copy_buffer(x->bytes, note, note_len) : NULL;
     x->src = src;
     x->dst = dst;
-    bench_set_activity("copy ceiling: checking the copy kernel (%d blocks x %d threads)", x->blocks,
-                       COPY_THREADS);
-    int rc = check_copy(x, note, note_len);
+    int rc = -1;
+    if (dst) {
+        bench_set_activity("copy ceiling: checking the copy kernel (%d blocks x %d threads)",
+                           x->blocks, COPY_THREADS);
+        rc = check_copy(x, note, note_len);
+    }
     if (rc == 0) {
-        bench_set_activity("copy ceiling: timing 1 GiB copies");
+        bench_set_activity("copy ceiling: timing %zu MiB copies", x->bytes >> 20);
         bench_time t;
-        const double gb_moved = 2e-9 * (double)COPY_BYTES; /* read + write */
-        rc = time_ceiling(x->s, enqueue_copy, x, o, gb_moved * 1e6, &c->copy, &t, note, note_len);
+        const double gb_moved = 2e-9 * (double)x->bytes; /* read + write */
+        rc = time_ceiling(x->s, enqueue_copy, x, reps, gb_moved * 1e6, c, &t, note, note_len);
         if (rc == 0)
-            snprintf(c->copy.note, sizeof c->copy.note,
-                     "measured: kernel copy of 1 GiB, read+write bytes / time, graph of %d, "
+            snprintf(c->note, sizeof c->note,
+                     "measured: kernel copy of %zu MiB, read+write bytes / time, graph of %d, "
                      "median of %d (%d blocks x %d threads)",
-                     t.calls, t.reps, x->blocks, COPY_THREADS);
+                     x->bytes >> 20, t.calls, t.reps, x->blocks, COPY_THREADS);
     }
     CK(cudaStreamSynchronize(x->s));
-    CK(cudaFree(src));
-    CK(cudaFree(dst));
+    if (src) CK(cudaFree(src));
+    if (dst) CK(cudaFree(dst));
     return rc;
 }
 
-static void measure_copy(cudaStream_t s, int sms, const bench_opts *o, bench_ceilings *c)
+/* Load the PTX copy kernel and time it over bytes into c; 0, or -1 with c untouched but for a
+ * measured = 0 (note says why). */
+static int copy_ceiling(cudaStream_t s, int sms, size_t bytes, int reps, bench_ceiling *c,
+                        char *note, size_t note_len)
 {
-    char note[160] = "";
     cudaLibrary_t lib = NULL;
     copy_call x = {0};
     x.s = s;
-    x.n16 = COPY_BYTES / 16;
+    x.bytes = bytes;
+    x.n16 = bytes / 16;
     int rc = -1;
+    c->measured = 0;
     bench_set_activity("copy ceiling: loading the PTX copy kernel");
     cudaError_t e = cudaLibraryLoadData(&lib, copy_ptx, NULL, NULL, 0, NULL, NULL, 0);
     if (e == cudaSuccess) e = cudaLibraryGetKernel(&x.kernel, lib, "qmm_bench_copy16");
     if (e != cudaSuccess) {
-        snprintf(note, sizeof note, "PTX copy kernel unavailable: %s (%s)", cudaGetErrorString(e),
+        snprintf(note, note_len, "PTX copy kernel unavailable: %s (%s)", cudaGetErrorString(e),
                  cudaGetErrorName(e));
         (void)cudaGetLastError();
     } else {
@@ -241,10 +265,45 @@ static void measure_copy(cudaStream_t s, int sms, const bench_opts *o, bench_cei
             per_sm = 2048 / COPY_THREADS;
         }
         x.blocks = sms * per_sm;
-        rc = time_copy(&x, o, c, note, sizeof note);
+        rc = time_copy(&x, reps, c, note, note_len);
     }
     if (lib) CK(cudaLibraryUnload(lib));
-    if (rc) ceiling_failed(&c->copy, "copy", BENCH_DEFAULT_COPY_GBPS, "GB/s", note);
+    return rc;
+}
+
+static void measure_copy(cudaStream_t s, int sms, const bench_opts *o, bench_ceilings *c)
+{
+    char note[160] = "";
+    if (copy_ceiling(s, sms, COPY_BYTES, o->reps, &c->copy, note, sizeof note))
+        ceiling_failed(&c->copy, "copy", BENCH_DEFAULT_COPY_GBPS, "GB/s", note);
+}
+
+int bench_measure_copy_ceiling(int device, size_t bytes, int reps, bench_ceiling *c)
+{
+    memset(c, 0, sizeof *c);
+    if (bytes < COPY_MIN_BYTES || bytes % 16 || reps < 1) {
+        snprintf(c->note, sizeof c->note, "bad request: %zu bytes (a multiple of 16, at least "
+                 "%zu), %d replays (at least 1)", bytes, (size_t)COPY_MIN_BYTES, reps);
+        return -1;
+    }
+    int sms = 0;
+    char note[160] = "";
+    cudaStream_t s = NULL;
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    /* a stream of its own: graph capture refuses the legacy default stream */
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    int rc = -1;
+    if (e != cudaSuccess) {
+        snprintf(note, sizeof note, "CUDA device %d: %s (%s)", device, cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+        (void)cudaGetLastError();
+    } else {
+        rc = copy_ceiling(s, sms, bytes, reps, c, note, sizeof note);
+        CK(cudaStreamDestroy(s));
+    }
+    if (rc) snprintf(c->note, sizeof c->note, "%s", note);
+    return rc;
 }
 
 typedef struct gemm_call {
@@ -327,7 +386,8 @@ static void measure_cublas(cudaStream_t s, bench_cublas *cb, const bench_opts *o
         bench_set_activity("cuBLAS ceiling: timing bf16 8192^3");
         bench_time t;
         const double tflop = 2e-12 * GEMM_N * (double)GEMM_N * GEMM_N;
-        rc = time_ceiling(s, enqueue_gemm, &x, o, tflop * 1e6, &c->cublas, &t, why, sizeof why);
+        rc = time_ceiling(s, enqueue_gemm, &x, o->reps, tflop * 1e6, &c->cublas, &t, why,
+                          sizeof why);
         if (rc == 0)
             snprintf(c->cublas.note, sizeof c->cublas.note,
                      "measured: cublasGemmEx bf16 in/out, fp32 compute, 8192^3 random data, "

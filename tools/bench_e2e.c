@@ -9,7 +9,8 @@
  *   - medians over repeats (min and max beside them); prefill tok/s = prompt tokens / time of the
  *     forward that yields the first token (head and argmax included); decode tok/s =
  *     (new tokens - 1) / time of the remaining single-token steps (CUDA events);
- *   - optional per-kernel breakdown of one prefill and one decode step (--profile).
+ *   - optional per-kernel breakdown of one prefill and one decode step (--profile); the in-graph
+ *     one's fractions are of the copy ceiling the profiled child measured on its GPU.
  * Markdown (--out) and JSON (--json) carry the GPU, driver, runtime, commit, date and command.
  */
 #include <errno.h>

@@ -8,12 +8,39 @@
 
 #include "bench_e2e.h"
 #include "bench_e2e_profile.h"
+#ifdef QMM_HAVE_CUDA
+#include "bench_gpu.h"
+#endif
 #include "common/common.h"
 #include "qmm.h"
 
 static void prompt_ids(int32_t *ids, int64_t n, long long seed, int64_t vocab)
 {
     bench_prompt_ids(ids, n, (uint64_t)seed * 0x9E3779B97F4A7C15ull + 12345, vocab);
+}
+
+/* The copy ceiling of --profile: `qmm bench ops`'s own measurement (its 1 GiB buffers, 9 replays
+ * of a graph of 10 copies; with the warm-up and eager batches some 220 copies of 2 GB moved, about
+ * 0.15 s at 3 TB/s by arithmetic), so the two benchmarks divide by the same number. The child
+ * takes it after freeing the session and the model: the 2 GiB then fit beside any model the
+ * session fitted, where a smaller buffer would make it a different measurement. */
+#define E2E_CEILING_BYTES ((size_t)1 << 30)
+#define E2E_CEILING_REPS 9
+
+/* This GPU's copy ceiling into c; on failure c->measured = 0, c->note says why, and so does
+ * stderr (the report then divides by the H200's, labelled as such). */
+static void child_copy_ceiling(int device, bench_ceiling *c)
+{
+#ifdef QMM_HAVE_CUDA
+    if (!bench_measure_copy_ceiling(device, E2E_CEILING_BYTES, E2E_CEILING_REPS, c)) return;
+#else
+    memset(c, 0, sizeof *c);
+    snprintf(c->note, sizeof c->note, "a build without CUDA");
+    (void)device;
+#endif
+    fprintf(stderr, "qmm bench e2e: WARNING: copy ceiling not measured (%s); the in-graph "
+            "profile divides by the H200's %.0f GB/s, labelled as such\n", c->note,
+            E2E_COPY_CEILING_GBS);
 }
 
 /* --verify: GPU vs CPU on an 8-token prompt. */
@@ -78,6 +105,8 @@ int e2e_child_main(const e2e_args *a, int split_k)
     qmm_llm_cpu_session *cs = NULL;
     qmm_llm_timing t;
     memset(&t, 0, sizeof t);
+    qmm_llm_graph_profile gp;
+    int have_gp = 0;
     if (a->cpu) {
         st = qmm_llm_cpu_session_create(m, cap, 0, &cs);
         for (int w = 0; w <= a->warmup && !st; w++) {
@@ -129,15 +158,18 @@ int e2e_child_main(const e2e_args *a, int split_k)
             }
         }
         /* the decode step in its graph: any prompt length (the prefill runs in chunks) */
-        qmm_llm_graph_profile gp;
         int steps = out - 1 < 20 ? (int)(out - 1) : 20;
-        if (a->profile && !a->cpu && steps >= 1 &&
-            !qmm_llm_cuda_profile_graph(s, ids, n, steps, &gp))
-            e2e_print_graph_profile("PROFILE_GRAPH", &gp);
+        have_gp = a->profile && !a->cpu && steps >= 1 &&
+                  !qmm_llm_cuda_profile_graph(s, ids, n, steps, &gp);
     }
     qmm_llm_cuda_session_destroy(s);
     qmm_llm_cpu_session_destroy(cs);
     free(ids), free(toks);
     qmm_llm_model_destroy(m);
+    if (have_gp) { /* printed with its denominator, measured now that the memory is free */
+        bench_ceiling copy;
+        child_copy_ceiling(o.device, &copy);
+        e2e_print_graph_profile(stdout, "PROFILE_GRAPH", &gp, &copy);
+    }
     return rc;
 }

@@ -38,17 +38,38 @@ void e2e_print_profile(const char *tag, const qmm_llm_profile *p)
     printf("]}\n");
 }
 
-void e2e_print_graph_profile(const char *tag, const qmm_llm_graph_profile *p)
+/* The copy ceiling's fields of the graph JSON (before "entries": a reader finds them first). The
+ * note is a CUDA message or ours: quotes and control characters become ' and space, so it stays
+ * one JSON string that e2e_json_str reads whole. */
+static void print_copy_ceiling(FILE *f, const bench_ceiling *c)
 {
-    printf("%s {\"kernels_per_step\": %d, \"steps\": %d, \"context\": %lld, \"pdl\": %d, "
-           "\"stamped_us\": %.3f, \"event_us\": %.3f, \"entries\": [",
-           tag, p->kernels_per_step, p->steps, (long long)p->context, p->pdl, p->stamped_us,
-           p->event_us);
+    char note[sizeof c->note];
+    size_t k = 0;
+    for (const char *p = c->note; *p && k + 1 < sizeof note; p++)
+        note[k++] = *p == '"' || *p == '\\' ? '\'' : (unsigned char)*p < 0x20 ? ' ' : *p;
+    note[k] = 0;
+    if (c->measured)
+        fprintf(f, "\"copy_measured\": 1, \"copy_gbs\": %.1f, \"copy_gbs_min\": %.1f, "
+                "\"copy_gbs_max\": %.1f, ", c->value, c->min, c->max);
+    else
+        fprintf(f, "\"copy_measured\": 0, \"copy_gbs\": null, ");
+    fprintf(f, "\"copy_note\": \"%s\", ", note);
+}
+
+void e2e_print_graph_profile(FILE *f, const char *tag, const qmm_llm_graph_profile *p,
+                             const bench_ceiling *copy)
+{
+    fprintf(f, "%s {\"kernels_per_step\": %d, \"steps\": %d, \"context\": %lld, \"pdl\": %d, "
+            "\"stamped_us\": %.3f, \"event_us\": %.3f, ",
+            tag, p->kernels_per_step, p->steps, (long long)p->context, p->pdl, p->stamped_us,
+            p->event_us);
+    print_copy_ceiling(f, copy);
+    fprintf(f, "\"entries\": [");
     for (int i = 0; i < p->count; i++)
-        printf("%s{\"name\": \"%s\", \"stamped\": %d, \"launches\": %d, \"us\": %.3f, "
-               "\"bytes\": %.0f}", i ? ", " : "", p->name[i], p->stamped[i], p->launches[i],
-               p->us[i], p->bytes[i]);
-    printf("]}\n");
+        fprintf(f, "%s{\"name\": \"%s\", \"stamped\": %d, \"launches\": %d, \"us\": %.3f, "
+                "\"bytes\": %.0f}", i ? ", " : "", p->name[i], p->stamped[i], p->launches[i],
+                p->us[i], p->bytes[i]);
+    fprintf(f, "]}\n");
 }
 
 /* Markdown table of one profile JSON ({"total_ms": x, "entries": [{"name","ms","launches"}]}). */
@@ -69,6 +90,26 @@ void e2e_profile_md(FILE *f, const char *title, const char *json)
     }
 }
 
+/* The denominator of the fractions and the sentence that names it: the copy ceiling the child
+ * measured (*measured = 1), else the H200's constant, said to be that. Returns the GB/s. */
+static double copy_ceiling_md(FILE *f, const char *json, int *measured)
+{
+    double gbs = e2e_json_num(json, "copy_gbs");
+    *measured = e2e_json_num(json, "copy_measured") > 0 && gbs > 0; /* NAN when absent */
+    if (*measured) {
+        fprintf(f, "Ceiling: the %.2f TB/s device copy, measured in this run (%.2f - %.2f TB/s "
+                "over its replays).\n\n", gbs / 1e3, e2e_json_num(json, "copy_gbs_min") / 1e3,
+                e2e_json_num(json, "copy_gbs_max") / 1e3);
+        return gbs;
+    }
+    char note[160];
+    e2e_json_str(json, "copy_note", note, sizeof note);
+    fprintf(f, "Ceiling: NOT measured in this run (%s): \"of H200 copy\" divides by the %.2f TB/s "
+            "copy measured on an H200 (bench/NOTES.md), not on this GPU.\n\n",
+            note[0] ? note : "the profile carries no measurement", E2E_COPY_CEILING_GBS / 1e3);
+    return E2E_COPY_CEILING_GBS;
+}
+
 void e2e_graph_profile_md(FILE *f, const char *title, const char *json)
 {
     if (!json[0]) return;
@@ -82,11 +123,12 @@ void e2e_graph_profile_md(FILE *f, const char *title, const char *json)
             "tok/s). Kernel rows run from the PDL wait to the last block's end; matvec rows from "
             "the previous stamped kernel's end to their own last block's end (their weights stream "
             "before their wait); rows between kernels from the previous stamped kernel's end to "
-            "the next one's wait (launch gaps included). Ceiling: the %.2f TB/s copy.\n\n",
-            e2e_json_num(json, "kernels_per_step"), stamped, ev, ev > 0 ? 1e6 / ev : 0.0,
-            E2E_COPY_CEILING_GBS / 1e3);
-    fprintf(f, "| part of the step | launches | us | share | MB moved | GB/s | of ceiling |\n"
-               "|---|---:|---:|---:|---:|---:|---:|\n");
+            "the next one's wait (launch gaps included). ",
+            e2e_json_num(json, "kernels_per_step"), stamped, ev, ev > 0 ? 1e6 / ev : 0.0);
+    int measured = 0;
+    const double ceiling = copy_ceiling_md(f, json, &measured);
+    fprintf(f, "| part of the step | launches | us | share | MB moved | GB/s | %s |\n"
+               "|---|---:|---:|---:|---:|---:|---:|\n", measured ? "of ceiling" : "of H200 copy");
     const char *p = strstr(json, "[");
     while (p && (p = strstr(p, "{\"name\": \""))) {
         char raw[64], name[128];
@@ -102,7 +144,7 @@ void e2e_graph_profile_md(FILE *f, const char *title, const char *json)
         fprintf(f, "| %s%s | %.0f | %.1f | %.1f%% | %.2f | %.0f | %.0f%% |\n", name,
                 e2e_json_num(p, "stamped") > 0 ? "" : " (between kernels)", l, us,
                 stamped > 0 ? 100 * us / stamped : 0, bytes / 1e6, gbs,
-                100 * gbs / E2E_COPY_CEILING_GBS);
+                100 * gbs / ceiling);
         p++;
     }
 }

@@ -63,6 +63,14 @@ cublasStatus_t bench_cublas_matmul(bench_cublas *b, const void *a, int64_t m, co
 void bench_measure_ceilings(cudaStream_t s, bench_cublas *cb, const bench_opts *o, bench_rng *rng,
                             bench_ceilings *c);
 void bench_default_ceilings(bench_ceilings *c);
+/* The copy ceiling alone, as bench_measure_ceilings measures it but over `bytes` per buffer (a
+ * multiple of 16, at least 4 MiB; two buffers are allocated) and `reps` replays of a graph of 10
+ * copies, on CUDA device `device` (made current) and a stream of its own. Returns 0 with c
+ * measured (GB/s at the median, the slowest and the fastest replay), or -1 with c->measured = 0,
+ * c->value = 0 and the reason in c->note: a bad request, no memory for the buffers, the kernel
+ * unavailable or wrong. Prints nothing; a CUDA error that poisons the context still ends the
+ * process (CK). */
+int bench_measure_copy_ceiling(int device, size_t bytes, int reps, bench_ceiling *c);
 
 /* ---- machine facts (bench_device.c) --------------------------------------------------------- */
 
