@@ -67,6 +67,13 @@ __device__ __forceinline__ uint32_t ld_stream32(const uint32_t *p)
     return v;
 }
 
+__device__ __forceinline__ unsigned long long mv_now()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 /* The in-graph profile's stamp (MatvecArgs::stamp; nothing without it): [2], the last CTA's
  * end, by thread 0 of each CTA after its block's last writes. The profile times a matvec from
  * the previous kernel's end to this, so no start or wait stamp is taken: read there too, the
@@ -74,9 +81,28 @@ __device__ __forceinline__ uint32_t ld_stream32(const uint32_t *p)
 __device__ __forceinline__ void mv_stamp_end(unsigned long long *stamp)
 {
     if (!stamp || threadIdx.x != 0) return;
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    atomicMax(stamp + 2, t);
+    atomicMax(stamp + 2, mv_now());
+}
+/* Experiment build -DQMM_MV_PHASES (NOTES row 195; it may spill): thread 0 of every CTA also
+ * stamps its start into [0] (the earliest) and its return from the dependency wait into [1] (the
+ * earliest) and [3] (the latest), where the profile splits a matvec's row (graph_profile.cu). */
+__device__ __forceinline__ void mv_phase_start(unsigned long long *stamp)
+{
+#ifdef QMM_MV_PHASES
+    if (stamp && threadIdx.x == 0) atomicMin(stamp, mv_now());
+#endif
+    (void)stamp;
+}
+__device__ __forceinline__ void mv_phase_waited(unsigned long long *stamp)
+{
+#ifdef QMM_MV_PHASES
+    if (stamp && threadIdx.x == 0) {
+        const unsigned long long t = mv_now();
+        atomicMin(stamp + 1, t);
+        atomicMax(stamp + 3, t);
+    }
+#endif
+    (void)stamp;
 }
 
 /* A lane's slot: its 16 bytes of rows g8 and g8 + 8 of the next (tile, group) and their scale|bias
@@ -222,6 +248,7 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     constexpr int TOKS = 8 * TOKT;
     constexpr int D = mv_depth(TOKT);
     extern __shared__ __align__(128) unsigned char smem[];
+    mv_phase_start(p.stamp);
 #ifdef QMM_MV_TRACE
     const long long t_entry = clock64();
     if (threadIdx.x == 0 && blockIdx.x < 8192) {
@@ -326,6 +353,7 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
         }
 
     pdl_wait(); /* activations, norm sums and outputs belong to the previous kernel until here */
+    mv_phase_waited(p.stamp);
     /* The m activation rows of groups [c0, c1) by the copy engine (one bulk copy a row): loads
      * of this SM's threads would queue behind the weight loads already in flight. */
     if (lane == 0 && warp < p.m) { /* row t by warp t % W: a bulk copy is issued one lane at a time */

@@ -7,6 +7,7 @@
  * kernel's end to their own end: their CTAs stream weights before their wait, so the wait is not
  * where their work starts. Per family: median over the steps of the per-step sum.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,10 @@ static qmm_status replay(qmm_llm_cuda_session *s, cudaGraphExec_t g, const llm_s
         init[4 * i + 2] = init[4 * i + 3] = 0;
     }
     qmm_status st = QMM_OK;
+#ifdef QMM_MV_PHASES /* experiment build (NOTES row 195): a matvec row split at its CTAs' phases */
+    double *ph = (double *)calloc((size_t)out->count * 4 * (size_t)steps, sizeof(double));
+    if (!ph) st = qmm_fail(QMM_ERR_NOMEM, "out of memory");
+#endif
     for (int step = 0; step < steps && !st; step++) {
         cudaError_t e = cudaMemcpyAsync(s->d_stamps, init, bytes, cudaMemcpyHostToDevice, s->stream);
         if (e == cudaSuccess) e = cudaEventRecord(s->ev[0], s->stream);
@@ -87,6 +92,11 @@ static qmm_status replay(qmm_llm_cuda_session *s, cudaGraphExec_t g, const llm_s
             if (sp->from_prev[i]) {
                 if (fk[i] >= 0 && t[2] > prev_end)
                     vals[fk[i] * steps + step] += 1e-3 * (double)(t[2] - prev_end);
+#ifdef QMM_MV_PHASES /* first start, first and last return from the wait, last end */
+                const unsigned long long at[4] = {t[0], t[1], t[3], t[2]};
+                for (int k = 0; k < 4 && fk[i] >= 0; k++)
+                    ph[((size_t)fk[i] * 4 + k) * steps + step] += 1e-3 * (double)(long long)(at[k] - prev_end);
+#endif
                 continue;
             }
             if (fk[i] >= 0) vals[fk[i] * steps + step] += 1e-3 * (double)(t[2] - t[1]);
@@ -98,6 +108,20 @@ static qmm_status replay(qmm_llm_cuda_session *s, cudaGraphExec_t g, const llm_s
         const unsigned long long last = got[4 * (sp->count - 1) + 2];
         stamped_us[step] = last > first && first != ~0ull ? 1e-3 * (double)(last - first) : 0.0;
     }
+#ifdef QMM_MV_PHASES
+    if (!st) {
+        fprintf(stderr, "matvec phases (QMM_MV_PHASES build), us a step from the previous stamped "
+                        "kernel's end, summed over the step's launches, median of %d steps:\n", steps);
+        for (int f = 0; f < out->count; f++) {
+            if (out->stamped[f] != 2) continue;
+            double m[4];
+            for (int k = 0; k < 4; k++) m[k] = median(ph + ((size_t)f * 4 + k) * steps, steps);
+            fprintf(stderr, "  %-16s first start %9.1f  first past wait %9.1f  last past wait %9.1f  "
+                            "last end %9.1f\n", out->name[f], m[0], m[1], m[2], m[3]);
+        }
+    }
+    free(ph);
+#endif
     free(init), free(got);
     return st;
 }

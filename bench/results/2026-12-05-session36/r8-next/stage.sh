@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Packs the next session's first call into devbin/q.tar.xz (run from the repository root):
+#   q/      HEAD: qmm
+#   q/ph/   HEAD built with -DQMM_MV_PHASES (NOTES row 195): qmm, whose profile also prints each
+#           decode matvec's row split at its CTAs' first start, first and last return from the
+#           dependency wait, and last end (stderr, so in the command's .log)
+#   q/lib   the tokenizer's libraries
+set -euo pipefail
+export PATH=$PATH:/usr/local/cuda/bin
+ninja -C build qmm >/dev/null
+tmp=${TMPDIR:-/tmp}/qmm-s37q && rm -rf "$tmp" && mkdir -p "$tmp/q/ph"
+cp build/qmm "$tmp/q/"
+bash bench/variant.sh s37ph "-DQMM_MV_PHASES" cuda/matvec.cu llm/cuda/graph_profile.cu >/dev/null
+cp /tmp/var/s37ph/qmm "$tmp/q/ph/"
+bash bench/carry-libs.sh "$tmp/q" >/dev/null
+tar -C "$tmp" -cf - q | xz -9e -T1 --lzma2=preset=9e,dict=256MiB >devbin/q.tar.xz
+ls -la devbin/q.tar.xz
