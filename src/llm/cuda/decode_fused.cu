@@ -14,6 +14,11 @@
  * the matmul instead of before the bf16 rounding of the normed row (tests: gpu_llm, the op
  * table's fused rows).
  */
+#ifdef QMM_EXP_MV_SHAPE /* the experiment below */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#endif
 #include "cuda/kernels.h"
 #include "llm/cuda/session.h"
 
@@ -79,9 +84,31 @@ qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qm
     return QMM_OK;
 }
 
+#ifdef QMM_EXP_MV_SHAPE
+/* Experiment build (NOTES row 196): a decode matvec's CTA shape forced from the environment,
+ * "W,R,C" (warps, tiles a CTA, CTAs a cluster) in QMM_QKV_SHAPE, QMM_O_SHAPE, QMM_GATEUP_SHAPE
+ * or QMM_DOWN_SHAPE; the launcher refuses a shape it does not take. Said once on stderr. */
+static void exp_shape(qmm::MatvecArgs &p, const char *name)
+{
+    static const char *const names[4] = {"q|k|v matvec", "o matvec", "gate|up matvec", "down matvec"};
+    static const char *const envs[4] = {"QMM_QKV_SHAPE", "QMM_O_SHAPE", "QMM_GATEUP_SHAPE", "QMM_DOWN_SHAPE"};
+    static int said[4];
+    for (int i = 0; i < 4; i++) {
+        const char *v = strcmp(name, names[i]) ? NULL : getenv(envs[i]);
+        int w, r, c;
+        if (!v || sscanf(v, "%d,%d,%d", &w, &r, &c) != 3) continue;
+        p.warps = w, p.tiles_per_cta = r, p.cluster = c;
+        if (!said[i]++) fprintf(stderr, "QMM_EXP_MV_SHAPE: %s forced to %d warps, R %d, C %d\n", name, w, r, c);
+    }
+}
+#endif
+
 static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
                      const char *name)
 {
+#ifdef QMM_EXP_MV_SHAPE
+    exp_shape(p, name);
+#endif
     return llm_fused_matvec(s, p, w, name, true);
 }
 
