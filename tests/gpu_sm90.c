@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "matmul_prob.h"
+#include "tune/sm90.h"
 
 #ifndef QMM_HAVE_CUDA
 int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not found)"); }
@@ -502,11 +503,11 @@ static void other_height_clusters_g(int group)
 static void case_other_height_clusters(void) { other_height_clusters_g(QMM_GROUP); }
 static void case_g64_other_height_clusters(void) { other_height_clusters_g(64); }
 
-/* The 8- and 16-token tiles' start (gemm_sm90.cu: two producer warps where a launch has more
- * than two CTAs a SM, one below): it orders copies only, so the same rows give the same bits
- * either way. A weight of n rows runs a forced split with more than two CTAs a SM; its first
- * 1 024 rows, the same split with at most two; their outputs' rows equal bitwise, the large one
- * within tolerance of fp64. */
+/* The 8- and 16-token tiles' start (tune/sm90.h, qmm_sm90_two_warp_start: two producer warps
+ * where a launch has more than two CTAs a SM, one below): it orders copies only, so the same rows
+ * give the same bits either way. A weight of n rows runs a forced split on the two-warp side of
+ * the rule; its first rows (at most 1 024), the same split on the one-warp side; their outputs'
+ * rows equal bitwise, the large one within tolerance of fp64. */
 static void case_two_warp_start(void)
 {
     int dev = 0, sms = 0;
@@ -514,13 +515,18 @@ static void case_two_warp_start(void)
           cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && sms > 0);
     if (sms <= 0) return;
     static const struct { int64_t m, k; int split; } shapes[] = {{16, 2560, 5}, {9, 2560, 2}, {12, 4096, 8}};
-    const int64_t n_small = 1024;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const int64_t m = shapes[i].m, k = shapes[i].k;
         const int split = shapes[i].split;
-        /* 64-row tiles at 16 tokens: enough of them for more than 2 · sms CTAs */
-        int64_t tiles = (2 * sms + split) / split;
-        const int64_t n = (tiles < 64 ? 64 : tiles) * 64;
+        /* 64-row tiles at 8-16 tokens: enough of them for the two-warp side, at most 2 · sms CTAs
+         * (and 16 tiles) for the one-warp side */
+        const int64_t tiles = (2 * (int64_t)sms + split) / split, small_tiles = 2 * (int64_t)sms / split;
+        const int64_t n = (tiles < 64 ? 64 : tiles) * 64, n_small = (small_tiles < 16 ? small_tiles : 16) * 64;
+        if (n_small < 64) {
+            printf("    M=%-3lld split %d: %d SMs hold no one-warp launch of this split, skipped\n",
+                   (long long)m, split, sms);
+            continue;
+        }
         prob big, small;
         memset(&small, 0, sizeof small);
         SETUP(big, m, n, k);
@@ -535,23 +541,28 @@ static void case_two_warp_start(void)
         memcpy(small.w.biases, big.w.biases, small.w.biases_count * 2);
         qmm_cuda_weight_free(small.dw);
         small.dw = NULL;
-        CHECK_OK(qmm_cuda_weight_upload(prob_setup.ctx, &small.w, &small.dw));
-        CHECK(cudaMemcpy(small.a_dev, big.a_dev, (size_t)(m * k) * 2, cudaMemcpyDeviceToDevice) == cudaSuccess);
+        int ok = qmm_cuda_weight_upload(prob_setup.ctx, &small.w, &small.dw) == QMM_OK &&
+                 cudaMemcpy(small.a_dev, big.a_dev, (size_t)(m * k) * 2, cudaMemcpyDeviceToDevice) == cudaSuccess;
+        CHECKF(ok, "M=%lld: the small weight's upload: %s", (long long)m, qmm_last_error());
         const qmm_cuda_options o = opts(QMM_PATH_WGMMA, split);
         qmm_plan pb, ps;
-        CHECK_OK(prob_run(&big, &o, big.out, &pb));
-        CHECK_OK(prob_run(&small, &o, small.out, &ps));
-        CHECKF(pb.blocks > 2 * sms && ps.blocks <= 2 * sms && pb.tile_n == 64 && ps.tile_n == 64,
-               "M=%lld: %lld and %lld CTAs of %d-row tiles on %d SMs: not both sides of the rule",
-               (long long)m, (long long)pb.blocks, (long long)ps.blocks, pb.tile_n, sms);
-        prob_check(&big, big.out, 1e-2, "two-warp start");
-        int same = 1;
-        for (int64_t r = 0; r < m && same; r++)
-            same = memcmp(big.out + r * n, small.out + r * n_small, (size_t)n_small * 2) == 0;
-        CHECKF(same, "M=%lld K=%lld split %d: rows of %lld CTAs differ from those of %lld", (long long)m,
-               (long long)k, split, (long long)pb.blocks, (long long)ps.blocks);
-        printf("    M=%-3lld K=%-5lld split %d: %lld CTAs (two warps) and %lld (one): same bits\n", (long long)m,
-               (long long)k, split, (long long)pb.blocks, (long long)ps.blocks);
+        ok = ok && prob_run(&big, &o, big.out, &pb) == QMM_OK && prob_run(&small, &o, small.out, &ps) == QMM_OK;
+        CHECKF(ok, "M=%lld K=%lld split %d: %s", (long long)m, (long long)k, split, qmm_last_error());
+        if (ok) {
+            CHECKF(pb.tile_m <= 16 && ps.tile_m == pb.tile_m && pb.tile_n == ps.tile_n &&
+                       qmm_sm90_two_warp_start(pb.tile_m, pb.blocks, sms) &&
+                       !qmm_sm90_two_warp_start(ps.tile_m, ps.blocks, sms),
+                   "M=%lld: %lld and %lld CTAs of %d-token tiles on %d SMs: not both sides of the rule",
+                   (long long)m, (long long)pb.blocks, (long long)ps.blocks, pb.tile_m, sms);
+            prob_check(&big, big.out, 1e-2, "two-warp start");
+            int same = 1;
+            for (int64_t r = 0; r < m && same; r++)
+                same = memcmp(big.out + r * n, small.out + r * n_small, (size_t)n_small * 2) == 0;
+            CHECKF(same, "M=%lld K=%lld split %d: rows of %lld CTAs differ from those of %lld", (long long)m,
+                   (long long)k, split, (long long)pb.blocks, (long long)ps.blocks);
+            printf("    M=%-3lld K=%-5lld split %d: %lld CTAs (two warps) and %lld (one): same bits\n",
+                   (long long)m, (long long)k, split, (long long)pb.blocks, (long long)ps.blocks);
+        }
         prob_free(&big), prob_free(&small);
     }
 }

@@ -500,9 +500,28 @@ static void bad_input(void)
     CHECK(memcmp(&p, &before, sizeof p) == 0);
 }
 
+/* The 8- and 16-token tiles' two-warp start (tune/sm90.h, NOTES.md row 193): more than two CTAs
+ * a SM, 16 tokens or fewer, a known SM count; on the pinned M = 16 plans (132 SMs) q, o, gate
+ * and down take it, k (112 CTAs) does not. */
+static void two_warp_start(void)
+{
+    CHECK(qmm_sm90_two_warp_start(16, 265, 132) && !qmm_sm90_two_warp_start(16, 264, 132));
+    CHECK(qmm_sm90_two_warp_start(8, 1000, 132) && !qmm_sm90_two_warp_start(32, 1000, 132));
+    CHECK(!qmm_sm90_two_warp_start(16, 1000, 0));
+    const qmm_device_desc d = sm90();
+    static const int two[] = {1, 0, 1, 1, 1}; /* qwen3_4b's rows: q, k, o, gate, down */
+    for (size_t i = 0; i < sizeof qwen3_4b / sizeof qwen3_4b[0]; i++) {
+        qmm_plan p;
+        CHECK_OK(qmm_plan_call(&d, 16, qwen3_4b[i].n, qwen3_4b[i].k, NULL, &p));
+        CHECKF(qmm_sm90_two_warp_start(p.tile_m, p.blocks, d.gpu.sms) == two[i],
+               "%s M=16: %lld CTAs of %d tokens on %d SMs, two warps %d, want %d", qwen3_4b[i].proj,
+               (long long)p.blocks, p.tile_m, d.gpu.sms, !two[i], two[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, other_block_height, long_prompts, plan_fields,
-               forced, generic_gpu, group_routing, bad_input);
+               forced, generic_gpu, group_routing, two_warp_start, bad_input);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -79,8 +79,8 @@ static const char copy_ptx[] =
 #define COPY_THREADS 256
 #define WINDOW_BYTES ((size_t)1 << 20)
 /* check_copy's three windows fit without overlapping from here up (its middle one starts
- * 193 KiB past the half) */
-#define COPY_MIN_BYTES (4 * WINDOW_BYTES)
+ * 193 KiB past the half, so they need bytes / 2 + 193 KiB + 1 MiB <= bytes - 1 MiB: 4.4 MiB) */
+#define COPY_MIN_BYTES (8 * WINDOW_BYTES)
 #define GEMM_N 8192
 
 static void default_ceiling(bench_ceiling *x, double value)

@@ -48,7 +48,7 @@ static void print_copy_ceiling(FILE *f, const bench_ceiling *c)
     for (const char *p = c->note; *p && k + 1 < sizeof note; p++)
         note[k++] = *p == '"' || *p == '\\' ? '\'' : (unsigned char)*p < 0x20 ? ' ' : *p;
     note[k] = 0;
-    if (c->measured)
+    if (c->measured && isfinite(c->value) && isfinite(c->min) && isfinite(c->max)) /* valid JSON */
         fprintf(f, "\"copy_measured\": 1, \"copy_gbs\": %.1f, \"copy_gbs_min\": %.1f, "
                 "\"copy_gbs_max\": %.1f, ", c->value, c->min, c->max);
     else
@@ -97,9 +97,11 @@ static double copy_ceiling_md(FILE *f, const char *json, int *measured)
     double gbs = e2e_json_num(json, "copy_gbs");
     *measured = e2e_json_num(json, "copy_measured") > 0 && gbs > 0; /* NAN when absent */
     if (*measured) {
-        fprintf(f, "Ceiling: the %.2f TB/s device copy, measured in this run (%.2f - %.2f TB/s "
-                "over its replays).\n\n", gbs / 1e3, e2e_json_num(json, "copy_gbs_min") / 1e3,
-                e2e_json_num(json, "copy_gbs_max") / 1e3);
+        const double lo = e2e_json_num(json, "copy_gbs_min"), hi = e2e_json_num(json, "copy_gbs_max");
+        fprintf(f, "Ceiling: the %.2f TB/s device copy, measured in this run", gbs / 1e3);
+        if (lo > 0 && hi > 0) /* NAN when absent */
+            fprintf(f, " (%.2f - %.2f TB/s over its replays)", lo / 1e3, hi / 1e3);
+        fprintf(f, ".\n\n");
         return gbs;
     }
     char note[160];

@@ -64,7 +64,7 @@ void bench_measure_ceilings(cudaStream_t s, bench_cublas *cb, const bench_opts *
                             bench_ceilings *c);
 void bench_default_ceilings(bench_ceilings *c);
 /* The copy ceiling alone, as bench_measure_ceilings measures it but over `bytes` per buffer (a
- * multiple of 16, at least 4 MiB; two buffers are allocated) and `reps` replays of a graph of 10
+ * multiple of 16, at least 8 MiB; two buffers are allocated) and `reps` replays of a graph of 10
  * copies, on CUDA device `device` (made current) and a stream of its own. Returns 0 with c
  * measured (GB/s at the median, the slowest and the fastest replay), or -1 with c->measured = 0,
  * c->value = 0 and the reason in c->note: a bad request, no memory for the buffers, the kernel

@@ -33,8 +33,9 @@
  *
  * Programmatic dependent launch: the producer issues weight copies before griddepcontrol.wait
  * (weights never depend on the previous kernel: every stage's at 8–16 tokens, the first stage's
- * from 32 on), the activations after it; consumers wait before writing; launch_dependents once
- * every copy is issued.
+ * from 32 on), the activations after it (at 8–16 tokens from a second warp where the launch has
+ * more than two CTAs a SM: tune/sm90.h's qmm_sm90_two_warp_start); consumers wait before
+ * writing; launch_dependents once every copy is issued.
  *
  * Files: the kernel in gemm_sm90_kernel.cuh, its argument block and shared-memory layout in
  * gemm_sm90_args.cuh, the host side (tensor map, init, occupancy, launch) here.
@@ -206,13 +207,9 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     args.by_split = sm90_div(sched.split > 0 ? sched.split : 1);
     args.by_groups = sm90_div(args.groups);
     args.by_m_tiles = sm90_div(args.m_tiles);
-    /* Up to 16 tokens every first stage goes out before the dependency wait. With more than two
-     * CTAs a SM, their activations queued behind the SM's weight copies when one warp issued
-     * both; a second warp issuing them took q, o, gate, down at 9-16 tokens 4-8 % faster on an
-     * H100 (clusters of 5-8 and 2, 280-1 216 CTAs), but launches of at most two CTAs a SM
-     * 0-14 % slower (k: 112 CTAs, +5.5 %; every cluster size of 32-256 CTAs), so the rule
-     * takes the CTA count (NOTES.md rows 172, 193) */
-    args.two_warp_start = cf.tile_tokens <= 16 && sched.sms > 0 && args.ctas > 2 * sched.sms;
+    /* up to 16 tokens every first stage goes out before the dependency wait, from two warps
+     * where the launch has more than two CTAs a SM (tune/sm90.h) */
+    args.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, args.ctas, sched.sms);
 
     const int gpb = groups_per_block(w.group);
 #define QMM_SM90_DISPATCH(tn, wg, st, bps)                                          \

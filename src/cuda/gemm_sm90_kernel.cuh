@@ -80,7 +80,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                })
 
     /* The producer's schedule (Sm90Pos): the (tile, group) of its next weight and activation
-     * copies; lane 0 of warp 0 issues every copy. */
+     * copies; lane 0 of warp 0 issues every copy (but the first stages' activations with `two`,
+     * below: lane 0 of warp 1). */
     using Pos = Sm90Pos;
     auto advance = [&](Pos &q) { sm90_advance<DP>(args, q, dp_end, begin); };
     const bool producer_warp = threadIdx.x < 32, lane0 = threadIdx.x == 0;
@@ -133,11 +134,13 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             tma_load_3d(smem + s * S::STAGE_BYTES, &amap, 0, q.mt * TN, q.grp * 2, &full[s]);
         advance(q);
     };
-    /* The first stage goes out before the block barrier, which waits for every warp of the CTA
-     * to have started (0.3–0.5 µs after entry; the first copy came 0.4 µs after it): the
-     * weights of PRE_W stages, then, once the previous kernel is done, the first activations.
-     * The rest of the first stages follow the barrier: issuing them took ~0.1 µs a stage, and
-     * held before it they kept the consumers from the first stage (NOTES.md row 108). */
+    /* One warp: the first stage goes out before the block barrier, which waits for every warp
+     * of the CTA to have started (0.3–0.5 µs after entry; the first copy came 0.4 µs after it):
+     * the weights of PRE_W stages, then, once the previous kernel is done, the first
+     * activations. The rest of the first stages follow the barrier: issuing them took ~0.1 µs a
+     * stage, and held before it they kept the consumers from the first stage (NOTES.md row
+     * 108). Two warps (`two`): every first stage goes out before the barrier, the weights from
+     * warp 0, the activations from warp 1 (NOTES.md row 193). */
     auto first_act = [&](int j) {
         load_act(j, ap);
         if (j + pre_w < pre) load_weights(j + pre_w, wp);
@@ -147,9 +150,14 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
          * the previous kernel and requests their activations */
         if (producer_warp) {
             named_barrier_arrive(2, 64); /* the barriers are made: warp 1 may copy */
-            for (int j = 0; j < pre; j++) load_weights(j, wp);
+            for (int j = 0; j < pre; j++) {
+                load_weights(j, wp);
+                SM90_TRACE(if (j == 0) tr[SM90_TR_P_W0] = clock64() - t_entry);
+            }
+            SM90_TRACE(tr[SM90_TR_P_WALL] = clock64() - t_entry);
             for (int j = 0; j < pre; j++) advance(ap); /* warp 1's stages */
             pdl_wait();
+            SM90_TRACE(tr[SM90_TR_P_PDL] = clock64() - t_entry);
         } else if (act_warp) {
             named_barrier(2, 64);
             pdl_wait();

@@ -56,6 +56,15 @@ static inline int qmm_sm90_cluster(int tile_tokens, int split)
     return tile_tokens <= 128 && split >= 2 && split <= QMM_SM90_MAX_CLUSTER ? split : 1;
 }
 
+/* 8- and 16-token tiles: a second producer warp requests the first stages' activations while
+ * the first requests their weights, where the launch has more than two CTAs a SM (their
+ * activations queued behind the SM's weight copies; at most two a SM were slower: NOTES.md rows
+ * 172, 193). sms 0 (unknown): one warp. */
+static inline int qmm_sm90_two_warp_start(int tile_tokens, long long ctas, int sms)
+{
+    return tile_tokens <= 16 && sms > 0 && ctas > 2LL * sms;
+}
+
 /* A stream-K CTA takes at least this many groups, so a tile's partials stay few. */
 #define QMM_SM90_MIN_STREAMK_ITERS 4
 

@@ -94,7 +94,8 @@ static qmm_status replay(qmm_llm_cuda_session *s, cudaGraphExec_t g, const llm_s
                     vals[fk[i] * steps + step] += 1e-3 * (double)(t[2] - prev_end);
 #ifdef QMM_MV_PHASES /* first start, first and last return from the wait, last end */
                 const unsigned long long at[4] = {t[0], t[1], t[3], t[2]};
-                for (int k = 0; k < 4 && fk[i] >= 0; k++)
+                const bool stamped = t[0] != ~0ull && t[1] != ~0ull && t[3] != 0; /* matvec.cu's too */
+                for (int k = 0; k < 4 && fk[i] >= 0 && stamped; k++)
                     ph[((size_t)fk[i] * 4 + k) * steps + step] += 1e-3 * (double)(long long)(at[k] - prev_end);
 #endif
                 continue;
