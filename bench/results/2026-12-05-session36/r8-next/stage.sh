@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs the next session's first call into devbin/q.tar.xz (run from the repository root):
-#   q/      HEAD: qmm
+#   q/      HEAD: qmm, gpu_sm90 (small/two-warp-start as reviewed, not yet run on a GPU)
 #   q/ph/   HEAD built with -DQMM_MV_PHASES (NOTES row 195): qmm, whose profile also prints each
 #           decode matvec's row split at its CTAs' first start, first and last return from the
 #           dependency wait, and last end (stderr, so in the command's .log)
@@ -9,9 +9,9 @@
 #   q/lib   the tokenizer's libraries
 set -euo pipefail
 export PATH=$PATH:/usr/local/cuda/bin
-ninja -C build qmm >/dev/null
+ninja -C build qmm gpu_sm90 >/dev/null
 tmp=${TMPDIR:-/tmp}/qmm-s37q && rm -rf "$tmp" && mkdir -p "$tmp/q/ph" "$tmp/q/shp"
-cp build/qmm "$tmp/q/"
+cp build/qmm build/gpu_sm90 "$tmp/q/"
 bash bench/variant.sh s37ph "-DQMM_MV_PHASES" cuda/matvec.cu llm/cuda/graph_profile.cu >/dev/null
 cp /tmp/var/s37ph/qmm "$tmp/q/ph/"
 bash bench/variant.sh s37shp "-DQMM_EXP_MV_SHAPE" llm/cuda/decode_fused.cu >/dev/null
