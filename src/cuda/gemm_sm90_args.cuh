@@ -55,7 +55,7 @@ struct Sm90Args {
      * (q, r over those); 0, 0 elsewhere */
     int dp_per_cta, dp_tiles;
     /* 8- and 16-token tiles: warp 1 requests the first stages' activations while warp 0
-     * requests their weights (gemm_sm90.cu says when) */
+     * requests their weights (when: tune/sm90.h, qmm_sm90_two_warp_start) */
     int two_warp_start;
 };
 

@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         }
         advance(q);
     };
-    /* the launcher's rule (gemm_sm90.cu); warp 1 then issues the first stages' activations */
+    /* the launcher's rule (tune/sm90.h); warp 1 then issues the first stages' activations */
     const bool two = TN <= 16 && args.two_warp_start;
     const bool act_warp = two && threadIdx.x >= 32 && threadIdx.x < 64;
     if (producer_warp || act_warp) wp = sm90_pos(args, dp_begin < dp_end ? dp_begin : begin);
