@@ -506,15 +506,18 @@ static void case_g64_other_height_clusters(void) { other_height_clusters_g(64); 
 /* The 8- and 16-token tiles' start (tune/sm90.h, qmm_sm90_two_warp_start: two producer warps
  * where a launch has more than two CTAs a SM, one below): it orders copies only, so the same rows
  * give the same bits either way. A weight of n rows runs a forced split on the two-warp side of
- * the rule; its first rows (at most 1 024), the same split on the one-warp side; their outputs'
- * rows equal bitwise, the large one within tolerance of fp64. */
+ * the rule; its first rows (at most 1 024), the same split on the one-warp side (split-K summed
+ * in clusters, and through the workspace); their outputs' rows equal bitwise, the large one
+ * within tolerance of fp64. */
 static void case_two_warp_start(void)
 {
     int dev = 0, sms = 0;
     CHECK(cudaGetDevice(&dev) == cudaSuccess &&
           cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && sms > 0);
     if (sms <= 0) return;
-    static const struct { int64_t m, k; int split; } shapes[] = {{16, 2560, 5}, {9, 2560, 2}, {12, 4096, 8}};
+    /* clusters of 5, 2 and 8; 10 partitions through the workspace and the tiles' counters */
+    static const struct { int64_t m, k; int split; } shapes[] = {{16, 2560, 5}, {9, 2560, 2}, {12, 4096, 8},
+                                                                 {16, 2560, 10}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const int64_t m = shapes[i].m, k = shapes[i].k;
         const int split = shapes[i].split;
