@@ -210,6 +210,9 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     /* up to 16 tokens every first stage goes out before the dependency wait, from two warps
      * where the launch has more than two CTAs a SM (tune/sm90.h) */
     args.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, args.ctas, sched.sms);
+#ifdef QMM_SM90_TWO_EXP /* experiment (NOTES row 197): two warps at every 8- and 16-token launch */
+    args.two_warp_start = cf.tile_tokens <= 16;
+#endif
 
     const int gpb = groups_per_block(w.group);
 #define QMM_SM90_DISPATCH(tn, wg, st, bps)                                          \

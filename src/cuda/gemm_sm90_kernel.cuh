@@ -149,11 +149,21 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         /* two streams: warp 0 requests every first stage's weights at once, warp 1 waits for
          * the previous kernel and requests their activations */
         if (producer_warp) {
+#ifndef QMM_SM90_TWO_EXP /* experiment (NOTES row 197): warp 1's copies after 1 or all weights */
             named_barrier_arrive(2, 64); /* the barriers are made: warp 1 may copy */
+#endif
             for (int j = 0; j < pre; j++) {
                 load_weights(j, wp);
                 SM90_TRACE(if (j == 0) tr[SM90_TR_P_W0] = clock64() - t_entry);
+#if defined(QMM_SM90_TWO_EXP) && QMM_SM90_TWO_EXP == 2
+                if (j == 0) named_barrier_arrive(2, 64);
+#endif
             }
+#if defined(QMM_SM90_TWO_EXP) && QMM_SM90_TWO_EXP == 1
+            named_barrier_arrive(2, 64);
+#elif defined(QMM_SM90_TWO_EXP)
+            if (pre == 0) named_barrier_arrive(2, 64);
+#endif
             SM90_TRACE(tr[SM90_TR_P_WALL] = clock64() - t_entry);
             for (int j = 0; j < pre; j++) advance(ap); /* warp 1's stages */
             pdl_wait();
