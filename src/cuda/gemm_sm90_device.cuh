@@ -1,6 +1,7 @@
-/* Device helpers of the Hopper W4A16 kernel (gemm_sm90_kernel.cuh): the predicated 4-byte store
- * of the 128-token epilogues, the code conversion, a stage's fragment registers, the fixup's sum
- * of workspace partials, and the trace build's per-CTA buffer (shared-memory loads: hopper.cuh).
+/* Device helpers of the Hopper W4A16 kernel (gemm_sm90_kernel.cuh): the predicated 4-byte
+ * stores of the 128-token epilogues, how a consumer warp releases a stage, the code conversion, a
+ * stage's fragment registers, the fixup's sum of workspace partials, and the trace build's
+ * per-CTA buffer (shared-memory loads: hopper.cuh).
  * Included by gemm_sm90_kernel.cuh only (it defines that buffer). */
 #ifndef QMM_CUDA_GEMM_SM90_DEVICE_CUH
 #define QMM_CUDA_GEMM_SM90_DEVICE_CUH
@@ -30,6 +31,34 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *(const uint32_t *)&v;
 }
+
+/* Outputs 4·jj … 4·jj + 3 of a thread as 4-byte stores, from o = its place (token 2·t4, row g of
+ * the piece; its warp's 16 rows inside C, n columns a token): lanes g and g ^ 1 swap halves by
+ * two shuffles, so that a lane of even g stores rows g, g + 1 and one of odd g rows g + 7,
+ * g + 8, and a warp store fills four whole 32-byte sectors (2-byte stores wrote each sector in
+ * two halves, and a transpose through shared memory cost more than it saved: NOTES.md rows 75,
+ * 113, 116). left: the tokens from this thread's first to M. The whole warp calls it. */
+__device__ __forceinline__ void sm90_store_pairs(int g, __nv_bfloat16 *o, int64_t n, const float *v, int left)
+{
+    const bool odd = g & 1;
+    const float r0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[2], 4);
+    const float r1 = __shfl_xor_sync(0xffffffffu, odd ? v[1] : v[3], 4);
+    __nv_bfloat16 *d = odd ? o + 7 : o;
+    st_global_b32_if(left > 0, d, odd ? pack_bf16x2(r0, v[2]) : pack_bf16x2(v[0], r0));
+    st_global_b32_if(left > 1, d + n, odd ? pack_bf16x2(r1, v[3]) : pack_bf16x2(v[1], r1));
+}
+
+/* A consumer warp releases a stage by lane 0's arrive after a __syncwarp (4 arrivals a
+ * warpgroup). The diagnostic build -DQMM_SM90_ALL_LANES_ARRIVE has every lane arrive instead, so
+ * that compute-sanitizer's racecheck, which does not see the __syncwarp (a NOP in SASS), sees each
+ * reading lane's own release (bench/results/2026-12-02-session11/racecheck-analysis.md). */
+#ifdef QMM_SM90_ALL_LANES_ARRIVE
+#define SM90_EMPTY_ARRIVALS 128
+#define SM90_ARRIVING_LANE true
+#else
+#define SM90_EMPTY_ARRIVALS 4
+#define SM90_ARRIVING_LANE (lane == 0)
+#endif
 
 /* The conversion of two codes (dequant_pair). The experiment build -DQMM_SM90_STUB_DEQUANT=N
  * replaces it for timing only (wrong results): 1 one logic instruction; 2 the two bf16x2 FMAs

@@ -13,18 +13,6 @@
 
 namespace qmm {
 
-/* A consumer warp releases a stage by lane 0's arrive after a __syncwarp (4 arrivals a
- * warpgroup). The diagnostic build -DQMM_SM90_ALL_LANES_ARRIVE has every lane arrive instead, so
- * that compute-sanitizer's racecheck, which does not see the __syncwarp (a NOP in SASS), sees each
- * reading lane's own release (bench/results/2026-12-02-session11/racecheck-analysis.md). */
-#ifdef QMM_SM90_ALL_LANES_ARRIVE
-#define SM90_EMPTY_ARRIVALS 128
-#define SM90_ARRIVING_LANE true
-#else
-#define SM90_EMPTY_ARRIVALS 4
-#define SM90_ARRIVING_LANE (lane == 0)
-#endif
-
 // a (tensor map) is [m, k] bf16; packed/sb the device layout (groups of 128/GPB); c is [m, n] bf16.
 template <int TN, int WG, int STAGES, int BPS, int GPB>
 __global__ void __launch_bounds__(128 * (WG + 1), BPS)
@@ -290,21 +278,6 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     auto store_piece = [&](int tile, int jj, const float *v) {
         store_piece_at(tile_m0(tile), warp_row0(tile) + g, jj, v);
     };
-    /* Outputs 4·jj … 4·jj + 3 as 4-byte stores, from o = this thread's place (token 2·t4, row g
-     * of the piece; its warp's 16 rows inside C, args.vec_c): lanes g and g ^ 1 swap halves by
-     * two shuffles, so that a lane of even g stores rows g, g + 1 and one of odd g rows g + 7,
-     * g + 8, and a warp store fills four whole 32-byte sectors (2-byte stores wrote each
-     * sector in two halves, and a transpose through shared memory cost more than it saved:
-     * NOTES.md rows 75, 113, 116). left: the tokens from this thread's first to M. The whole
-     * warp calls it. */
-    auto store_piece_pairs = [&](__nv_bfloat16 *o, int64_t n, const float *v, int left) {
-        const bool odd = g & 1;
-        const float r0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[2], 4);
-        const float r1 = __shfl_xor_sync(0xffffffffu, odd ? v[1] : v[3], 4);
-        __nv_bfloat16 *d = odd ? o + 7 : o;
-        st_global_b32_if(left > 0, d, odd ? pack_bf16x2(r0, v[2]) : pack_bf16x2(v[0], r0));
-        st_global_b32_if(left > 1, d + n, odd ? pack_bf16x2(r1, v[3]) : pack_bf16x2(v[1], r1));
-    };
     /* 4-byte stores in the 128-token kernels (the 64-token two-warpgroup kernel spilled with
      * them; the smaller tiles store little) */
     constexpr bool PAIR_STORES = TN >= 128;
@@ -393,7 +366,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                                 v[0] += __uint_as_float(x[j][z].x), v[1] += __uint_as_float(x[j][z].y);
                                 v[2] += __uint_as_float(x[j][z].z), v[3] += __uint_as_float(x[j][z].w);
                             }
-                            store_piece_pairs(c0 + r4 * tok8, n, v, left0 - 8 * r4);
+                            sm90_store_pairs(g, c0 + r4 * tok8, n, v, left0 - 8 * r4);
                         }
                     }
                 }
@@ -514,7 +487,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             const int64_t n = args.n;
             __nv_bfloat16 *c0 = args.c + (m0 + 2 * t4) * n + warp_row0(tile) + g;
 #pragma unroll
-            for (int jj = 0; jj < TN / 8; jj++) store_piece_pairs(c0 + jj * 8 * n, n, acc + 4 * jj, left0 - 8 * jj);
+            for (int jj = 0; jj < TN / 8; jj++) sm90_store_pairs(g, c0 + jj * 8 * n, n, acc + 4 * jj, left0 - 8 * jj);
         } else if (store) {
 #pragma unroll
             for (int jj = 0; jj < TN / 8; jj++) store_piece(tile, jj, acc + 4 * jj);

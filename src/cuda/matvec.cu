@@ -39,6 +39,7 @@
 #include "hopper.cuh"
 #include "matvec_epilogue.cuh"
 #include "matvec_layout.cuh"
+#include "matvec_stamps.cuh"
 #include "w4_layout.h"
 
 namespace qmm {
@@ -65,44 +66,6 @@ __device__ __forceinline__ uint32_t ld_stream32(const uint32_t *p)
     uint32_t v;
     asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
     return v;
-}
-
-__device__ __forceinline__ unsigned long long mv_now()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-/* The in-graph profile's stamp (MatvecArgs::stamp; nothing without it): [2], the last CTA's
- * end, by thread 0 of each CTA after its block's last writes. The profile times a matvec from
- * the previous kernel's end to this, so no start or wait stamp is taken: read there too, the
- * pointer stayed live through the loop and cost the 8-warp kernel of 2-8 tokens a spill. */
-__device__ __forceinline__ void mv_stamp_end(unsigned long long *stamp)
-{
-    if (!stamp || threadIdx.x != 0) return;
-    atomicMax(stamp + 2, mv_now());
-}
-/* Experiment build -DQMM_MV_PHASES (NOTES row 195; it may spill): thread 0 of every CTA also
- * stamps its start into [0] (the earliest) and its return from the dependency wait into [1] (the
- * earliest) and [3] (the latest), where the profile splits a matvec's row (graph_profile.cu). */
-__device__ __forceinline__ void mv_phase_start(unsigned long long *stamp)
-{
-#ifdef QMM_MV_PHASES
-    if (stamp && threadIdx.x == 0) atomicMin(stamp, mv_now());
-#endif
-    (void)stamp;
-}
-__device__ __forceinline__ void mv_phase_waited(unsigned long long *stamp)
-{
-#ifdef QMM_MV_PHASES
-    if (stamp && threadIdx.x == 0) {
-        const unsigned long long t = mv_now();
-        atomicMin(stamp + 1, t);
-        atomicMax(stamp + 3, t);
-    }
-#endif
-    (void)stamp;
 }
 
 /* A lane's slot: its 16 bytes of rows g8 and g8 + 8 of the next (tile, group) and their scale|bias
