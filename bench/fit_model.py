@@ -38,7 +38,7 @@ import numpy as np
 from csvmeta import read_csv_with_meta
 
 SMS = 132
-ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 1), (128, 1, 1),
+ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 2), (128, 1, 1),
         (256, 2, 1)]  # tn, wg, bps
 WIDE_MIN_M = 1024  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
 RUN = dict(wide_min_m=WIDE_MIN_M)  # the run being read: runs before the tile existed have none
@@ -64,7 +64,7 @@ NOT_CONTENDERS = ("auto", "cublas", "read", "wgmma")  # not qmm's own forced sch
 # resident CTAs in clusters of s (src/tune/sm90.c sm90_cluster_ctas, the H200's occupancy API)
 CLUSTER_CTAS = [[0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368, 345, 372, 329, 360],
                 [0, 0, 264, 237, 248, 235, 234, 224, 240], [0, 0, 132, 117, 120, 110, 102, 105, 120],
-                [0, 0, 132, 117, 120, 110, 102, 105, 120], [0, 0, 132, 117, 120, 110, 102, 105, 120],
+                [0, 0, 132, 117, 120, 110, 102, 105, 120], [0, 0, 264, 237, 248, 235, 234, 224, 240],
                 [0, 0, 132, 117, 120, 110, 102, 105, 120], [0] * 9]  # TN 256: no clusters
 
 
@@ -180,9 +180,18 @@ def auto_plan(m, n, k, th):
 
 def read_cells(path):
     """{(proj, m): {'n', 'k', 't': {(contender, split): µs}, 'auto': (path, split)}}; path may
-    join several CSVs with '+' (their cells together)."""
+    join several CSVs with '+' (their cells together), and end in '^' and an overlay CSV, a later
+    run of a changed kernel row whose (proj, m) pairs replace the base's (only pairs the base has:
+    tests/test_perf_fit.c's overlay)."""
+    path, _, overlay = path.partition("^")
     cells = {}
     rows = [r for p in path.split("+") for r in read_csv_with_meta(p)[1]]
+    if overlay:
+        over = read_csv_with_meta(overlay)[1]
+        base = {(r["proj"], r["m"]) for r in rows}
+        pairs = {(r["proj"], r["m"]) for r in over} & base
+        rows = [r for r in rows if (r["proj"], r["m"]) not in pairs] + \
+               [r for r in over if (r["proj"], r["m"]) in pairs]
     # the runs before the twenty-fifth session had no 256-token tile: the mirror plans them
     # without it (this and the following calls, until the next read_cells)
     RUN["wide_min_m"] = WIDE_MIN_M if any(r["tile_m"] == "256" for r in rows) else 0

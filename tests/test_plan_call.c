@@ -40,7 +40,9 @@ static qmm_device_desc sm90_tiled(void)
  * blocks, 8.7 µs measured against the dense path's 9.9), the dense path beyond. Since session
  * 16 token tiles of 64 and 128 also take clusters of the other block height where the model
  * prefers them: o and down at M = 64 clusters of 5 in 128-row blocks (8.11 / 13.57 µs measured
- * against 10.35 / 16.44 for 64-row clusters of 2 and stream-K; NOTES.md row 114). Since session
+ * against 10.35 / 16.44 for 64-row clusters of 2 and stream-K; NOTES.md row 114) until session
+ * 37, whose 64-row tile of 64 tokens runs two CTAs a SM: o and down at M = 64 in its clusters of
+ * 5 (200 CTAs), q in clusters of 3, k of 7 (NOTES.md row 199). Since session
  * 25 the 256-token tile, unsplit, takes q and gate at M = 2048, where its tiles fill the waves
  * (NOTES.md row 161).
  * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
@@ -53,15 +55,15 @@ static const struct {
     const char *tiled[5], *deflt[5];
 } qwen3_4b[] = {
     {"q", 2560, 4096, {"splitk/10/5.4", "splitk/10/6.1", "splitk/5/12.2", "splitk/4/15.2", "dense/1/66.3"},
-     {"matvec/1/4.1", "wgmma/5/320x16x64", "wgmma/2/128x64x64", "wgmma/1/96x128x128", "wgmma/1/256x256x128"}},
+     {"matvec/1/4.1", "wgmma/5/320x16x64", "wgmma/3/192x64x64", "wgmma/1/96x128x128", "wgmma/1/256x256x128"}},
     {"k", 2560, 1024, {"splitk/10/4.9", "splitk/10/5.1", "splitk/10/7.1", "splitk/10/7.8", "dense/1/20.2"},
-     {"matvec/1/2.6", "wgmma/7/112x16x64", "wgmma/5/80x64x64", "wgmma/2/96x128x64", "dense/1/20.2"}},
+     {"matvec/1/2.6", "wgmma/7/112x16x64", "wgmma/7/112x64x64", "wgmma/2/96x128x64", "dense/1/20.2"}},
     {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/19.1", "dense/1/66.3"},
-     {"matvec/1/4.1", "wgmma/8/320x16x64", "wgmma/5/100x64x128", "wgmma/2/120x128x128", "dense/1/66.3"}},
+     {"matvec/1/4.1", "wgmma/8/320x16x64", "wgmma/5/200x64x64", "wgmma/2/120x128x128", "dense/1/66.3"}},
     {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/38.4", "dense/1/150.7"},
      {"matvec/1/6.7", "wgmma/2/304x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "wgmma/1/608x256x128"}},
     {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/38.4", "dense/1/150.7"},
-     {"matvec/1/6.7", "wgmma/8/320x16x64", "wgmma/5/100x64x128", "wgmma/2/120x128x128", "dense/1/150.7"}},
+     {"matvec/1/6.7", "wgmma/8/320x16x64", "wgmma/5/200x64x64", "wgmma/2/120x128x128", "dense/1/150.7"}},
 };
 
 /* Every row of the table under d: the tiled columns (deflt = 0) or the default ones. */
@@ -108,7 +110,8 @@ static void qwen3_4b_default_table(void)
 
 /* Clusters of the other block height (NOTES.md rows 112, 114): the auto plan takes them where
  * the model prefers them; a forced split keeps the rule's height, and the two share partitions
- * (gpu_sm90's other-height cases check them bitwise on the GPU). */
+ * (gpu_sm90's other-height cases check them bitwise on the GPU). At 64 tokens the 128-row
+ * clusters are no longer planned for these shapes (NOTES.md row 199). */
 static void other_block_height(void)
 {
     qmm_device_desc d = sm90();
@@ -118,7 +121,6 @@ static void other_block_height(void)
     } cells[] = {
         {128, 1024, 2560, 5, 128, 64, 128}, /* k at M = 128 */
         {128, 4096, 2560, 2, 128, 64, 128}, /* q at M = 128 */
-        {64, 2560, 4096, 5, 64, 128, 64},   /* o at M = 64 */
     };
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         qmm_plan p, f;

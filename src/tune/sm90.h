@@ -37,6 +37,9 @@
  * scales|biases + activations TN·256 bytes each). Groups of 64 need no more shared memory than
  * groups of 128 (stages round up to 1 KB); groups of 32 add 1 KB a stage at WG = 2 (at most
  * 216 KB a CTA): every row keeps its stage count and resident blocks per SM at every group size.
+ * 64 tokens × 64 rows runs two CTAs a SM (5 stages of 21 KB): at one a SM (9 stages) it was
+ * 3-8 % slower at 48-64 tokens on q, k, o and down, also in launches of fewer CTAs than SMs (q in
+ * clusters of 2, 128 CTAs: NOTES.md rows 198-199).
  * The last row (128 tokens × 64 rows, 5 stages of 37 KB) runs only split-K in clusters, where
  * the planner's model prefers twice the tiles to the 128-row row's; likewise 64 tokens × 128
  * rows where the rule takes 64-row blocks (plan_call.c, the other block height). The 256-token
@@ -44,7 +47,7 @@
  * NOTES.md row 161): a converted weight fragment feeds twice the tokens of the 128-token tile. */
 #define QMM_SM90_CONFIGS(X)                                                                        \
     X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 8, 2)                                                    \
-    X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 9, 1) X(128, 1, 5, 1) X(256, 2, 3, 1)
+    X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 5, 2) X(128, 1, 5, 1) X(256, 2, 3, 1)
 
 /* Split-K with 2 … this many partitions runs each tile's CTAs as one cluster that sums the
  * partials in distributed shared memory (8: the portable cluster size); more partitions go
