@@ -2,9 +2,9 @@
 # bench/fit_model.py mirrors the planner and the wgmma model in Python (to refit the constants);
 # tests/test_perf_fit.c checks the C side on the same committed H200 runs. Both must count the
 # same cells: forced contenders within 15 %, auto cells within 15 %, plans within 5 % of the
-# best, on both passes of session 25's final run (their q, k, o, down at M = 64 from session 37's
-# run of the 64-token tile that replaced the one they measured). A mirror that drifts from the C code (or stops
-# running, as it did for the default refit from session 25 to 28) fails here.
+# best, on both passes of session 25's final run (their q, k, o, down at M = 64 from session
+# 37's run of the 64-token tile that replaced the one they measured). A mirror that drifts from
+# the C code (or stops running, as it did for the default refit from session 25 to 28) fails here.
 # The interpreter is $PYTHON (.ci/run's venv has numpy) or python3; without numpy the test skips
 # (77), in CI (CI=true) it fails.
 # Usage: fit_mirror_check.sh <test_perf_fit binary>
