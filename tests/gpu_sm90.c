@@ -64,6 +64,14 @@ static void check_schedules(int64_t m, int64_t n, int64_t k, const char *name)
     check_schedules_g(m, n, k, QMM_GROUP, name);
 }
 
+/* M through every token tile's tails (NOTES.md row 200: a last tile that M does not fill gets
+ * boxes of its own rows), the 256-token tile's too (M = 1100), on a ragged N and K = 10 groups */
+static void case_all_m(void)
+{
+    static const int64_t ms[] = {1, 3, 8, 9, 15, 16, 17, 31, 33, 40, 63, 64, 65, 100, 127, 129, 200, 257, 1100};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) check_schedules(ms[i], 1000, 1280, "all-m");
+}
+
 static void case_projections(void)
 {
     static const int64_t ms[] = {1, 9, 16, 17, 32, 64, 100, 128, 256, 2048};
@@ -581,6 +589,7 @@ static const test_case cases[] = {
     {"bitwise/128-token", case_bitwise_128},
     {"bitwise/256-token", case_bitwise_256},
     {"small/256-token", case_small_256},
+    {"all-m", case_all_m},
     {"projections", case_projections},
     {"other-height/clusters", case_other_height_clusters},
     {"g64/other-height-clusters", case_g64_other_height_clusters},

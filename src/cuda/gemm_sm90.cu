@@ -147,12 +147,12 @@ size_t sm90_workspace_bytes(int config, int ctas)
 }
 
 template <int TN, int WG, int ST, int BPS, int GPB>
-static cudaError_t launch_sm90_t(const CUtensorMap &map, const Sm90Args &args, bool pdl,
-                                 cudaStream_t stream)
+static cudaError_t launch_sm90_t(const CUtensorMap &map, const CUtensorMap &map_last, const Sm90Args &args,
+                                 bool pdl, cudaStream_t stream)
 {
     return launch_cluster_pdl(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB>, dim3((unsigned)args.ctas),
                               dim3(Sm90Shape<TN, WG, GPB>::THREADS), sm90_smem_bytes<TN, WG, ST, GPB>(),
-                              stream, pdl, (unsigned)args.cluster, map, args);
+                              stream, pdl, (unsigned)args.cluster, map, map_last, args);
 }
 
 cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &w,
@@ -166,7 +166,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
 
     /* A seen as [K/64 chunks][M rows][64]: one box {64, TN, 2} is a group's two swizzled
      * 64-wide chunks, stored chunk after chunk as the B descriptors expect */
-    CUtensorMap map;
+    CUtensorMap map, map_last;
     cuuint64_t dims[3] = {64, (cuuint64_t)m, (cuuint64_t)(w.k / 64)};
     cuuint64_t strides[2] = {(cuuint64_t)w.k * 2, 128};
     cuuint32_t box[3] = {64, (cuuint32_t)cf.tile_tokens, 2};
@@ -175,6 +175,23 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
                         elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
+    /* A last token tile that M does not fill: boxes of its rows only, one a k half (the box
+     * rows past M cost the copy engine as much as real ones, or more: NOTES.md row 200). The
+     * wgmma columns of the rows not copied read whatever the stage held; their outputs are
+     * never stored. */
+    const int tail = m % cf.tile_tokens;
+    int last_rows = tail;
+#ifdef QMM_EXP_ACT_ROWS_OFF /* experiment build: every box TN rows, as before row 200 */
+    last_rows = 0;
+#endif
+    map_last = map;
+    if (last_rows) {
+        cuuint32_t box_last[3] = {64, (cuuint32_t)last_rows, 1};
+        r = encode(&map_last, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)a, dims, strides, box_last, elem,
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
+    }
 
     Sm90Args args;
     args.packed = w.packed;
@@ -210,6 +227,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     /* up to 16 tokens every first stage goes out before the dependency wait, from two warps
      * where the launch has more than two CTAs a SM (tune/sm90.h) */
     args.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, args.ctas, sched.sms);
+    args.last_rows = last_rows;
 #ifdef QMM_SM90_TWO_EXP /* experiment (NOTES row 197): two warps at every 8- and 16-token launch */
     args.two_warp_start = cf.tile_tokens <= 16;
 #endif
@@ -217,9 +235,9 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     const int gpb = groups_per_block(w.group);
 #define QMM_SM90_DISPATCH(tn, wg, st, bps)                                          \
     if (cf.tile_tokens == tn && cf.warpgroups == wg && cf.stages == st)             \
-        return gpb == 1   ? launch_sm90_t<tn, wg, st, bps, 1>(map, args, pdl, stream) \
-               : gpb == 2 ? launch_sm90_t<tn, wg, st, bps, 2>(map, args, pdl, stream) \
-                          : launch_sm90_t<tn, wg, st, bps, 4>(map, args, pdl, stream);
+        return gpb == 1   ? launch_sm90_t<tn, wg, st, bps, 1>(map, map_last, args, pdl, stream) \
+               : gpb == 2 ? launch_sm90_t<tn, wg, st, bps, 2>(map, map_last, args, pdl, stream) \
+                          : launch_sm90_t<tn, wg, st, bps, 4>(map, map_last, args, pdl, stream);
     QMM_SM90_CONFIGS(QMM_SM90_DISPATCH)
 #undef QMM_SM90_DISPATCH
     return cudaErrorInvalidValue;

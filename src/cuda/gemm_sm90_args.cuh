@@ -57,6 +57,10 @@ struct Sm90Args {
     /* 8- and 16-token tiles: warp 1 requests the first stages' activations while warp 0
      * requests their weights (when: tune/sm90.h, qmm_sm90_two_warp_start) */
     int two_warp_start;
+    /* the last token tile when M does not fill it: its rows (last_rows < TN; 0 when it is
+     * full) come by two boxes of last_rows rows of the second tensor map, one a 64-wide k
+     * half, so no box row lies past M (NOTES.md row 200) */
+    int last_rows;
 };
 
 template <int TN, int WG, int GPB> struct Sm90Shape {
