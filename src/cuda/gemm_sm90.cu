@@ -150,9 +150,10 @@ template <int TN, int WG, int ST, int BPS, int GPB>
 static cudaError_t launch_sm90_t(const CUtensorMap &map, const CUtensorMap &map_last, const Sm90Args &args,
                                  bool pdl, cudaStream_t stream)
 {
+    (void)map_last; /* the experiment's (QMM_EXP_ACT_ROWS) */
     return launch_cluster_pdl(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB>, dim3((unsigned)args.ctas),
                               dim3(Sm90Shape<TN, WG, GPB>::THREADS), sm90_smem_bytes<TN, WG, ST, GPB>(),
-                              stream, pdl, (unsigned)args.cluster, map, map_last, args);
+                              stream, pdl, (unsigned)args.cluster, map, SM90_MAP_LAST_ARG args);
 }
 
 cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &w,
@@ -175,14 +176,13 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
                         elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
-    /* A last token tile that M does not fill: boxes of its rows only, one a k half (the box
-     * rows past M cost the copy engine as much as real ones, or more: NOTES.md row 200). The
-     * wgmma columns of the rows not copied read whatever the stage held; their outputs are
-     * never stored. */
-    const int tail = m % cf.tile_tokens;
-    int last_rows = tail;
-#ifdef QMM_EXP_ACT_ROWS_OFF /* experiment build: every box TN rows, as before row 200 */
-    last_rows = 0;
+    /* Experiment (-DQMM_EXP_ACT_ROWS, NOTES.md row 200): a last token tile that M does not fill
+     * copied as boxes of its own rows, one a k half (the 64-token tiles ran 19-28 % slower at
+     * M = 33 than at 64). The wgmma columns of the rows not copied read whatever the stage
+     * held; their outputs are never stored. */
+    int last_rows = 0;
+#ifdef QMM_EXP_ACT_ROWS
+    last_rows = m % cf.tile_tokens;
 #endif
     map_last = map;
     if (last_rows) {
@@ -227,7 +227,9 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     /* up to 16 tokens every first stage goes out before the dependency wait, from two warps
      * where the launch has more than two CTAs a SM (tune/sm90.h) */
     args.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, args.ctas, sched.sms);
+#ifdef QMM_EXP_ACT_ROWS
     args.last_rows = last_rows;
+#endif
 #ifdef QMM_SM90_TWO_EXP /* experiment (NOTES row 197): two warps at every 8- and 16-token launch */
     args.two_warp_start = cf.tile_tokens <= 16;
 #endif

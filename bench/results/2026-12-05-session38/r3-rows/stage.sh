@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Packs devbin/r.tar.xz (run from the repository root, after `ninja -C build qmm gpu_sm90 test_ops
-# cluster_fuse` at the commit under test): r/ that build, r/off/ its -DQMM_EXP_ACT_ROWS_OFF
-# variant, r/base/ the thirty-seventh session's landed qmm (from session 36's r8-next archive,
-# devbin/q.tar.xz), r/lib the tokenizer's libraries.
+# Packs devbin/r.tar.xz for cmds.txt (run from the repository root at the commit under test):
+#   r/       HEAD's qmm, gpu_sm90, test_ops and the cluster_fuse probe
+#   r/rows/  HEAD built with -DQMM_EXP_ACT_ROWS (NOTES row 200): qmm, gpu_sm90, test_ops
+#   r/lib    the tokenizer's libraries
 set -euo pipefail
 export PATH=$PATH:/usr/local/cuda/bin
-tmp=${TMPDIR:-/tmp}/qmm-s38r && rm -rf "$tmp" && mkdir -p "$tmp/r/off" "$tmp/r/base"
+ninja -C build qmm gpu_sm90 test_ops cluster_fuse >/dev/null
+tmp=${TMPDIR:-/tmp}/qmm-s38r && rm -rf "$tmp" && mkdir -p "$tmp/r/rows"
 cp build/qmm build/gpu_sm90 build/test_ops build/cluster_fuse "$tmp/r/"
-bash bench/variant.sh s38off "-DQMM_EXP_ACT_ROWS_OFF" cuda/gemm_sm90.cu >/dev/null
-cp /tmp/var/s38off/qmm "$tmp/r/off/"
-tar -C "$tmp" -xJf devbin/q.tar.xz q/qmm && mv "$tmp/q/qmm" "$tmp/r/base/"
+TESTS="gpu_sm90 test_ops" bash bench/variant.sh s38rows "-DQMM_EXP_ACT_ROWS" cuda/gemm_sm90.cu >/dev/null
+cp /tmp/var/s38rows/qmm /tmp/var/s38rows/gpu_sm90 /tmp/var/s38rows/test_ops "$tmp/r/rows/"
 bash bench/carry-libs.sh "$tmp/r" >/dev/null
 tar -C "$tmp" -cf - r | xz -9e -T1 --lzma2=preset=9e,dict=256MiB >devbin/r.tar.xz
 ls -la devbin/r.tar.xz
