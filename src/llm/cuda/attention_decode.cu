@@ -57,6 +57,16 @@ void attention_decode_trace_print(void)
 }
 #endif
 
+/* One split (up to AD_SINGLE positions): a block a query head. The experiment build
+ * -DQMM_AD_GROUP_BLOCK (NOTES.md row 201) runs a block a KV head there instead, its G heads as
+ * the mma's columns (the other blocks exit at once): is a block of G heads as short a chain as
+ * one of one head on the tensor cores? */
+#ifdef QMM_AD_GROUP_BLOCK
+constexpr bool AD_ONE_HEAD = false;
+#else
+constexpr bool AD_ONE_HEAD = true;
+#endif
+
 /* The kernel's barrier and dependency wait (PDL; a no-op in a plain launch). */
 struct AdBlockSync {
     unsigned long long *stamp;
@@ -98,7 +108,7 @@ __global__ void __launch_bounds__(AD_THREADS, AD_BLOCKS_PER_SM)
         }
     }
 #endif
-    attn_decode_block<HD, G, AdBlockSync, true>(q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq,
+    attn_decode_block<HD, G, AdBlockSync, AD_ONE_HEAD>(q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq,
                                                 nsplit, kc, vc, partials, counters, out, blockIdx.x,
                                                 blockIdx.y, gridDim.x, smem, AdBlockSync{stamp});
     __syncthreads();
