@@ -253,6 +253,8 @@ typedef struct qmm_llm_cuda_kernels {
                                       for all layers), "layered" (the prefill's kernels) */
     const char *decode_attention;  /* "fused" (split-KV, one launch), "cluster" (its launches of
                                       4 splits or more merged in thread-block clusters),
+                                      "fused with o" (the attention and the o projection in one
+                                      kernel: an experiment, QMM_DECODE_ATTN_O=fused),
                                       "persistent", "reference" */
 } qmm_llm_cuda_kernels;
 

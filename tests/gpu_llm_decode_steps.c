@@ -303,7 +303,51 @@ static void bucket_graphs_equal_eager(void)
     free(saved);
 }
 
+/* The attention and the o projection in one kernel (QMM_DECODE_ATTN_O=fused, an experiment: one
+ * split, so sessions of at most 128 positions): on tiny4 (Qwen3-4B's attention geometry) its
+ * graph and eager steps bit for bit, and both against the reference session's unfused steps
+ * (logits within 2e-2, tokens equal or a near tie) over 120 teacher-forced steps; tiny (hd 64)
+ * keeps the fused kernel. */
+static void attention_o_fused_matches_reference(void)
+{
+    char *saved = getenv("QMM_DECODE_ATTN_O") ? strdup(getenv("QMM_DECODE_ATTN_O")) : NULL;
+    setenv("QMM_DECODE_ATTN_O", "fused", 1);
+    const qmm_llm_config *cfgs[2] = {&tiny4, &tiny};
+    for (int ci = 0; ci < 2; ci++) {
+        enum { STEPS = 120 };
+        test_llm f;
+        if (!test_llm_init(&f, synthetic(cfgs[ci]), STEPS)) continue;
+        qmm_llm_cuda_session *g = session(f.m, 128, 1, 1, 0), *e = session(f.m, 128, 1, 0, 0);
+        qmm_llm_cuda_session *r = session(f.m, 128, 1, 1, 1);
+        qmm_llm_cuda_kernels kg, ke;
+        if (g && e && r && !qmm_llm_cuda_session_kernels(g, &kg) && !qmm_llm_cuda_session_kernels(e, &ke)) {
+            const char *want = ci == 0 ? "fused with o" : "fused";
+            CHECKF(!strcmp(kg.decode_attention, want) && !strcmp(ke.decode_attention, want),
+                   "config %d: decode attention %s / %s, want %s", ci, kg.decode_attention,
+                   ke.decode_attention, want);
+            for (int i = 0; i < STEPS; i++) {
+                int32_t tg, te;
+                CHECK_OK(qmm_llm_cuda_decode(g, f.ids[i], f.a, &tg));
+                CHECK_OK(qmm_llm_cuda_decode(e, f.ids[i], f.b, &te));
+                CHECKF(!memcmp(f.a, f.b, (size_t)f.V * 4) && tg == te,
+                       "config %d, position %d: graph and eager steps differ", ci, i);
+            }
+            qmm_llm_cuda_session_destroy(g);
+            g = session(f.m, 128, 1, 1, 0);
+            const double worst = g ? test_decode_pair(&f, g, r, STEPS, 2e-2, "attention+o", ci) : 0;
+            printf("    config %d (%s): %d positions, worst logits rel err %.3g\n", ci, want, STEPS, worst);
+        }
+        qmm_llm_cuda_session_destroy(g);
+        qmm_llm_cuda_session_destroy(e);
+        qmm_llm_cuda_session_destroy(r);
+        test_llm_free(&f);
+    }
+    if (saved) setenv("QMM_DECODE_ATTN_O", saved, 1);
+    else unsetenv("QMM_DECODE_ATTN_O");
+    free(saved);
+}
+
 TEST_GPU_MAIN("the decode step is not tested here", pdl_on_off_bitwise,
               fused_attention_matches_reference, ten_thousand_steps, graph_profile_adds_up,
-              bucket_graphs_equal_eager)
+              bucket_graphs_equal_eager, attention_o_fused_matches_reference)
 #endif

@@ -25,6 +25,9 @@ typedef enum op_kind {
     OP_MATVEC_FUSED, /* the decode matvec's epilogues (flag): 0 rmsnorm(x)·Wᵀ, 1 x += a·Wᵀ with
                       * the next norm's xg and Σx², 2 swiglu of rmsnorm(x)·Wᵀ (gate|up rows
                       * interleaved by 64), 3 y = a·Wᵀ in fp32 (a tensor-parallel partial) */
+    OP_ATTN_O,       /* OP_DECODE_FUSED's step, then x[n] += out·Wᵀ (W: n × heads·hd) with the
+                      * next norm's xg and Σx² (OP_MATVEC_FUSED's epilogue 1): one kernel, an
+                      * experiment (attention_o_fused.cu) */
     OP_KINDS
 } op_kind;
 
@@ -43,7 +46,7 @@ typedef struct op_case {
 typedef enum t_type { T_BF16, T_F32, T_I32 } t_type;
 typedef enum t_role { T_IN, T_OUT, T_INOUT } t_role;
 
-#define OP_MAX_TENSORS 12
+#define OP_MAX_TENSORS 16
 typedef struct tensor {
     const char *name;
     t_type type;

@@ -212,6 +212,33 @@ static const char *gpu_matvec_fused(op_data *d, int variant)
     return err;
 }
 
+/* ---- the attention and o in one kernel (attention_o_fused.cu, an experiment) ---- */
+
+static const char *gpu_attn_o(op_data *d, int variant)
+{
+    (void)variant;
+    const op_case *c = d->c;
+    qmm_cuda_weight *w;
+    dev_tensors dv;
+    const char *err = upload_weight_and_tensors(d, &w, &dv);
+    if (err) return err;
+    if (!llm_op_attention_o_fused_supported(w, c->heads, c->kv_heads, c->hd)) {
+        snprintf(msg, sizeof msg, OP_SKIP_PREFIX "heads %d/%d, hd %d, n %lld: not the kernel's shapes",
+                 c->heads, c->kv_heads, c->hd, (long long)c->n);
+        dev_free(d, &dv);
+        qmm_cuda_weight_free(w);
+        return msg;
+    }
+    int e = llm_op_attention_o_fused(w, D(d, &dv, "q"), D(d, &dv, "k"), D(d, &dv, "v"), D(d, &dv, "qw"),
+                                     D(d, &dv, "kw"), D(d, &dv, "cos"), D(d, &dv, "sin"), OP_EPS,
+                                     D(d, &dv, "pos"), c->heads, c->kv_heads, c->hd, d->max_seq,
+                                     D(d, &dv, "kc"), D(d, &dv, "vc"), D(d, &dv, "x"), D(d, &dv, "g"),
+                                     D(d, &dv, "xg"), D(d, &dv, "ss"));
+    err = dev_finish(d, &dv, (cudaError_t)e);
+    qmm_cuda_weight_free(w);
+    return err;
+}
+
 /* ---- engine kernels ---- */
 
 /* The cache rows outside [pos, pos + m) bitwise as they were (the tolerance of kc would hide a
@@ -365,6 +392,7 @@ static const op_backend gpu_backends[] = {
     {"cuda_mv_rounds_r4c2", OP_MATVEC_FUSED, gpu_matvec_fused, 1024 + 64 + 2, 1},
     {"cuda_mv_rounds_r8c1", OP_MATVEC_FUSED, gpu_matvec_fused, 1024 + 128 + 1, 1},
     {"cuda_mv4_rounds_r2c4", OP_MATVEC_FUSED, gpu_matvec_fused, 1024 + 512 + 32 + 4, 1},
+    {"cuda_attn_o", OP_ATTN_O, gpu_attn_o, 0, 1},
 };
 
 const op_backend *ops_gpu_backends(int *n)

@@ -87,6 +87,15 @@ void ops_make(op_data *d)
         op_add(d, "counters", T_I32, T_INOUT, (size_t)c->kv_heads, 0)->tol = 0; /* zero after */
         op_add(d, "out", T_BF16, T_OUT, qw, 0);
         break;
+    case OP_ATTN_O: /* OP_DECODE_FUSED's inputs, then OP_MATVEC_FUSED's residual (k = heads·hd) */
+        make_rope(d, c, T_IN);
+        qmm_w4_alloc(c->n, c->k, &d->w);
+        test_random_w4(&d->w, 0.002, 0.02);
+        op_add(d, "x", T_F32, T_INOUT, n, 1.0);
+        near_one(op_add(d, "g", T_BF16, T_IN, n, 0));
+        op_add(d, "xg", T_BF16, T_OUT, n, 0);
+        op_add(d, "ss", T_F32, T_OUT, (n + 15) / 16, 0);
+        break;
     case OP_MATVEC_FUSED: {
         qmm_w4_alloc(c->n, c->k, &d->w);
         test_random_w4(&d->w, 0.002, 0.02);
@@ -162,8 +171,8 @@ static void attend(op_data *d, int64_t r)
     free(scores);
 }
 
-/* the decode step: q, k rotated at pos; k, v appended; attention over 0..pos */
-static void decode_fused(op_data *d)
+/* the decode step: q, k rotated at pos; k, v appended; attention over 0..pos into out */
+static void decode_fused_into(op_data *d, qmm_bf16 *out)
 {
     const op_case *c = d->c;
     const int64_t hd = c->hd, half = hd / 2, p = c->pos, group = c->heads / c->kv_heads;
@@ -179,10 +188,39 @@ static void decode_fused(op_data *d)
     }
     for (int h = 0; h < c->heads; h++) {
         size_t base = (size_t)(h / group) * (size_t)d->max_seq * (size_t)hd;
-        llm_attend_row(q + h * hd, BF("kc") + base, BF("vc") + base, p + 1, hd, scores,
-                       BF("out") + h * hd);
+        llm_attend_row(q + h * hd, BF("kc") + base, BF("vc") + base, p + 1, hd, scores, out + h * hd);
     }
     free(q), free(scores);
+}
+static void decode_fused(op_data *d) { decode_fused_into(d, BF("out")); }
+
+/* x[r] += bf16(y[r]); xg = bf16(x·g); ss = Σx² per 16 (the residual epilogue, rows m × n) */
+static void residual_ref(op_data *d, const qmm_bf16 *y, int64_t m, int64_t n)
+{
+    const int64_t blocks = (n + 15) / 16;
+    for (int64_t r = 0; r < m; r++) {
+        float *x = F32("x") + r * n;
+        llm_add_row(x, y + r * n, n);
+        for (int64_t b = 0; b < blocks; b++) F32("ss")[r * blocks + b] = 0.f;
+        for (int64_t j = 0; j < n; j++) {
+            BF("xg")[r * n + j] = qmm_f32_to_bf16(x[j] * qmm_bf16_to_f32(BF("g")[j]));
+            F32("ss")[r * blocks + j / 16] += x[j] * x[j];
+        }
+    }
+}
+
+/* the attention (its bf16 output), then the o matmul (bf16) and the residual epilogue */
+static void attn_o(op_data *d)
+{
+    const op_case *c = d->c;
+    qmm_bf16 *a = malloc((size_t)c->k * 2), *y = malloc((size_t)c->n * 2);
+    double *yd = malloc((size_t)c->n * sizeof *yd);
+    decode_fused_into(d, a);
+    test_matmul_f64(a, 1, &d->w, yd);
+    for (int64_t i = 0; i < c->n; i++) y[i] = qmm_f32_to_bf16((float)yd[i]);
+    residual_ref(d, y, 1, c->n);
+    free(a), free(y), free(yd);
+    op_ref_from_host(d);
 }
 
 /* The fused decode matvecs as the composition of the CPU ops: rmsnorm then the matmul (its bf16
@@ -216,16 +254,7 @@ static void matvec_fused(op_data *d)
         }
         free(g), free(u);
     } else {
-        const int64_t blocks = (n + 15) / 16;
-        for (int64_t r = 0; r < m; r++) {
-            float *x = F32("x") + r * n;
-            llm_add_row(x, y + r * n, n);
-            for (int64_t b = 0; b < blocks; b++) F32("ss")[r * blocks + b] = 0.f;
-            for (int64_t j = 0; j < n; j++) {
-                BF("xg")[r * n + j] = qmm_f32_to_bf16(x[j] * qmm_bf16_to_f32(BF("g")[j]));
-                F32("ss")[r * blocks + j / 16] += x[j] * x[j];
-            }
-        }
+        residual_ref(d, y, m, n);
     }
     free(a), free(y), free(yd);
     op_ref_from_host(d);
@@ -285,6 +314,9 @@ void ops_reference(op_data *d)
         break;
     case OP_MATVEC_FUSED:
         matvec_fused(d);
+        return;
+    case OP_ATTN_O:
+        attn_o(d);
         return;
     case OP_ARGMAX: {
         float *f = malloc((size_t)n * sizeof *f);

@@ -4,6 +4,7 @@
  * says why it skipped elsewhere. --filter matmul (or rope, attn, ...) picks an op.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@
 #define FUSED(name, heads, kv, hd, pos) {name, OP_DECODE_FUSED, 1, 0, 0, heads, kv, hd, pos, 0, 1e-2, 0}
 #define ARGMAX(name, m, vocab, pos) {name, OP_ARGMAX, m, vocab, 0, 0, 0, 0, pos, 0, 0, 0}
 #define MVF(name, m, n, k, epi) {name, OP_MATVEC_FUSED, m, n, k, 0, 0, 0, 0, epi, 1e-2, 0}
+#define ATTN_O(name, heads, kv, pos, n) {name, OP_ATTN_O, 1, n, (heads) * 128, heads, kv, 128, pos, 1, 1e-2, 0}
 
 static const op_case cases[] = {
     /* matmul: Qwen3-4B projections at decode and prefill sizes, each tile configuration, ragged
@@ -89,6 +91,11 @@ static const op_case cases[] = {
     /* tensor parallelism's fp32 partials of o and down (Qwen3-8B at t = 2) */
     MVF("fp32 o m1", 1, 4096, 2048, 3), MVF("fp32 down m16", 16, 4096, 6144, 3),
     MVF("fp32 m3 n200", 3, 200, 512, 3),
+    /* the attention and o in one kernel: Qwen3-4B's shapes at one and two key tiles (its
+     * engine's range), four tiles; two KV heads with a ragged o (n 520: the last cluster's CTAs
+     * without rows) */
+    ATTN_O("attn+o 32/8 pos0 n2560", 32, 8, 0, 2560), ATTN_O("attn+o 32/8 pos100 n2560", 32, 8, 100, 2560),
+    ATTN_O("attn+o 32/8 pos255 n2560", 32, 8, 255, 2560), ATTN_O("attn+o 8/2 pos37 n520", 8, 2, 37, 520),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -115,6 +122,10 @@ tensor *op_tensor(op_data *d, const char *name)
 /* A new tensor, filled with normal(0, scale) for inputs (ints: 0) */
 tensor *op_add(op_data *d, const char *name, t_type type, t_role role, size_t count, double scale)
 {
+    if (d->nt >= OP_MAX_TENSORS) {
+        fprintf(stderr, "test_ops: case %s has more than %d tensors (ops.h)\n", d->c->name, OP_MAX_TENSORS);
+        abort();
+    }
     tensor *t = &d->t[d->nt++];
     memset(t, 0, sizeof *t);
     t->name = name, t->type = type, t->role = role, t->count = count;
@@ -260,11 +271,12 @@ OP_CASE(op_attn_decode, OP_ATTN_DECODE)
 OP_CASE(op_decode_fused, OP_DECODE_FUSED)
 OP_CASE(op_argmax, OP_ARGMAX)
 OP_CASE(op_matvec_fused, OP_MATVEC_FUSED)
+OP_CASE(op_attn_o, OP_ATTN_O)
 
 int main(int argc, char **argv)
 {
     TEST_TABLE(tc, op_matmul, op_rows, op_add_rmsnorm, op_qk_norm_rope, op_swiglu, op_attn_prefill,
-               op_attn_decode, op_decode_fused, op_argmax, op_matvec_fused);
+               op_attn_decode, op_decode_fused, op_argmax, op_matvec_fused, op_attn_o);
     int rc = test_main(argc, argv, tc, TEST_COUNT(tc));
     ops_gpu_shutdown();
     return rc;

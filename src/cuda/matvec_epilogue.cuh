@@ -45,8 +45,8 @@ __device__ __forceinline__ void mv_residual_pre_x(MvResidualPre &pre)
 }
 
 /* The epilogue of a row set from its fp32 sums ys[t][i·16 + r] (tile i, row r), all threads. */
-__device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *inv, int set, int lr,
-                            const MvResidualPre &pre)
+static __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *inv, int set, int lr,
+                                   const MvResidualPre &pre)
 {
     const int m = p.m, tid = threadIdx.x, R = 1 << lr, rows = R * 16; /* shifts, not divisions */
     if (p.epi == MV_EPI_SWIGLU) { /* R even: tile i < R/2 gate rows, tile i + R/2 their up rows */

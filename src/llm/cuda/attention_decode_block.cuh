@@ -251,7 +251,9 @@ __device__ __forceinline__ void ad_merge(const Src &src, int active, int kvh, bf
 // llm_ad_split_even, and with several splits its sums and (m, l) go to the layout's SLOT in smem
 // for the cluster's merge (partials and counters unused; returns true only where it wrote the
 // output, as with one split).
-template <int HD, int G, class Sync, bool ONE_HEAD = false, bool CLUSTER = false>
+// LOCAL_OUT: with one split, head g of the group's output at out[g · HD + d] (a buffer of the
+// group's G heads, e.g. in shared memory: attention_o_fused.cu) instead of out[h · HD + d].
+template <int HD, int G, class Sync, bool ONE_HEAD = false, bool CLUSTER = false, bool LOCAL_OUT = false>
 __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                              const bf16 *__restrict__ v, const bf16 *__restrict__ qw,
                              const bf16 *__restrict__ kw, const float *__restrict__ cos_t,
@@ -554,7 +556,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
             const int g = h0 + (e & 1), d = warp * 16 + g8 + (e >> 1) * 8, h = kvh * G + g;
             if (g >= G) continue;
             if (active == 1) {
-                out[(int64_t)h * HD + d] = __float2bfloat16_rn(o[e] / l_s[g]);
+                out[(int64_t)(LOCAL_OUT ? g : h) * HD + d] = __float2bfloat16_rn(o[e] / l_s[g]);
             } else if (CLUSTER) {
                 slot[g * HD + d] = o[e];
                 if (d == 0) {

@@ -112,6 +112,49 @@ static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_
     return llm_fused_matvec(s, p, w, name, true);
 }
 
+/* The o matvec's arguments for the attention + o kernel: weight w's arrays, the residual epilogue
+ * of p (x, xg, Σx², γ), one row. */
+static qmm::MatvecArgs attention_o_args(qmm::MatvecArgs p, const qmm_cuda_weight *w)
+{
+    const qmm::MatvecArgs wa = qmm::matvec_args(qmm::weight_dev(w));
+    p.packed = wa.packed, p.sb = wa.sb, p.n = wa.n, p.k = wa.k, p.n_pad = wa.n_pad;
+    p.group = wa.group;
+    p.m = 1;
+    return p;
+}
+
+bool llm_attention_o_fusable(const qmm_llm_cuda_session *s)
+{
+    if (!llm_decode_fusable(s) || s->off || s->tp || s->cfg.num_layers < 1) return false;
+    qmm::MatvecArgs p = {};
+    p.epi = qmm::MV_EPI_RESIDUAL;
+    p.ldc = s->cfg.hidden_size;
+    for (int64_t l = 0; l < s->cfg.num_layers; l++)
+        if (!attention_o_fused_supported((int)s->cfg.head_dim, (int)s->cfg.num_heads, (int)s->cfg.num_kv_heads,
+                                         attention_o_args(p, s->layers[l].lin[QMM_LLM_O])))
+            return false;
+    return true;
+}
+
+/* The attention of layer l and its o projection (the residual epilogue in p) as one kernel
+ * (attention_o_fused.cu), profiled as the attention with o's weight bytes. */
+static qmm_status attention_and_o(qmm_llm_cuda_session *s, int64_t l, qmm::MatvecArgs p,
+                                  const qmm_cuda_weight *w, double attn_bytes)
+{
+    const auto [H, hd, heads, kvh, L, I, eps, layer_cache, ab] = llm_dims_of(s);
+    const llm_cuda_layer *ly = &s->layers[l];
+    p = attention_o_args(p, w);
+    llm_launch ln;
+    const double bytes = attn_bytes + (double)p.n_pad * p.k / 2 + (double)p.n_pad * (p.k / 128) * 4;
+    cudaError_t e = launch_attention_o_fused(
+        s->q, s->k, s->v, ly->norm[QMM_LLM_Q_NORM], ly->norm[QMM_LLM_K_NORM], s->cos_t, s->sin_t, eps,
+        s->d_pos, heads, kvh, hd, s->max_seq, s->kc + (size_t)l * layer_cache, s->vc + (size_t)l * layer_cache,
+        p, s->stream, llm_launch_as(s, &ln, "attention", bytes));
+    if (e != cudaSuccess)
+        return qmm_fail(QMM_ERR_CUDA, "attention and o matvec (QMM_DECODE_ATTN_O=fused): %s", cudaGetErrorString(e));
+    return QMM_OK;
+}
+
 qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
 {
     const qmm_llm_config *c = &s->cfg;
@@ -158,15 +201,19 @@ qmm_status llm_cuda_decode_fused(qmm_llm_cuda_session *s, llm_prof *prof)
         if ((q = mv(s, p, wl->qkv, "q|k|v matvec"))) return q;
         llm_mark(prof, st, "q/k/v matmuls");
 
-        QMM_CUDA_TRY(llm_fused_attention(s, l, llm_launch_as(s, &ln, "attention", attn_bytes)));
-        llm_mark(prof, st, "attention");
-
         p = residual;
         p.a = s->att;
         p.lda = (int64_t)heads * hd;
         p.gamma = ly->norm[QMM_LLM_POST_ATTN_NORM];
-        if ((q = mv(s, p, wl->lin[QMM_LLM_O], "o matvec"))) return q;
-        llm_mark(prof, st, "o matmul");
+        if (s->attn_o_fused && s->nsplit_step == 1) { /* the experiment (session.cu) */
+            Q_TRY(attention_and_o(s, l, p, wl->lin[QMM_LLM_O], attn_bytes));
+            llm_mark(prof, st, "attention");
+        } else {
+            QMM_CUDA_TRY(llm_fused_attention(s, l, llm_launch_as(s, &ln, "attention", attn_bytes)));
+            llm_mark(prof, st, "attention");
+            if ((q = mv(s, p, wl->lin[QMM_LLM_O], "o matvec"))) return q;
+            llm_mark(prof, st, "o matmul");
+        }
 
         p = llm_fused_normed_input(s, true);
         p.epi = qmm::MV_EPI_SWIGLU;

@@ -16,6 +16,10 @@
 
 #include "qmm.h"
 
+namespace qmm {
+struct MatvecArgs; /* cuda/kernels.h */
+}
+
 namespace qmm_llm {
 
 typedef __nv_bfloat16 bf16;
@@ -143,6 +147,20 @@ cudaError_t launch_attention_decode_cluster(
  * sm_count > 0); 0 where neither fits, or for an unsupported hd or group (then use
  * launch_attention_decode_fused). */
 int attention_decode_cluster_splits(int kv_heads, int hd, int group, int sm_count);
+
+/* ---- attention_o_fused.cu (an experiment: QMM_DECODE_ATTN_O=fused, session.cu) ---- */
+
+/* The decode attention as launch_attention_decode_fused does it with one split, and the o
+ * projection with its residual epilogue (o: a MatvecArgs of the o weight with MV_EPI_RESIDUAL,
+ * as the fused decode step's o matvec), in one kernel: clusters of kv_heads CTAs, each CTA one KV
+ * head's attention and 32 rows of o over the whole attention output (gathered through
+ * distributed shared memory). hd 128, heads = 4 · kv_heads, kv_heads <= 8, groups of 128. */
+int attention_o_fused_supported(int hd, int heads, int kv_heads, const qmm::MatvecArgs &o);
+cudaError_t launch_attention_o_fused(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *qw,
+                                     const bf16 *kw, const float *cos_t, const float *sin_t, float eps,
+                                     const int32_t *pos, int heads, int kv_heads, int hd, int64_t max_seq,
+                                     bf16 *kc, bf16 *vc, const qmm::MatvecArgs &o, cudaStream_t stream,
+                                     const llm_launch *ln = nullptr);
 
 /* ---- swiglu_argmax.cu ---- */
 

@@ -121,6 +121,39 @@ extern "C" int llm_op_argmax_two_stage(const void *logits, int64_t vocab, float 
     return (int)launch_argmax_finish(pair_v, pair_i, argmax_blocks(vocab), tokens, pos, m, err, 0);
 }
 
+/* The o weight's MatvecArgs with the residual epilogue (one row). */
+static qmm::MatvecArgs attention_o_args(const qmm_cuda_weight *w, float *x, const void *gamma, void *xg,
+                                        float *ss_out)
+{
+    const qmm::DevWeight &d = qmm::weight_dev(w);
+    qmm::MatvecArgs p = qmm::matvec_args(d);
+    p.m = 1;
+    p.epi = qmm::MV_EPI_RESIDUAL;
+    p.ldc = d.n;
+    p.x = x;
+    p.gamma = (const bf16 *)gamma;
+    p.xg = (bf16 *)xg;
+    p.ss_out = ss_out;
+    p.ss_out_blocks = (int)((d.n + 15) / 16);
+    return p;
+}
+
+extern "C" int llm_op_attention_o_fused_supported(const qmm_cuda_weight *w, int heads, int kv_heads, int hd)
+{
+    return attention_o_fused_supported(hd, heads, kv_heads, attention_o_args(w, NULL, NULL, NULL, NULL));
+}
+
+extern "C" int llm_op_attention_o_fused(const qmm_cuda_weight *w, const void *q, const void *k, const void *v,
+                                        const void *qw, const void *kw, const float *cos_t,
+                                        const float *sin_t, float eps, const int32_t *pos, int heads,
+                                        int kv_heads, int hd, int64_t max_seq, void *kc, void *vc, float *x,
+                                        const void *gamma, void *xg, float *ss_out)
+{
+    return (int)launch_attention_o_fused((const bf16 *)q, (const bf16 *)k, (const bf16 *)v, (const bf16 *)qw,
+                                         (const bf16 *)kw, cos_t, sin_t, eps, pos, heads, kv_heads, hd, max_seq,
+                                         (bf16 *)kc, (bf16 *)vc, attention_o_args(w, x, gamma, xg, ss_out), 0);
+}
+
 extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weight *w, int m, int epi,
                                    const void *a, int64_t lda, void *c, int64_t ldc, float *x,
                                    const void *gamma, void *xg, float *ss_out, const float *ss_in,

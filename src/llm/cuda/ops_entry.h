@@ -63,6 +63,15 @@ int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weight *w, int m
                         const void *a, int64_t lda, void *c, int64_t ldc, float *x,
                         const void *gamma, void *xg, float *ss_out, const float *ss_in,
                         int ss_blocks, int norm_dim, float eps, int shape);
+/* The decode attention and the o matvec in one kernel (attention_o_fused.cu, an experiment):
+ * launch_attention_decode_fused's step at one split, then x[n] += out·Wᵀ with xg = bf16(x·gamma)
+ * and ss_out = Σx² per 16 rows (w: n × heads·hd); supported says whether the shapes fit. */
+int llm_op_attention_o_fused_supported(const qmm_cuda_weight *w, int heads, int kv_heads, int hd);
+int llm_op_attention_o_fused(const qmm_cuda_weight *w, const void *q, const void *k, const void *v,
+                             const void *qw, const void *kw, const float *cos_t, const float *sin_t,
+                             float eps, const int32_t *pos, int heads, int kv_heads, int hd,
+                             int64_t max_seq, void *kc, void *vc, float *x, const void *gamma, void *xg,
+                             float *ss_out);
 int llm_op_argmax_advance(const void *logits, int64_t vocab, int32_t *tokens, int32_t *pos, int m,
                           int32_t *err);
 /* the two-stage argmax (argmax.cu): pair_v/pair_i hold llm_op_argmax_blocks(vocab) entries */

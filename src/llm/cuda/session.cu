@@ -285,6 +285,17 @@ static int want_cluster_attention(const qmm_llm_cuda_options *o)
     return e && !strcmp(e, "cluster") && !o->persistent_decode && !o->attention_ref;
 }
 
+/* The decode attention and the o matvec in one kernel (attention_o_fused.cu; bench/NOTES.md row
+ * 202): an experiment, on only with QMM_DECODE_ATTN_O=fused, for a session whose fused attention
+ * has one split (max_seq <= 128 positions), so that its eager steps and every decode graph take it
+ * alike (its o sums run in another order than the o matvec's); one GPU, weights resident, the
+ * fused step. Whether the shapes fit is decided at the launch (attention_o_fused_supported). */
+static int want_attention_o_fused(const qmm_llm_cuda_options *o)
+{
+    const char *e = getenv("QMM_DECODE_ATTN_O");
+    return e && !strcmp(e, "fused") && !o->persistent_decode && !o->attention_ref && !o->offload_weights;
+}
+
 /* The warpgroup-MMA prefill attention (attention_prefill_wgmma.cu) instead of the mma.sync
  * kernel where it runs (hd 128, compute capability 9.0). By default (3) its tile-at-a-time
  * schedule below LLM_PREFILL_PIPE_MIN_M tokens a forward and the pipelined one from there
@@ -438,6 +449,8 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
     if (!st) st = upload_weights(s);
     if (!st && s->off) st = llm_offload_create(s);
     if (!st) st = alloc_scratch(s);
+    s->attn_o_fused = !st && !s->attn_cluster && s->nsplit_fused == 1 && want_attention_o_fused(&o) &&
+                      llm_attention_o_fusable(s);
     if (!st) st = size_workspace(s);
     if (!st) {
         /* rope table: the CPU's, bit for bit */
@@ -507,6 +520,7 @@ extern "C" qmm_status qmm_llm_cuda_session_kernels(const qmm_llm_cuda_session *s
     out->decode_attention = s->attention_ref ? "reference"
                             : s->pd          ? "persistent"
                             : s->attn_cluster ? "cluster"
+                            : s->attn_o_fused ? "fused with o"
                                               : "fused";
     return QMM_OK;
 }

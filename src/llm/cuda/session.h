@@ -123,6 +123,9 @@ struct qmm_llm_cuda_session {
     int attn_cluster;            /* 1: its launches of 4 splits or more (and at least a split a
                                   * query head) are the cluster kernel's (QMM_DECODE_ATTN=cluster:
                                   * attention_decode_cluster.cu, llm_fused_attention) */
+    int attn_o_fused;            /* 1: the decode attention and o matvec as one kernel
+                                  * (QMM_DECODE_ATTN_O=fused, an experiment: attention_o_fused.cu;
+                                  * sessions of one split only, so every step takes it) */
     int prefill_wgmma;           /* prefill attention by the warpgroup-MMA kernel
                                   * (attention_prefill_wgmma.cu): 1 a tile at a time, 2 pipelined,
                                   * 3 by length (the default at hd 128 on sm_90: pipelined from
@@ -184,6 +187,9 @@ static inline llm_dims llm_dims_of(const qmm_llm_cuda_session *s)
  * 128, the fused attention; RMSNorm folded into the matvecs that read the normed rows, the
  * residual adds into the o and down matvecs, SwiGLU into gate|up: five kernels a layer. */
 bool llm_decode_fusable(const qmm_llm_cuda_session *s);
+/* The attention + o kernel (attention_o_fused.cu) takes every layer of s's fused decode step:
+ * its shapes, one GPU, weights resident (decode_fused.cu). */
+bool llm_attention_o_fusable(const qmm_llm_cuda_session *s);
 
 /* From this many tokens a forward the default prefill attention (prefill_wgmma 3) takes the
  * pipelined schedule: it was 1.6-4.5 % slower at 128-256 tokens, even at 512 and 0.5-3.7 % faster
