@@ -92,10 +92,11 @@ static const op_case cases[] = {
     MVF("fp32 o m1", 1, 4096, 2048, 3), MVF("fp32 down m16", 16, 4096, 6144, 3),
     MVF("fp32 m3 n200", 3, 200, 512, 3),
     /* the attention and o in one kernel: Qwen3-4B's shapes at one and two key tiles (its
-     * engine's range), four tiles; two KV heads with a ragged o (n 520: the last cluster's CTAs
-     * without rows) */
+     * engine's range), four tiles; o of 2 600 rows (21 row blocks: the last cluster's four last
+     * CTAs have no rows); two KV heads with o rows ending inside a 128-row block */
     ATTN_O("attn+o 32/8 pos0 n2560", 32, 8, 0, 2560), ATTN_O("attn+o 32/8 pos100 n2560", 32, 8, 100, 2560),
-    ATTN_O("attn+o 32/8 pos255 n2560", 32, 8, 255, 2560), ATTN_O("attn+o 8/2 pos37 n520", 8, 2, 37, 520),
+    ATTN_O("attn+o 32/8 pos255 n2560", 32, 8, 255, 2560), ATTN_O("attn+o 32/8 pos7 n2600", 32, 8, 7, 2600),
+    ATTN_O("attn+o 8/2 pos37 n520", 8, 2, 37, 520),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

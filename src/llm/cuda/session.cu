@@ -289,7 +289,7 @@ static int want_cluster_attention(const qmm_llm_cuda_options *o)
  * 202): an experiment, on only with QMM_DECODE_ATTN_O=fused, for a session whose fused attention
  * has one split (max_seq <= 128 positions), so that its eager steps and every decode graph take it
  * alike (its o sums run in another order than the o matvec's); one GPU, weights resident, the
- * fused step. Whether the shapes fit is decided at the launch (attention_o_fused_supported). */
+ * fused step, and shapes the kernel takes (llm_attention_o_fusable, after the weights' upload). */
 static int want_attention_o_fused(const qmm_llm_cuda_options *o)
 {
     const char *e = getenv("QMM_DECODE_ATTN_O");
