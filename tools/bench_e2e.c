@@ -338,6 +338,12 @@ static int parent_main(const e2e_args *a, int argc, char **argv)
         fprintf(md, "Environment: QMM_DECODE_ATTN=%s (cluster: the cluster-merged decode attention "
                     "where a session has more than one split and the GPU holds its clusters).  \n",
                 attn);
+    const char *attn_o = getenv("QMM_DECODE_ATTN_O");
+    if (!a->cpu && attn_o)
+        fprintf(md, "Environment: QMM_DECODE_ATTN_O=%s (fused: the decode attention and the o "
+                    "projection in one kernel, in sessions of at most 128 positions whose shapes "
+                    "it takes).  \n",
+                attn_o);
     const char *prefill = getenv("QMM_PREFILL_ATTN");
     if (!a->cpu && prefill)
         fprintf(md, "Environment: QMM_PREFILL_ATTN=%s (mma: the mma.sync prefill attention; wgmma: "

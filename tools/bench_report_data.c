@@ -52,7 +52,8 @@ static void csv_str(FILE *f, const char *s)
  * space-separated; "" when none is set. */
 const char *bench_experiment_env(void)
 {
-    static const char *const names[] = {"QMM_MV_ROUNDS", "QMM_DECODE_ATTN", "QMM_PREFILL_ATTN"};
+    static const char *const names[] = {"QMM_MV_ROUNDS", "QMM_DECODE_ATTN", "QMM_DECODE_ATTN_O",
+                                        "QMM_PREFILL_ATTN"};
     static char buf[256];
     size_t n = 0;
     buf[0] = '\0';
