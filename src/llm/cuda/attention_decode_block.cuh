@@ -264,6 +264,7 @@ __device__ bool attn_decode_block(const bf16 *__restrict__ q, const bf16 *__rest
                              bf16 *__restrict__ out, int kvh, int split, int kv_heads,
                              unsigned char *smem, Sync sync, bool append = true)
 {
+    static_assert(!(ONE_HEAD && LOCAL_OUT), "the one-head path writes out[h · HD + d]");
     using L = ad_layout<HD, G>;
     constexpr int HALF = HD / 2, CPR = HD / 8; /* 16-byte pieces per row */
     bf16 *ring = reinterpret_cast<bf16 *>(smem);

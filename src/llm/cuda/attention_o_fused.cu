@@ -179,11 +179,16 @@ __global__ void __launch_bounds__(AO_THREADS, 1) attn_o_fused_kernel(const AoArg
     stamp_end(a.stamp);
 }
 
+/* kv_heads <= 8: a portable cluster, and K = heads · 128 <= 4 096 (AO_MAX_K: the shared memory
+ * opted in once); n_pad a multiple of 128, as the device layout pads it, so that the row sets'
+ * tile map (mv_tile_lg) covers every tile; the bulk copies' 16-byte alignment */
+constexpr int AO_MAX_K = 4096;
 int attention_o_fused_supported(int hd, int heads, int kv_heads, const qmm::MatvecArgs &o)
 {
     return hd == 128 && kv_heads >= 1 && kv_heads <= 8 && heads == 4 * kv_heads && o.k == heads * hd &&
-           o.group == 128 && (o.k / 128) % AO_PARTS == 0 && o.n_pad % (16 * AO_TPC) == 0 &&
-           o.epi == qmm::MV_EPI_RESIDUAL && o.ldc >= o.n;
+           o.k <= AO_MAX_K && o.group == 128 && o.n > 0 && o.n <= o.n_pad && o.n_pad % 128 == 0 &&
+           o.epi == qmm::MV_EPI_RESIDUAL && o.ldc >= o.n && o.x && (!o.xg || o.gamma) &&
+           (((uintptr_t)o.packed | (uintptr_t)o.sb) & 15) == 0;
 }
 
 cudaError_t launch_attention_o_fused(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *qw,
@@ -198,8 +203,9 @@ cudaError_t launch_attention_o_fused(const bf16 *q, const bf16 *k, const bf16 *v
     a.sets = (int)(o.n_pad / 16 / AO_TPC);
     const int clusters = (a.sets + kv_heads - 1) / kv_heads;
     const size_t bytes = AoSmem<128, 4>(o.k / 128, o.k).bytes;
-    static int opted[64];
-    cudaError_t e = llm_opt_in_smem(attn_o_fused_kernel<128, 4>, (int)bytes, opted);
+    static int opted[64]; /* once a device, for the largest K taken */
+    cudaError_t e = llm_opt_in_smem(attn_o_fused_kernel<128, 4>, (int)AoSmem<128, 4>(AO_MAX_K / 128, AO_MAX_K).bytes,
+                                    opted);
     if (e != cudaSuccess) return e;
     e = qmm::launch_cluster_pdl(attn_o_fused_kernel<128, 4>, dim3((unsigned)(clusters * kv_heads)),
                                 dim3(AO_THREADS), bytes, stream, ln && ln->pdl, (unsigned)kv_heads, a);
