@@ -187,8 +187,7 @@ int attention_o_fused_supported(int hd, int heads, int kv_heads, const qmm::Matv
 {
     return hd == 128 && kv_heads >= 1 && kv_heads <= 8 && heads == 4 * kv_heads && o.k == heads * hd &&
            o.k <= AO_MAX_K && o.group == 128 && o.n > 0 && o.n <= o.n_pad && o.n_pad % 128 == 0 &&
-           o.epi == qmm::MV_EPI_RESIDUAL && o.ldc >= o.n && o.x && (!o.xg || o.gamma) &&
-           (((uintptr_t)o.packed | (uintptr_t)o.sb) & 15) == 0;
+           o.epi == qmm::MV_EPI_RESIDUAL && o.ldc >= o.n && (((uintptr_t)o.packed | (uintptr_t)o.sb) & 15) == 0;
 }
 
 cudaError_t launch_attention_o_fused(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *qw,
@@ -197,7 +196,8 @@ cudaError_t launch_attention_o_fused(const bf16 *q, const bf16 *k, const bf16 *v
                                      bf16 *kc, bf16 *vc, const qmm::MatvecArgs &o, cudaStream_t stream,
                                      const llm_launch *ln)
 {
-    if (!attention_o_fused_supported(hd, heads, kv_heads, o)) return cudaErrorInvalidValue;
+    if (!attention_o_fused_supported(hd, heads, kv_heads, o) || !o.x || (o.xg && !o.gamma))
+        return cudaErrorInvalidValue;
     AoArgs a = {q, k, v, qw, kw, cos_t, sin_t, eps, pos, max_seq, kc, vc, o, 0, stamp_of(ln)};
     a.o.m = 1;
     a.sets = (int)(o.n_pad / 16 / AO_TPC);
