@@ -81,19 +81,31 @@ const Sm90Config sm90_configs[SM90_CONFIGS] = {
 #undef QMM_SM90_ROW
 };
 
-template <int TN, int WG, int ST, int BPS> static cudaError_t sm90_init_t(void)
+/* The 64- and 128-token tiles copy a partial last tile's rows only (Sm90Maps<true>); the others
+ * take the TN-row boxes, whose rows past M cost less than a second box a stage there (NOTES.md
+ * row 200). */
+template <int TN> constexpr bool sm90_partial_boxes() { return TN == 64 || TN == 128; }
+
+template <int TN, int WG, int ST, int BPS, bool P> static cudaError_t sm90_init_p(void)
 {
-    cudaError_t e = cudaFuncSetAttribute(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 1>,
+    cudaError_t e = cudaFuncSetAttribute(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 1, P>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)sm90_smem_bytes<TN, WG, ST, 1>());
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 2>,
+        e = cudaFuncSetAttribute(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 2, P>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)sm90_smem_bytes<TN, WG, ST, 2>());
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 4>,
+        e = cudaFuncSetAttribute(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 4, P>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)sm90_smem_bytes<TN, WG, ST, 4>());
+    return e;
+}
+template <int TN, int WG, int ST, int BPS> static cudaError_t sm90_init_t(void)
+{
+    cudaError_t e = sm90_init_p<TN, WG, ST, BPS, false>();
+    if constexpr (sm90_partial_boxes<TN>())
+        if (e == cudaSuccess) e = sm90_init_p<TN, WG, ST, BPS, true>();
     return e;
 }
 
@@ -150,10 +162,14 @@ template <int TN, int WG, int ST, int BPS, int GPB>
 static cudaError_t launch_sm90_t(const CUtensorMap &map, const CUtensorMap &map_last, const Sm90Args &args,
                                  bool pdl, cudaStream_t stream)
 {
-    (void)map_last; /* the experiment's (QMM_EXP_ACT_ROWS) */
-    return launch_cluster_pdl(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB>, dim3((unsigned)args.ctas),
-                              dim3(Sm90Shape<TN, WG, GPB>::THREADS), sm90_smem_bytes<TN, WG, ST, GPB>(),
-                              stream, pdl, (unsigned)args.cluster, map, SM90_MAP_LAST_ARG args);
+    const dim3 grid((unsigned)args.ctas), block(Sm90Shape<TN, WG, GPB>::THREADS);
+    const size_t smem = sm90_smem_bytes<TN, WG, ST, GPB>();
+    if constexpr (sm90_partial_boxes<TN>())
+        if (args.last_rows)
+            return launch_cluster_pdl(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB, true>, grid, block, smem,
+                                      stream, pdl, (unsigned)args.cluster, Sm90Maps<true>{map, map_last}, args);
+    return launch_cluster_pdl(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB, false>, grid, block, smem, stream,
+                              pdl, (unsigned)args.cluster, Sm90Maps<false>{map}, args);
 }
 
 cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &w,
@@ -176,14 +192,11 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
                         elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
-    /* Experiment (-DQMM_EXP_ACT_ROWS, NOTES.md row 200): a last token tile that M does not fill
-     * copied as boxes of its own rows, one a k half (the 64-token tiles ran 19-28 % slower at
-     * M = 33 than at 64). The wgmma columns of the rows not copied read whatever the stage
-     * held; their outputs are never stored. */
-    int last_rows = 0;
-#ifdef QMM_EXP_ACT_ROWS
-    last_rows = m % cf.tile_tokens;
-#endif
+    /* The 64- and 128-token tiles: a last token tile that M does not fill copied as boxes of its
+     * own rows, one a k half (at M = 33 the 64-token tiles took 13-18 % longer than with them:
+     * NOTES.md row 200). The wgmma columns of the rows not copied read whatever the stage held;
+     * their outputs are never stored. */
+    const int last_rows = cf.tile_tokens == 64 || cf.tile_tokens == 128 ? m % cf.tile_tokens : 0;
     map_last = map;
     if (last_rows) {
         cuuint32_t box_last[3] = {64, (cuuint32_t)last_rows, 1};
@@ -227,9 +240,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     /* up to 16 tokens every first stage goes out before the dependency wait, from two warps
      * where the launch has more than two CTAs a SM (tune/sm90.h) */
     args.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, args.ctas, sched.sms);
-#ifdef QMM_EXP_ACT_ROWS
     args.last_rows = last_rows;
-#endif
 #ifdef QMM_SM90_TWO_EXP /* experiment (NOTES row 197): two warps at every 8- and 16-token launch */
     args.two_warp_start = cf.tile_tokens <= 16;
 #endif

@@ -57,22 +57,20 @@ struct Sm90Args {
     /* 8- and 16-token tiles: warp 1 requests the first stages' activations while warp 0
      * requests their weights (when: tune/sm90.h, qmm_sm90_two_warp_start) */
     int two_warp_start;
-#ifdef QMM_EXP_ACT_ROWS
-    /* experiment (NOTES.md row 200): the last token tile when M does not fill it, its rows
-     * (last_rows < TN; 0 when it is full) by two boxes of last_rows rows of a second tensor
-     * map, one a 64-wide k half, so that no box row lies past M */
+    /* the last token tile when M does not fill it and the kernel copies its rows only
+     * (Sm90Maps<true>): its rows, last_rows = M mod TN < TN (NOTES.md row 200) */
     int last_rows;
-#endif
 };
 
-/* The kernel's parameters after the activations' tensor map: the experiment's second map */
-#ifdef QMM_EXP_ACT_ROWS
-#define SM90_MAP_LAST_PARAM const __grid_constant__ CUtensorMap amap_last,
-#define SM90_MAP_LAST_ARG map_last,
-#else
-#define SM90_MAP_LAST_PARAM
-#define SM90_MAP_LAST_ARG
-#endif
+/* The activations' tensor maps: boxes of TN rows; with PARTIAL also boxes of the last tile's
+ * last_rows rows, one a 64-wide k half, so that no box row lies past M (the 64- and 128-token
+ * tiles: the rows past M cost the copy engine as much as real ones, NOTES.md row 200). */
+template <bool PARTIAL> struct Sm90Maps {
+    CUtensorMap act;
+};
+template <> struct Sm90Maps<true> {
+    CUtensorMap act, last;
+};
 
 template <int TN, int WG, int GPB> struct Sm90Shape {
     static constexpr int ACT_BYTES = TN * 256;     /* two 64-wide k boxes of TN rows */

@@ -14,9 +14,9 @@
 namespace qmm {
 
 // a (tensor map) is [m, k] bf16; packed/sb the device layout (groups of 128/GPB); c is [m, n] bf16.
-template <int TN, int WG, int STAGES, int BPS, int GPB>
+template <int TN, int WG, int STAGES, int BPS, int GPB, bool PARTIAL = false>
 __global__ void __launch_bounds__(128 * (WG + 1), BPS)
-    gemm_sm90_w4_bf16_kernel(const __grid_constant__ CUtensorMap amap, SM90_MAP_LAST_PARAM const Sm90Args args)
+    gemm_sm90_w4_bf16_kernel(const __grid_constant__ Sm90Maps<PARTIAL> maps, const Sm90Args args)
 {
     using S = Sm90Shape<TN, WG, GPB>;
     /* 256-token tiles (3 stages of 73 KB) have no room to receive a cluster's partials: they
@@ -91,12 +91,12 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     auto load_weights = [&](int s, Pos &q) {
         if (lane0) {
             uint8_t *st = smem + s * S::STAGE_BYTES;
-#ifdef QMM_EXP_ACT_ROWS
-            const bool last = args.last_rows && q.mt == args.m_tiles - 1; /* 256 bytes a box row */
-            mbar_arrive_expect_tx(&full[s], S::TX_BYTES - (last ? (TN - args.last_rows) * 256 : 0));
-#else
-            mbar_arrive_expect_tx(&full[s], S::TX_BYTES);
-#endif
+            if constexpr (PARTIAL) { /* 256 bytes a box row */
+                const bool last = q.mt == args.m_tiles - 1;
+                mbar_arrive_expect_tx(&full[s], S::TX_BYTES - (last ? (TN - args.last_rows) * 256 : 0));
+            } else {
+                mbar_arrive_expect_tx(&full[s], S::TX_BYTES);
+            }
             /* 128-row block nt·WG/2, group grp: 8 KB; a 64-row tile is half of it */
             const int64_t block = q.nt * WG / 2, half = WG == 1 ? q.nt % 2 : 0;
             bulk_copy(st + S::ACT_BYTES, args.packed + (block * args.groups + q.grp) * 2048 + half * 1024,
@@ -122,22 +122,23 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         if (args.cluster > 1) mbar_init(cl_ready, args.cluster - 1), mbar_init(cl_recv, 1);
         mbar_fence_init();
         fence_proxy_async_shared(); /* the barriers, initialised, before this thread's copies */
-        prefetch_tensor_map(&amap);
-#ifdef QMM_EXP_ACT_ROWS
-        if (args.last_rows) prefetch_tensor_map(&amap_last);
-#endif
+        prefetch_tensor_map(&maps.act);
+        if constexpr (PARTIAL) prefetch_tensor_map(&maps.last);
         pol = policy_evict_first();
     }
     auto load_act = [&](int s, Pos &q) {
         if (two ? threadIdx.x % 32 == 0 : lane0) { /* lane 0 of warp 0, or of warp 1 at the start */
             uint8_t *st = smem + s * S::STAGE_BYTES;
-#ifdef QMM_EXP_ACT_ROWS
-            if (args.last_rows && q.mt == args.m_tiles - 1) { /* the k halves where the B descriptors read them */
-                tma_load_3d(st, &amap_last, 0, q.mt * TN, q.grp * 2, &full[s]);
-                tma_load_3d(st + TN * 128, &amap_last, 0, q.mt * TN, q.grp * 2 + 1, &full[s]);
-            } else
-#endif
-                tma_load_3d(st, &amap, 0, q.mt * TN, q.grp * 2, &full[s]);
+            bool last = false;
+            if constexpr (PARTIAL) last = q.mt == args.m_tiles - 1;
+            if (last) { /* the k halves where the B descriptors read them */
+                if constexpr (PARTIAL) {
+                    tma_load_3d(st, &maps.last, 0, q.mt * TN, q.grp * 2, &full[s]);
+                    tma_load_3d(st + TN * 128, &maps.last, 0, q.mt * TN, q.grp * 2 + 1, &full[s]);
+                }
+            } else {
+                tma_load_3d(st, &maps.act, 0, q.mt * TN, q.grp * 2, &full[s]);
+            }
         }
         advance(q);
     };
