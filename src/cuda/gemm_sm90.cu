@@ -84,7 +84,7 @@ const Sm90Config sm90_configs[SM90_CONFIGS] = {
 /* The 64- and 128-token tiles copy a partial last tile's rows only (Sm90Maps<true>); the others
  * take the TN-row boxes, whose rows past M cost less than a second box a stage there (NOTES.md
  * row 200). */
-template <int TN> constexpr bool sm90_partial_boxes() { return TN == 64 || TN == 128; }
+static constexpr bool sm90_partial_boxes(int tn) { return tn == 64 || tn == 128; }
 
 template <int TN, int WG, int ST, int BPS, bool P> static cudaError_t sm90_init_p(void)
 {
@@ -104,7 +104,7 @@ template <int TN, int WG, int ST, int BPS, bool P> static cudaError_t sm90_init_
 template <int TN, int WG, int ST, int BPS> static cudaError_t sm90_init_t(void)
 {
     cudaError_t e = sm90_init_p<TN, WG, ST, BPS, false>();
-    if constexpr (sm90_partial_boxes<TN>())
+    if constexpr (sm90_partial_boxes(TN))
         if (e == cudaSuccess) e = sm90_init_p<TN, WG, ST, BPS, true>();
     return e;
 }
@@ -164,7 +164,7 @@ static cudaError_t launch_sm90_t(const CUtensorMap &map, const CUtensorMap &map_
 {
     const dim3 grid((unsigned)args.ctas), block(Sm90Shape<TN, WG, GPB>::THREADS);
     const size_t smem = sm90_smem_bytes<TN, WG, ST, GPB>();
-    if constexpr (sm90_partial_boxes<TN>())
+    if constexpr (sm90_partial_boxes(TN))
         if (args.last_rows)
             return launch_cluster_pdl(gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, GPB, true>, grid, block, smem,
                                       stream, pdl, (unsigned)args.cluster, Sm90Maps<true>{map, map_last}, args);
@@ -197,7 +197,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
      * NOTES.md row 200). The wgmma columns of the rows not copied read whatever the stage held;
      * their outputs are never stored. */
 #ifdef QMM_EXP_ACT_ROWS /* an experiment build until measured in this form (NOTES.md row 203) */
-    const int last_rows = cf.tile_tokens == 64 || cf.tile_tokens == 128 ? m % cf.tile_tokens : 0;
+    const int last_rows = sm90_partial_boxes(cf.tile_tokens) ? m % cf.tile_tokens : 0;
 #else
     const int last_rows = 0;
 #endif
