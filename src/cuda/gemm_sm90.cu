@@ -81,9 +81,9 @@ const Sm90Config sm90_configs[SM90_CONFIGS] = {
 #undef QMM_SM90_ROW
 };
 
-/* The 64- and 128-token tiles copy a partial last tile's rows only (Sm90Maps<true>); the others
- * take the TN-row boxes, whose rows past M cost less than a second box a stage there (NOTES.md
- * row 200). */
+/* The 64- and 128-token tiles copy a partial last tile's rows only (Sm90Maps<true>, launch_sm90
+ * says when); the others take the TN-row boxes, whose rows past M cost less than a second box a
+ * stage there (NOTES.md rows 200, 203). */
 static constexpr bool sm90_partial_boxes(int tn) { return tn == 64 || tn == 128; }
 
 template <int TN, int WG, int ST, int BPS, bool P> static cudaError_t sm90_init_p(void)
@@ -192,15 +192,15 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
                         elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
-    /* The 64- and 128-token tiles: a last token tile that M does not fill copied as boxes of its
-     * own rows, one a k half (at M = 33 the 64-token tiles took 13-18 % longer than with them:
-     * NOTES.md row 200). The wgmma columns of the rows not copied read whatever the stage held;
-     * their outputs are never stored. */
-#ifdef QMM_EXP_ACT_ROWS /* an experiment build until measured in this form (NOTES.md row 203) */
-    const int last_rows = sm90_partial_boxes(cf.tile_tokens) ? m % cf.tile_tokens : 0;
-#else
-    const int last_rows = 0;
-#endif
+    /* The 64- and 128-token tiles: a last token tile that M does not fill, by at least a fifth,
+     * copied as boxes of its own rows, one a k half (H100, NOTES.md rows 200, 203: M = 33 / 40
+     * −13…−19 % / −1…−12 %, 100 −3…−4 %, 200 −1…−14 %; but 8 rows short of 64 tokens +2…+4 %,
+     * so there the boxes of TN rows stay). The wgmma columns of the rows not copied read
+     * whatever the stage held; their outputs are never stored. */
+    const int tail = m % cf.tile_tokens;
+    const int last_rows = sm90_partial_boxes(cf.tile_tokens) && tail && (cf.tile_tokens - tail) * 5 >= cf.tile_tokens
+                              ? tail
+                              : 0;
     map_last = map;
     if (last_rows) {
         cuuint32_t box_last[3] = {64, (cuuint32_t)last_rows, 1};
