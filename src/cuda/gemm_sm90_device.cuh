@@ -134,6 +134,38 @@ enum {
 __device__ unsigned long long sm90_trace_buf[SM90_TR_MAX_CTAS * SM90_TR_SLOTS];
 __device__ int sm90_trace_grid;
 #define SM90_TRACE(...) __VA_ARGS__
+/* At a CTA's entry: its clock, its slots, and (thread 0) the entry time, SM and k-blocks. */
+__device__ __forceinline__ unsigned long long *sm90_trace_entry(int p, int kblocks)
+{
+    unsigned long long *out = sm90_trace_buf + (size_t)min(p, SM90_TR_MAX_CTAS - 1) * SM90_TR_SLOTS;
+    if (threadIdx.x == 0) {
+        unsigned long long gt;
+        unsigned smid;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        out[SM90_TR_ENTRY_NS] = gt, out[SM90_TR_SMID] = smid, out[SM90_TR_KBLOCKS] = (unsigned long long)kblocks;
+        if (p == 0) sm90_trace_grid = gridDim.x;
+    }
+    return out;
+}
+/* The producer's slots (lane 0 of warp 0 at its end), and the consumers' (thread 0 of
+ * warpgroup 1 at the CTA's end), from this thread's sums tr. */
+__device__ __forceinline__ void sm90_trace_producer(unsigned long long *out, const unsigned long long *tr,
+                                                    long long t_entry)
+{
+    static const int slots[] = {SM90_TR_P_FIRST, SM90_TR_P_EMPTY_WAIT, SM90_TR_P_W0, SM90_TR_P_WALL,
+                                SM90_TR_P_PDL, SM90_TR_P_SYNC, SM90_TR_P_REGS};
+    for (int i : slots) out[i] = tr[i];
+    out[SM90_TR_P_LAST] = clock64() - t_entry;
+}
+__device__ __forceinline__ void sm90_trace_consumer(unsigned long long *out, const unsigned long long *tr,
+                                                    long long t_entry)
+{
+    for (int i = SM90_TR_C_FIRST; i <= SM90_TR_C_LOOP_DONE; i++) out[i] = tr[i];
+    out[SM90_TR_C_BAR1] = tr[SM90_TR_C_BAR1], out[SM90_TR_C_SUMMED] = tr[SM90_TR_C_SUMMED];
+    out[SM90_TR_C_ISSUE] = tr[SM90_TR_C_ISSUE];
+    out[SM90_TR_C_STORED] = clock64() - t_entry;
+}
 #else
 #define SM90_TRACE(...)
 #endif

@@ -59,16 +59,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     const int dp_begin = DP ? p * args.dp_per_cta * args.groups : 0;
     const int dp_end = DP ? dp_begin + args.dp_per_cta * args.groups : 0;
     SM90_TRACE(const long long t_entry = clock64(); long long tr_t = 0; unsigned long long tr[SM90_TR_SLOTS] = {};
-               unsigned long long *tr_out = sm90_trace_buf + (size_t)min(p, SM90_TR_MAX_CTAS - 1) * SM90_TR_SLOTS;
-               if (threadIdx.x == 0) {
-                   unsigned long long gt;
-                   unsigned smid;
-                   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
-                   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-                   tr_out[SM90_TR_ENTRY_NS] = gt, tr_out[SM90_TR_SMID] = smid;
-                   tr_out[SM90_TR_KBLOCKS] = (unsigned long long)((dp_end - dp_begin) + (end - begin));
-                   if (p == 0) sm90_trace_grid = gridDim.x;
-               })
+               unsigned long long *tr_out = sm90_trace_entry(p, (dp_end - dp_begin) + (end - begin));)
 
     /* The producer's schedule (Sm90Pos): the (tile, group) of its next weight and activation
      * copies; lane 0 of warp 0 issues every copy (but the first stages' activations with `two`,
@@ -214,13 +205,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                 if (++s == STAGES) s = 0, phase ^= 1;
             }
             if (lane0) pdl_launch_dependents();
-            SM90_TRACE(if (lane0) {
-                tr_out[SM90_TR_P_FIRST] = tr[SM90_TR_P_FIRST], tr_out[SM90_TR_P_EMPTY_WAIT] = tr[SM90_TR_P_EMPTY_WAIT];
-                tr_out[SM90_TR_P_LAST] = clock64() - t_entry;
-                tr_out[SM90_TR_P_W0] = tr[SM90_TR_P_W0], tr_out[SM90_TR_P_WALL] = tr[SM90_TR_P_WALL];
-                tr_out[SM90_TR_P_PDL] = tr[SM90_TR_P_PDL];
-                tr_out[SM90_TR_P_SYNC] = tr[SM90_TR_P_SYNC], tr_out[SM90_TR_P_REGS] = tr[SM90_TR_P_REGS];
-            })
+            SM90_TRACE(if (lane0) sm90_trace_producer(tr_out, tr, t_entry);)
         }
         if (args.cluster > 1) cluster_wait(); /* pairs the arrival at the start */
     } else {
@@ -604,12 +589,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     };
     if (DP) run_range(dp_begin, dp_end);
     run_range(begin, end);
-    SM90_TRACE(if (c == 0 && ct == 0) {
-        for (int i = SM90_TR_C_FIRST; i <= SM90_TR_C_LOOP_DONE; i++) tr_out[i] = tr[i];
-        tr_out[SM90_TR_C_BAR1] = tr[SM90_TR_C_BAR1], tr_out[SM90_TR_C_SUMMED] = tr[SM90_TR_C_SUMMED];
-        tr_out[SM90_TR_C_ISSUE] = tr[SM90_TR_C_ISSUE];
-        tr_out[SM90_TR_C_STORED] = clock64() - t_entry;
-    })
+    SM90_TRACE(if (c == 0 && ct == 0) sm90_trace_consumer(tr_out, tr, t_entry);)
     }
 }
 
