@@ -6,7 +6,9 @@ import collections
 import csv
 import sys
 
-rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith('#')))
+from csvmeta import open_csv
+
+rows = list(csv.DictReader(l for l in open_csv(sys.argv[1]) if not l.startswith('#')))
 cells = collections.defaultdict(list)
 for r in rows:
     cells[(r['proj'], int(r['m']))].append(r)

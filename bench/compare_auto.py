@@ -12,11 +12,13 @@ import csv
 import statistics
 import sys
 
+from csvmeta import open_csv
+
 
 def auto_cells(path):
     """(proj, m) -> (graph_med_us, 'path/split tile_mxtile_n') of the auto rows."""
     try:
-        with open(path, newline="") as f:
+        with open_csv(path) as f:
             rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
     except OSError as e:
         sys.exit(f"compare_auto: {e}")
