@@ -39,7 +39,8 @@ from csvmeta import read_csv_with_meta
 
 SMS = 132
 ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 2), (128, 1, 1),
-        (256, 2, 1)]  # tn, wg, bps
+        (256, 2, 1), (32, 2, 2)]  # tn, wg, bps
+ALT_MIN_TILE = 64  # src/tune/sm90.c wgmma_alt_min_tile: the H200 table's
 WIDE_MIN_M = 1024  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
 RUN = dict(wide_min_m=WIDE_MIN_M)  # the run being read: runs before the tile existed have none
 R = "bench/results/2026-12-01-"
@@ -65,7 +66,8 @@ NOT_CONTENDERS = ("auto", "cublas", "read", "wgmma")  # not qmm's own forced sch
 CLUSTER_CTAS = [[0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368, 345, 372, 329, 360],
                 [0, 0, 264, 237, 248, 235, 234, 224, 240], [0, 0, 132, 117, 120, 110, 102, 105, 120],
                 [0, 0, 132, 117, 120, 110, 102, 105, 120], [0, 0, 264, 237, 248, 235, 234, 224, 240],
-                [0, 0, 132, 117, 120, 110, 102, 105, 120], [0] * 9]  # TN 256: no clusters
+                [0, 0, 132, 117, 120, 110, 102, 105, 120], [0] * 9,  # TN 256: no clusters
+                [0, 0, 264, 237, 248, 235, 234, 224, 240]]
 
 
 def cdiv(a, b):
@@ -83,7 +85,7 @@ def schedule(m, n, k, req, split=1, narrow=False):
     if tn == 64 and tiles * 2 <= SMS:
         wg, tiles = 1, cdiv(m, tn) * cdiv(n, 64)
     if req == "alt":  # QMM_SM90_SPLIT_ALT: the other block height (64 <-> 128 rows)
-        if tn in (64, 128):
+        if tn in (32, 64, 128):
             wg = 3 - wg
             tiles = cdiv(m, tn) * cdiv(n, 64 * wg)
         req = "split"
@@ -162,8 +164,8 @@ def auto_plan(m, n, k, th):
     p = schedule(m, n, k, "auto")
     best = ("wgmma_s1" if p[4] == 1 else "streamk", 0, features(p) @ th)
     if p[4] == 0:  # stream-K: unsplit or split-K in clusters where predicted faster, one wave;
-        # token tiles of 64 and 128: clusters also in the other block height ("alt")
-        both = ROWS[p[0]][0] >= 64
+        # token tiles from ALT_MIN_TILE on: clusters also in the other block height ("alt")
+        both = ROWS[p[0]][0] >= ALT_MIN_TILE
         for req, s in [("split", s) for s in range(1, 9)] + [("alt", s) for s in range(2, 9)]:
             if s > k // 128 or (req == "alt" and not both):
                 continue

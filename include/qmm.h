@@ -211,7 +211,7 @@ typedef struct qmm_gpu_caps {
  * table of the GPU's family (src/tune/, qmm_tune_desc) and, on a GPU, corrected with its SM count
  * and the occupancy API's resident blocks. Tuning values: they change speed, never results. */
 #define QMM_MAX_TILE_CONFIGS 8
-#define QMM_MAX_WGMMA_CONFIGS 8
+#define QMM_MAX_WGMMA_CONFIGS 12
 #define QMM_MAX_WGMMA_CLUSTER 8
 /* Time model of the Hopper wgmma kernel (src/perf/wgmma.c), constants fitted per GPU to bench
  * ops (tune/sm90.c). A CTA's k-block costs stage_us + us_per_mflop · its MFLOP along its chain of
@@ -260,6 +260,9 @@ typedef struct qmm_device_desc {
                            * Beyond wgmma_max_m AUTO under the device policy takes the kernel or
                            * the dense path, whichever the model predicts faster (unless
                            * dense_force_m says dense) */
+    int wgmma_alt_min_tile; /* AUTO also weighs split-K clusters in the other block height (64 <->
+                             * 128 weight rows) for token tiles from this size on (32, 64 or 128;
+                             * 0: never) */
     /* resident CTAs of wgmma configuration c launched in clusters of s CTAs (split-K summed in
      * the cluster), [c][s] for s = 2..QMM_MAX_WGMMA_CLUSTER: the GPCs' SM counts leave some
      * SMs idle (H200, 1 CTA a SM: 132 in pairs, 120 in fours); 0 = SMs x blocks per SM, < 0 =

@@ -99,6 +99,10 @@ typedef struct qmm_cuda_options {
                                qmm_cuda_workspace_size reports enough for every group size;
                                qmm_cuda_matmul plans with its weight's own group (a nonzero value
                                that differs is an error) */
+    int rows;               /* WGMMA with a split >= 1: weight rows a tile, 0 = the rule's
+                               height, 64 or 128 (the token tile's other height, where the
+                               table has one: tokens 32, 64 and 128; AUTO weighs it in
+                               clusters, plan_call.c) */
 } qmm_cuda_options;
 
 qmm_cuda_options qmm_cuda_options_default(void);

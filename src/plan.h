@@ -22,6 +22,9 @@ extern "C" {
  * boundary (cublasSetWorkspace needs it; callers guarantee 16 bytes only, hence 256 of slack). */
 size_t qmm_dense_workspace_bytes(int64_t n, int64_t k);
 
+/* The family's tuning table corrected for one GPU by its name (tune/sm90.c). */
+void qmm_tune_for_gpu(qmm_device_desc *d, const char *name);
+
 /* The device description is usable (counts, tiles, rates in range). */
 qmm_status qmm_check_desc(const qmm_device_desc *d);
 

@@ -56,6 +56,11 @@ static qmm_status check_options(const qmm_cuda_options *o)
                         o->split);
     if (o->split > 0 && o->path == QMM_PATH_STREAMK)
         return qmm_fail(QMM_ERR_ARG, "stream-K takes split 0");
+    if (o->rows != 0 && o->rows != 64 && o->rows != 128)
+        return qmm_fail(QMM_ERR_ARG, "rows = %d: use 0 (the rule's), 64 or 128", o->rows);
+    if (o->rows != 0 && (o->path != QMM_PATH_WGMMA || o->split < 1))
+        return qmm_fail(QMM_ERR_ARG, "rows = %d forces the wgmma kernel's block height: path WGMMA "
+                        "with a split >= 1", o->rows);
     if (o->group != 0 && !QMM_GROUP_OK(o->group))
         return qmm_fail(QMM_ERR_ARG, "group = %d: use 0 (any), 32, 64 or 128", o->group);
     if (o->path == QMM_PATH_MATVEC && !qmm_matvec_takes_group(o->group ? o->group : QMM_GROUP))
@@ -224,6 +229,12 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     else if (o->split == 1) req = QMM_SM90_SPLIT; /* AUTO held at split 1: the unsplit control */
     qmm_plan p;
     qmm_status st = qmm_plan_sm90(m, n, k, d->gpu.sms, d->wgmma_wide_min_m, req, split, &p);
+    if (st == QMM_OK && o->rows && p.tile_n != o->rows) { /* the other height, forced */
+        st = qmm_plan_sm90(m, n, k, d->gpu.sms, d->wgmma_wide_min_m, QMM_SM90_SPLIT_ALT, split, &p);
+        if (st == QMM_OK && p.tile_n != o->rows)
+            return qmm_fail(QMM_ERR_ARG, "rows = %d: the %d-token tile has %d-row blocks only", o->rows,
+                            p.tile_m, p.tile_n);
+    }
     if (st != QMM_OK) return st;
     if (p.path == QMM_PATH_WGMMA && qmm_sm90_cluster_slots(d, p.config, p.split) < 0)
         return qmm_fail(QMM_ERR_ARG, "split %d: clusters of %d CTAs do not fit this GPU", p.split,
@@ -237,14 +248,16 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
      * the unsplit schedule, bit for bit. Unsplit wins where most SMs hold a tile and each has
      * many k-blocks (q at M = 384 / 512: 96 / 128 tiles of 128 × 128, 18.6 / 19.2 µs against
      * stream-K's 21.2 / 25.0; gate at M = 128: 76 tiles, 18.6 against 19.1; NOTES.md row 106).
-     * Token tiles of 64 and 128 also try clusters in the other block height (64 ↔ 128 weight
-     * rows): 128 tokens in 64-row blocks make twice the tiles with half the partial each (k at
-     * M = 128 in clusters of 5 5.9 µs against 128-row blocks' best 7.1; q 9.2 against 10.1). A
-     * lone 64-row warpgroup on its SM is no faster than two sharing it (~0.55 against 0.68 µs a
-     * k-block for half the work), so the other height never runs unsplit or stream-K (NOTES.md
-     * rows 112, 114). */
+     * Token tiles from the table's wgmma_alt_min_tile on also try clusters in the other block
+     * height (64 ↔ 128 weight rows): 128 tokens in 64-row blocks make twice the tiles with half
+     * the partial each (k at M = 128 in clusters of 5 5.9 µs against 128-row blocks' best 7.1;
+     * q 9.2 against 10.1); 32 tokens in 128-row blocks copy a stage's activations for twice the
+     * weights (H100, gate M = 32 in clusters of 3 8.9 µs against stream-K's 12.2). A lone 64-row
+     * warpgroup on its SM is no faster than two sharing it (~0.55 against 0.68 µs a k-block for
+     * half the work), so the other height never runs unsplit or stream-K (NOTES.md rows 112,
+     * 114, 204). */
     if (req == QMM_SM90_AUTO && p.path == QMM_PATH_STREAMK && p.predicted_us > 0) {
-        const int both = p.tile_m >= 64;
+        const int both = d->wgmma_alt_min_tile > 0 && p.tile_m >= d->wgmma_alt_min_tile;
         for (int c = 0; c < 2 * QMM_SM90_MAX_CLUSTER; c++) {
             const int s = c % QMM_SM90_MAX_CLUSTER + 1, alt = c >= QMM_SM90_MAX_CLUSTER;
             if (s > k / QMM_GROUP || (alt && (s < 2 || !both))) continue;

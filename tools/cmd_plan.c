@@ -253,6 +253,9 @@ static int device_plans(const char *table, const char *model, const int64_t *tok
             for (int s = 2; s <= QMM_MAX_WGMMA_CLUSTER; s++) printf(" %d", d.wgmma_cluster_ctas[c][s]);
             printf("\n");
         }
+        if (d.wgmma_min_m > 0 && d.wgmma_alt_min_tile > 0)
+            printf("wgmma: clusters also in the other block height from %d-token tiles\n",
+                   d.wgmma_alt_min_tile);
         if (model)
             printf("%s: cells path/split/predicted µs (wgmma, streamk: path/split/CTAs x token "
                    "tile x weight rows/predicted µs)\n\n", model);

@@ -7,7 +7,8 @@
  * (full), dequantizing, and waiting for their wgmmas, and the producer for a free stage (empty).
  *
  *   sm90_trace PROJ M [SCHEDULE ...]   SCHEDULE: auto | s1 (unsplit) | sk (stream-K) | cS (split
- *                                      S); default: auto s1 sk
+ *                                      S); s1 and cS take xR for R weight rows a tile (the
+ *                                      options' rows: c3x128); default: auto s1 sk
  *   stdout: proj,m,schedule,path,split,ctas,us,output_hash (FNV-1a of the bf16 output); the trace on stderr (trace build, where the
  *   environment's QMM_SM90_EXP sets the kernel's experiment knobs)
  */
@@ -152,7 +153,8 @@ int main(int argc, char **argv)
     printf("proj,m,schedule,path,split,ctas,us,output_hash\n");
     for (const char *sc : scheds) {
         qmm_cuda_options o = qmm_cuda_options_default();
-        if (!strcmp(sc, "s1")) o.path = QMM_PATH_WGMMA, o.split = 1;
+        if (const char *x = strchr(sc, 'x')) o.rows = atoi(x + 1);
+        if (!strncmp(sc, "s1", 2) && (!sc[2] || sc[2] == 'x')) o.path = QMM_PATH_WGMMA, o.split = 1;
         else if (!strcmp(sc, "sk")) o.path = QMM_PATH_STREAMK;
         else if (sc[0] == 'c') o.path = QMM_PATH_WGMMA, o.split = atoi(sc + 1);
         else if (strcmp(sc, "auto")) {

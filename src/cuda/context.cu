@@ -93,6 +93,7 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
     /* the shipped tuning table of this family, corrected below by this GPU's occupancy */
     qmm_device_desc *d = &ctx->desc;
     qmm_status st = qmm_tune_desc(prop.major, prop.minor, in->sm_count, d);
+    if (st == QMM_OK) qmm_tune_for_gpu(d, prop.name);
     if (st == QMM_OK && d->config_count != TILE_CONFIGS) /* the table and kernels: one list */
         st = qmm_fail(QMM_ERR_UNSUPPORTED, "tuning table %s has %d tiled rows, the kernels %d",
                       d->family, d->config_count, TILE_CONFIGS);

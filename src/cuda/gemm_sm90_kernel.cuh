@@ -37,10 +37,12 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     /* registers moved from the producer warpgroup (40 left) to the consumers, where the cap at
      * entry is short; the consumers can take what the block was given at launch and the
      * producer released (setmaxnreg.inc waits for it otherwise): 168·384 − 40·128 ≥ 232·256,
-     * 80·256 − 40·128 ≥ 120·128, 128·256 − 40·128 ≥ 216·128. 0 = keep the cap. */
+     * 80·256 − 40·128 ≥ 120·128, 128·256 − 40·128 ≥ 216·128, 80·384 − 40·128 ≥ 96·256. 0 = keep
+     * the cap. */
     constexpr int CONS_REGS = WG == 2 && BPS == 1  ? 232
                               : WG == 1 && BPS == 3 ? 120
                               : TN == 64 && BPS == 2 ? 216 /* 64 tokens, two CTAs a SM */
+                              : WG == 2 && BPS == 2  ? 96  /* 32 tokens × 128 rows, two a SM */
                                                      : 0;
     /* one k-block's wgmmas left in flight across the next one's issue: TN = 128 only; the
      * 64-token tiles ran 30-40 % slower with it (NOTES.md row 63) */

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "plan.h"
 #include "tune/sm90.h"
 
 _Static_assert(QMM_SM90_CONFIG_COUNT <= QMM_MAX_WGMMA_CONFIGS, "qmm.h holds every wgmma row");
@@ -20,6 +21,7 @@ static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER +
     {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 64, WG 1, 2 a SM: TN 32's (its shared memory) */
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128, WG 1 */
     {0, 0, -1, -1, -1, -1, -1, -1, -1},        /* TN 256: no clusters */
+    {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 32, WG 2: TN 32 WG 1's (also two CTAs a SM) */
 };
 
 /* The H200. The tiled family's rates (tiled_tflops, the launch and copy terms) were fitted to
@@ -64,6 +66,10 @@ static qmm_device_desc sm90(void)
      * are not weighed: the model was 8-16 % optimistic for them there (k at 2 048 20.0 µs
      * measured, 17.5 predicted; q at 1 536 55.7-59.7 against 51.4; row 176) */
     d.wgmma_wide_min_m = 1024;
+    /* clusters in the other block height from the 64-token tiles on (NOTES.md rows 112, 114);
+     * the 32-token tile's 128-row row (row 204) was measured on an H100 only, which takes it
+     * (qmm_tune_for_gpu); 32 here once an H200 run says so */
+    d.wgmma_alt_min_tile = 64;
     /* resident CTAs in clusters (a context asks its GPU instead) */
     for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
@@ -127,6 +133,16 @@ static qmm_device_desc sm90(void)
     d.matvec_tbs = 2.91;        /* 0.344 µs a MB */
     d.matvec_row_token_ns = 0.038;
     return d;
+}
+
+/* The corrections of the family's table for one GPU by its name (the context's): the H100 runs
+ * the H200's table but for what was measured on it alone. */
+void qmm_tune_for_gpu(qmm_device_desc *d, const char *name)
+{
+    if (!d || !name || strcmp(d->family, "sm90")) return;
+    /* the 32-token tile's other height, 128 weight rows two CTAs a SM (H100, NOTES.md row 204:
+     * q, k, o, down at M = 32 −1…−7 % in clusters, gate −27 % against stream-K) */
+    if (strstr(name, "H100")) d->wgmma_alt_min_tile = 32;
 }
 
 /* A GPU the table does not know: the same kernels (the only ones built), rates well below the

@@ -44,10 +44,15 @@
  * the planner's model prefers twice the tiles to the 128-row row's; likewise 64 tokens × 128
  * rows where the rule takes 64-row blocks (plan_call.c, the other block height). The 256-token
  * row (3 stages of 73 KB) takes prompts from the table's wgmma_wide_min_m tokens on (tune/sm90.c,
- * NOTES.md row 161): a converted weight fragment feeds twice the tokens of the 128-token tile. */
+ * NOTES.md row 161): a converted weight fragment feeds twice the tokens of the 128-token tile.
+ * 32 tokens × 128 rows (4 stages of 17 KB, two CTAs a SM: 96 registers a consumer thread, one
+ * accumulator and one fragment buffer) is the 32-token tile's other height, taken in clusters
+ * where the model prefers it: a stage's activations serve twice the weight rows (H100: q, o,
+ * down at M = 32 −4…−7 %, gate −27 %; NOTES.md row 204). Rows keep their index (new ones last). */
 #define QMM_SM90_CONFIGS(X)                                                                        \
     X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 8, 2)                                                    \
-    X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 5, 2) X(128, 1, 5, 1) X(256, 2, 3, 1)
+    X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 5, 2) X(128, 1, 5, 1) X(256, 2, 3, 1)                   \
+    X(32, 2, 4, 2)
 
 /* Split-K with 2 … this many partitions runs each tile's CTAs as one cluster that sums the
  * partials in distributed shared memory (8: the portable cluster size); more partitions go
