@@ -57,6 +57,16 @@ void prob_free(prob *p);
         }                                                                                   \
     } while (0)
 #define SETUP(p, m, n, k) SETUP_G(p, m, n, k, QMM_GROUP)
+/* The same for prob_init_shared_pair's two problems. */
+#define SETUP_PAIR(p, q, m, n, k, g)                                                          \
+    do {                                                                                      \
+        if (!prob_init_shared_pair(&(p), &(q), (m), (n), (k), (g))) {                         \
+            test_fail(__FILE__, __LINE__, "setup of the g%d pair M=%lld N=%lld K=%lld: %s",   \
+                      (g), (long long)(m), (long long)(n), (long long)(k), qmm_last_error()); \
+            prob_free(&(p)), prob_free(&(q));                                                 \
+            return;                                                                           \
+        }                                                                                     \
+    } while (0)
 
 /* Poison C (NaN, or zeros with zero_poison), run (o may be NULL), synchronize, copy C into
  * out[m*n]. Returns the status. */

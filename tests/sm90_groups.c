@@ -75,12 +75,7 @@ static void same_bits_as_g128(int group)
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
         prob p, q;
-        if (!prob_init_shared_pair(&p, &q, m, n, k, group)) {
-            CHECKF(0, "setup of the g%d pair M=%lld N=%lld K=%lld: %s", group, (long long)m,
-                   (long long)n, (long long)k, qmm_last_error());
-            prob_free(&p), prob_free(&q);
-            return;
-        }
+        SETUP_PAIR(p, q, m, n, k, group);
         size_t bytes = (size_t)(m * n) * 2;
         const qmm_cuda_options list[] = {qmm_cuda_options_default(), opts(QMM_PATH_WGMMA, 1),
                                          opts(QMM_PATH_WGMMA, 2), opts(QMM_PATH_STREAMK, 0)};
