@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "common/common.h"
+#include "plan.h"
 #include "plan_sm90.h"
 #include "qmm.h"
 
@@ -17,7 +18,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qmm plan --model NAME [--policy seed|device] [--tokens 16,32,64,128,2048]\n"
-            "                [--table sm90|generic] [--group G] [--json]\n"
+            "                [--table sm90|h100|generic] [--group G] [--json]\n"
             "       qmm plan --m M --n N --k K [--policy seed|device] [--table T] [--group G] [--json]\n"
             "  Prints the plan (path and K split) for each projection of a model at each token\n"
             "  count M, as 'base blocks→split', or every plan field for one shape.\n"
@@ -25,7 +26,8 @@ static void usage(FILE *f)
             "  --policy seed    the reference rule (32x32 tiles, target 320, cap 16; default)\n"
             "  --policy device  what qmm_cuda_matmul runs (qmm_plan_call): on GPU 0's\n"
             "                   description, or without a GPU on the shipped tuning table (sm90)\n"
-            "  --table T        plan on the shipped table's entry T (sm90, generic), GPU or not\n"
+            "  --table T        plan on the shipped table's entry T (sm90, generic), GPU or not;\n"
+            "                   h100: sm90 with the corrections a context makes on an H100\n"
             "  --group G        device policy: a weight in groups of G = 32, 64, 128 (default;\n"
             "                   32 and 64 never take the matvec)\n"
             "  --json           the plans as one JSON object\n"
@@ -182,7 +184,8 @@ static int seed_plans(const char *model, const int64_t *tokens, int nt, int64_t 
 /* ---- device policy: qmm_plan_call on GPU 0's description, or the shipped table ---- */
 
 /* table: NULL = GPU 0 when there is one, else the shipped sm90 table; "sm90" or "generic" =
- * that entry of the shipped table (no GPU needed). */
+ * that entry of the shipped table (no GPU needed); "h100" = sm90 with what a context corrects by
+ * an H100's name (qmm_tune_for_gpu), so its plans can be read without one. */
 static qmm_status device_desc(const char *table, qmm_device_desc *d, char *what, size_t len)
 {
     int count = 0;
@@ -205,11 +208,14 @@ static qmm_status device_desc(const char *table, qmm_device_desc *d, char *what,
         table = "sm90";
         snprintf(note, sizeof note, "; no GPU here: %s", st ? qmm_last_error() : why);
     }
-    int major = !strcmp(table, "sm90") ? 9 : !strcmp(table, "generic") ? 0 : -1;
+    const int h100 = !strcmp(table, "h100");
+    int major = !strcmp(table, "sm90") || h100 ? 9 : !strcmp(table, "generic") ? 0 : -1;
     if (major < 0) return QMM_ERR_ARG;
     qmm_status st = qmm_tune_desc(major, 0, 0, d);
+    if (st == QMM_OK && h100) qmm_tune_for_gpu(d, "H100");
     if (st == QMM_OK)
-        snprintf(what, len, "the shipped tuning table %s (%d SMs%s)", d->family, d->gpu.sms, note);
+        snprintf(what, len, "the shipped tuning table %s%s (%d SMs%s)", d->family,
+                 h100 ? " with an H100's corrections" : "", d->gpu.sms, note);
     return st;
 }
 
@@ -236,7 +242,7 @@ static int device_plans(const char *table, const char *model, const int64_t *tok
     char what[512];
     qmm_status st = device_desc(table, &d, what, sizeof what);
     if (st == QMM_ERR_ARG && table) {
-        fprintf(stderr, "qmm plan: --table must be sm90 or generic, not '%s'\n", table);
+        fprintf(stderr, "qmm plan: --table must be sm90, h100 or generic, not '%s'\n", table);
         return EXIT_USAGE;
     }
     if (st) return fail(st);

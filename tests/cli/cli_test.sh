@@ -91,6 +91,14 @@ expect "plan --group 64: decode takes the wgmma kernel, not the matvec" 0 "path 
     "$qmm" plan --policy device --table sm90 --group 64 --m 1 --n 2560 --k 9728
 expect "plan --group 128: decode takes the matvec" 0 "path  *matvec" -- \
     "$qmm" plan --policy device --table sm90 --group 128 --m 1 --n 2560 --k 9728
+expect "plan --table h100: 32 tokens in 128-row clusters (an H100's correction)" 0 "tile  *32x128" -- \
+    "$qmm" plan --policy device --table h100 --m 32 --n 4096 --k 2560
+expect "plan --table h100 says whose table" 0 "sm90 with an H100's corrections" -- \
+    "$qmm" plan --policy device --table h100 --model qwen3-4b --tokens 32
+expect "plan --table sm90: 32 tokens in 64-row blocks" 0 "tile  *32x64" -- \
+    "$qmm" plan --policy device --table sm90 --m 32 --n 4096 --k 2560
+expect "plan --table h200 is refused" 2 "must be sm90, h100 or generic, not 'h200'" -- \
+    "$qmm" plan --policy device --table h200 --m 32 --n 4096 --k 2560
 expect "plan --group 48 is refused" 2 "bad value '48' for --group" -- \
     "$qmm" plan --policy device --group 48 --m 1 --n 128 --k 128
 
