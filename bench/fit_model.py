@@ -40,9 +40,11 @@ from csvmeta import read_csv_with_meta
 SMS = 132
 ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 2), (128, 1, 1),
         (256, 2, 1), (32, 2, 2)]  # tn, wg, bps
-ALT_MIN_TILE = 64  # src/tune/sm90.c wgmma_alt_min_tile: the H200 table's
+ALT_MIN_TILE = 64  # src/tune/sm90.c wgmma_alt_min_tile: the H200 table's (RUN: the run's GPU's)
 WIDE_MIN_M = 1024  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
-RUN = dict(wide_min_m=WIDE_MIN_M)  # the run being read: runs before the tile existed have none
+# the run being read: runs before the 256-token tile existed have none; an H100's (132 SMs) plans
+# weigh the other block height from 32 tokens (qmm_tune_for_gpu)
+RUN = dict(wide_min_m=WIDE_MIN_M, alt_min_tile=ALT_MIN_TILE)
 R = "bench/results/2026-12-01-"
 R17 = "bench/results/2026-12-02-session17/r5-final/"
 R18 = "bench/results/2026-12-04-session18/r1-owner-stores/"
@@ -165,7 +167,7 @@ def auto_plan(m, n, k, th):
     best = ("wgmma_s1" if p[4] == 1 else "streamk", 0, features(p) @ th)
     if p[4] == 0:  # stream-K: unsplit or split-K in clusters where predicted faster, one wave;
         # token tiles from ALT_MIN_TILE on: clusters also in the other block height ("alt")
-        both = ROWS[p[0]][0] >= ALT_MIN_TILE
+        both = ROWS[p[0]][0] >= RUN["alt_min_tile"]
         for req, s in [("split", s) for s in range(1, 9)] + [("alt", s) for s in range(2, 9)]:
             if s > k // 128 or (req == "alt" and not both):
                 continue
@@ -187,7 +189,10 @@ def read_cells(path):
     tests/test_perf_fit.c's overlay)."""
     path, _, overlay = path.partition("^")
     cells = {}
-    rows = [r for p in path.split("+") for r in read_csv_with_meta(p)[1]]
+    runs = [read_csv_with_meta(p) for p in path.split("+")]
+    rows = [r for _, rs in runs for r in rs]
+    h100 = all("H100" in m.get("gpu", "") and m.get("sms") == str(SMS) for m, _ in runs)
+    RUN["alt_min_tile"] = 32 if h100 else ALT_MIN_TILE
     if overlay:
         over = read_csv_with_meta(overlay)[1]
         base = {(r["proj"], r["m"]) for r in rows}

@@ -13,13 +13,10 @@
 
 qmm_cuda_options qmm_cuda_options_default(void)
 {
-    qmm_cuda_options o;
+    qmm_cuda_options o = {0}; /* every field the rule's (0) unless set here */
     o.path = QMM_PATH_AUTO;
-    o.split = 0;
-    o.stages = 0;
     o.partial_type = QMM_BF16;
     o.policy = QMM_POLICY_DEVICE;
-    o.group = 0;
     return o;
 }
 

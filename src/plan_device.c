@@ -22,9 +22,10 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
     if (d->wgmma_wide_min_m < 0)
         return qmm_fail(QMM_ERR_ARG, "device description: wgmma_wide_min_m %d must be >= 0",
                         d->wgmma_wide_min_m);
-    if (d->wgmma_alt_min_tile < 0)
-        return qmm_fail(QMM_ERR_ARG, "device description: wgmma_alt_min_tile %d must be >= 0",
-                        d->wgmma_alt_min_tile);
+    if (d->wgmma_alt_min_tile != 0 && d->wgmma_alt_min_tile != 32 && d->wgmma_alt_min_tile != 64 &&
+        d->wgmma_alt_min_tile != 128) /* the token tiles with two heights */
+        return qmm_fail(QMM_ERR_ARG, "device description: wgmma_alt_min_tile %d: use 0 (never), "
+                        "32, 64 or 128", d->wgmma_alt_min_tile);
     for (int i = 0; i < d->config_count; i++) {
         const qmm_tile_config *c = &d->config[i];
         if (c->tile_m < 1 || c->tile_n < 1 || c->blocks_per_sm < 1 || c->max_m < 1 ||

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gpu_kernels.h"
+#include "plan.h"
 #include "plan_sm90.h"
 
 #ifndef QMM_HAVE_CUDA
@@ -333,13 +334,16 @@ static void plan_is_one_wave(void)
 
 static void plan_is_the_shipped_table(void)
 {
-    /* the context plans with the shipped tuning table (occupancy included), so the CPU test
-     * test_plan_call pins what this GPU runs; on an H200 the occupancy API must agree */
+    /* the context plans with the shipped tuning table (occupancy included) and the corrections
+     * for this GPU's name, so the CPU test test_plan_call pins what this GPU runs (`qmm plan
+     * --table h100` an H100's); on an H200 the occupancy API must agree */
     qmm_gpu_info info;
     qmm_device_desc mine, shipped;
     CHECK_OK(qmm_cuda_info(ctx, &info));
     CHECK_OK(qmm_cuda_device_desc(ctx, &mine));
     CHECK_OK(qmm_tune_desc(info.cc_major, info.cc_minor, info.sm_count, &shipped));
+    qmm_tune_for_gpu(&shipped, info.name); /* what the context corrects by the GPU's name */
+    CHECK(mine.wgmma_alt_min_tile == shipped.wgmma_alt_min_tile);
     for (int c = 0; c < shipped.config_count; c++)
         CHECKF(mine.config[c].blocks_per_sm == shipped.config[c].blocks_per_sm,
                "config %d: occupancy %d blocks/SM, the table says %d", c,

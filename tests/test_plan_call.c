@@ -152,6 +152,10 @@ static void other_block_height_32(void)
     CHECK_OK(qmm_tune_desc(8, 9, 0, &generic));
     qmm_tune_for_gpu(&generic, "NVIDIA H100 80GB HBM3");
     CHECK(generic.wgmma_alt_min_tile == 64); /* another family's table: untouched */
+    qmm_device_desc pcie;
+    CHECK_OK(qmm_tune_desc(9, 0, 114, &pcie));
+    qmm_tune_for_gpu(&pcie, "NVIDIA H100 PCIe"); /* 114 SMs: not the part measured */
+    CHECK(pcie.wgmma_alt_min_tile == 64);
     qmm_plan p;
     CHECK_OK(qmm_plan_call(&d, 32, 9728, 2560, NULL, &p)); /* gate, the H200's table */
     CHECK(p.path == QMM_PATH_STREAMK && p.tile_m == 32 && p.tile_n == 64);
@@ -194,6 +198,10 @@ static void other_block_height_32(void)
     EXPECT_FAIL(qmm_plan_call(&d, 32, 9728, 2560, &o, &p), QMM_ERR_ARG);
     d.wgmma_alt_min_tile = -1;
     EXPECT_FAIL(qmm_plan_call(&d, 32, 9728, 2560, NULL, &p), QMM_ERR_ARG);
+    d.wgmma_alt_min_tile = 48; /* not a token tile with two heights */
+    EXPECT_FAIL(qmm_plan_call(&d, 32, 9728, 2560, NULL, &p), QMM_ERR_ARG);
+    d.wgmma_alt_min_tile = 0; /* never */
+    CHECK_OK(qmm_plan_call(&d, 64, 4096, 2560, NULL, &p));
 }
 
 /* Long prompts (NOTES.md row 173): beyond the table's wgmma range (M > wgmma_max_m) AUTO takes
@@ -561,6 +569,26 @@ static void bad_input(void)
     CHECK(memcmp(&p, &before, sizeof p) == 0);
 }
 
+/* Fills a stack frame with a pattern, so that a field a caller's struct leaves unset shows. */
+static __attribute__((noinline)) void dirty_stack(void)
+{
+    volatile unsigned char frame[4096];
+    for (size_t i = 0; i < sizeof frame; i++) frame[i] = 0x5A;
+}
+
+/* qmm_cuda_options_default: every field as qmm_cuda.h documents it (AUTO, the rule's 0 for split,
+ * stages, group and rows, bf16 partials, the device policy), whatever the stack held before. */
+static void options_default(void)
+{
+    dirty_stack();
+    const qmm_cuda_options o = qmm_cuda_options_default();
+    CHECK(o.path == QMM_PATH_AUTO && o.split == 0 && o.stages == 0 && o.partial_type == QMM_BF16 &&
+          o.policy == QMM_POLICY_DEVICE && o.group == 0 && o.rows == 0);
+    const qmm_device_desc d = sm90();
+    qmm_plan p;
+    CHECK_OK(qmm_plan_call(&d, 32, 4096, 2560, &o, &p));
+}
+
 /* The 8- and 16-token tiles' two-warp start (tune/sm90.h, NOTES.md row 193): more than two CTAs
  * a SM, 16 tokens or fewer, a known SM count; on the pinned M = 16 plans (132 SMs) q, o, gate
  * and down take it, k (112 CTAs) does not. */
@@ -584,6 +612,6 @@ int main(int argc, char **argv)
 {
     TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, other_block_height, other_block_height_32,
                long_prompts, plan_fields,
-               forced, generic_gpu, group_routing, two_warp_start, bad_input);
+               forced, generic_gpu, group_routing, two_warp_start, options_default, bad_input);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -268,7 +268,9 @@ static int device_plans(const char *table, const char *model, const int64_t *tok
     }
     int rc = model ? model_plans(model, tokens, nt, 28, device_plan, device_cell, &d)
                    : shape_plan(device_plan, &d, "device", m, n, k);
-    if (g_json && rc == EXIT_OK) printf("], \"table\": \"%s\", \"sms\": %d}\n", d.family, d.gpu.sms);
+    if (g_json && rc == EXIT_OK) /* h100: the family's table with an H100's corrections */
+        printf("], \"table\": \"%s\", \"sms\": %d}\n", table && !strcmp(table, "h100") ? "h100" : d.family,
+               d.gpu.sms);
     return rc;
 }
 

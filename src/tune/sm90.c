@@ -141,8 +141,9 @@ void qmm_tune_for_gpu(qmm_device_desc *d, const char *name)
 {
     if (!d || !name || strcmp(d->family, "sm90")) return;
     /* the 32-token tile's other height, 128 weight rows two CTAs a SM (H100, NOTES.md row 204:
-     * q, k, o, down at M = 32 −1…−7 % in clusters, gate −27 % against stream-K) */
-    if (strstr(name, "H100")) d->wgmma_alt_min_tile = 32;
+     * q, k, o, down at M = 32 −1…−7 % in clusters, gate −27 % against stream-K): measured on
+     * the 132-SM parts (SXM) only; a 114-SM PCIe card keeps the H200's rule */
+    if (strstr(name, "H100") && d->gpu.sms == 132) d->wgmma_alt_min_tile = 32;
 }
 
 /* A GPU the table does not know: the same kernels (the only ones built), rates well below the
