@@ -172,7 +172,8 @@ def auto_plan(m, n, k, th):
             if s > k // 128 or (req == "alt" and not both):
                 continue
             q = schedule(m, n, k, req, s)
-            if q[3] > (CLUSTER_CTAS[q[0]][s] if s >= 2 else SMS * ROWS[q[0]][2]):
+            cap = CLUSTER_CTAS[q[0]][s] if s >= 2 else 0  # clusters leave a slot free (row 207)
+            if (cap and q[3] >= cap) or (not cap and q[3] > SMS * ROWS[q[0]][2]):
                 continue
             t = features(q) @ th
             if 0 < t < best[2] * 0.999:

@@ -172,6 +172,11 @@ static void other_block_height_32(void)
                    "N=%lld M=%lld: %s split %d tile %dx%d", (long long)taller[i][0], (long long)m,
                    qmm_path_name(p.path), p.split, p.tile_m, p.tile_n);
         }
+    /* q: the model's best, clusters of 7, would take all 224 slots of the occupancy table; a
+     * clustered launch leaves one free (NOTES.md row 207), so clusters of 5 */
+    CHECK_OK(qmm_plan_call(&h100, 32, 4096, 2560, NULL, &p));
+    CHECKF(p.split == 5 && p.blocks == 160 && p.tile_n == 128, "q M=32: split %d, %lld CTAs", p.split,
+           (long long)p.blocks);
     CHECK_OK(qmm_plan_call(&h100, 32, 1024, 2560, NULL, &p)); /* k keeps 64-row clusters */
     CHECK(p.path == QMM_PATH_WGMMA && p.tile_n == 64);
     CHECK_OK(qmm_plan_call(&h100, 33, 9728, 2560, NULL, &p)); /* 64 tokens: as the H200 plans */
