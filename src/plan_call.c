@@ -262,8 +262,9 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
             if (qmm_plan_sm90(m, n, k, d->gpu.sms, d->wgmma_wide_min_m, alt ? QMM_SM90_SPLIT_ALT : QMM_SM90_SPLIT, s,
                               &q) != QMM_OK)
                 continue;
-            /* one wave: clusters leave a slot of the occupancy API's free (q at M = 32 on an H100
-             * in 224 of 224: 6.8-7.0 µs, 1.0-1.2 above the model, in three runs; NOTES.md row 207) */
+            /* one wave: clusters leave a slot of the occupancy API's free (q at M = 32 on an
+             * H100 in 224 of 224: 6.8-7.0 µs, 1.0-1.2 above the model, in three runs; NOTES.md
+             * row 207) */
             const int64_t slots = qmm_sm90_cluster_slots(d, q.config, s);
             if (slots < 0 || (slots > 0 && q.blocks >= slots) ||
                 (!slots && q.blocks > (int64_t)d->gpu.sms * qmm_sm90_blocks_per_sm(q.config)))
