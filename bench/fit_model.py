@@ -39,7 +39,8 @@ from csvmeta import read_csv_with_meta
 
 SMS = 132
 ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 2), (128, 1, 1),
-        (256, 2, 1), (32, 2, 2)]  # tn, wg, bps
+        (256, 2, 1), (32, 2, 2), (64, 2, 2)]  # tn, wg, bps
+PAIRED_64 = 9  # the 64-token tile's 128-row blocks two CTAs a SM (its own request)
 ALT_MIN_TILE = 64  # src/tune/sm90.c wgmma_alt_min_tile: the H200 table's (RUN: the run's GPU's)
 WIDE_MIN_M = 1024  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
 # the run being read: runs before the 256-token tile existed have none; an H100's (132 SMs) plans
@@ -69,7 +70,9 @@ CLUSTER_CTAS = [[0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368,
                 [0, 0, 264, 237, 248, 235, 234, 224, 240], [0, 0, 132, 117, 120, 110, 102, 105, 120],
                 [0, 0, 132, 117, 120, 110, 102, 105, 120], [0, 0, 264, 237, 248, 235, 234, 224, 240],
                 [0, 0, 132, 117, 120, 110, 102, 105, 120], [0] * 9,  # TN 256: no clusters
-                [0, 0, 264, 237, 248, 235, 234, 224, 240]]
+                [0, 0, 264, 237, 248, 235, 234, 224, 240],
+                [0, 0, -1, -1, -1, -1, -1, -1, -1]]  # PAIRED_64: the H200's table has not measured it
+H100_PAIRED = [0, 0, 264, 237, 248, 235, 234, 224, 240]  # qmm_tune_for_gpu: TN 32's
 
 
 def cdiv(a, b):
@@ -86,6 +89,10 @@ def schedule(m, n, k, req, split=1, narrow=False):
     tiles = cdiv(m, tn) * cdiv(n, 64 * wg)
     if tn == 64 and tiles * 2 <= SMS:
         wg, tiles = 1, cdiv(m, tn) * cdiv(n, 64)
+    if req == "paired":  # QMM_SM90_SPLIT_PAIRED: 64 tokens x 128 rows two CTAs a SM
+        assert tn == 64
+        tiles = cdiv(m, 64) * cdiv(n, 128)
+        return PAIRED_64, tiles, g, tiles * split, split
     if req == "alt":  # QMM_SM90_SPLIT_ALT: the other block height (64 <-> 128 rows)
         if tn in (32, 64, 128):
             wg = 3 - wg
@@ -168,8 +175,10 @@ def auto_plan(m, n, k, th):
     if p[4] == 0:  # stream-K: unsplit or split-K in clusters where predicted faster, one wave;
         # token tiles from ALT_MIN_TILE on: clusters also in the other block height ("alt")
         both = ROWS[p[0]][0] >= RUN["alt_min_tile"]
-        for req, s in [("split", s) for s in range(1, 9)] + [("alt", s) for s in range(2, 9)]:
-            if s > k // 128 or (req == "alt" and not both):
+        paired = ROWS[p[0]][:2] == (64, 2)  # the rule's blocks 128 rows at 64 tokens (row 208)
+        for req, s in [("split", s) for s in range(1, 9)] + [("alt", s) for s in range(2, 9)] + \
+                [("paired", s) for s in range(2, 9)]:
+            if s > k // 128 or (req == "alt" and not both) or (req == "paired" and not paired):
                 continue
             q = schedule(m, n, k, req, s)
             cap = CLUSTER_CTAS[q[0]][s] if s >= 2 else 0  # clusters leave a slot free (row 207)
@@ -177,7 +186,7 @@ def auto_plan(m, n, k, th):
                 continue
             t = features(q) @ th
             if 0 < t < best[2] * 0.999:
-                best = ("cluster" if req == "split" else "alt", s, t) if s >= 2 else ("wgmma_s1", 0, t)
+                best = ({"split": "cluster"}.get(req, req), s, t) if s >= 2 else ("wgmma_s1", 0, t)
     if m > 512 and best[2] > dense_us(m, n, k, *DENSE):  # the kernel on a tie
         return "dense", 0, dense_us(m, n, k, *DENSE)
     return best
@@ -194,6 +203,7 @@ def read_cells(path):
     rows = [r for _, rs in runs for r in rs]
     h100 = all("H100" in m.get("gpu", "") and m.get("sms") == str(SMS) for m, _ in runs)
     RUN["alt_min_tile"] = 32 if h100 else ALT_MIN_TILE
+    CLUSTER_CTAS[PAIRED_64] = list(H100_PAIRED if h100 else [0, 0] + [-1] * 7)
     if overlay:
         over = read_csv_with_meta(overlay)[1]
         base = {(r["proj"], r["m"]) for r in rows}
@@ -255,7 +265,7 @@ def auto_ran(m, c, ct, s):
         return False
     if ct in ("matvec", "dense"):
         return c["auto"][0] == ct
-    if ct == "alt":
+    if ct in ("alt", "paired"):
         return False  # evaluate looks its row up by block height
     sched = schedule(m, c["n"], c["k"], "streamk") if ct == "streamk" else \
         schedule(m, c["n"], c["k"], "split", 1 if ct == "wgmma_s1" else s)
@@ -293,6 +303,8 @@ def evaluate(path, cells, th, residuals=False):
                 t = c["t"][("auto", 0)]
             elif c.get("wgmma_ran") == ("wgmma", s, rows):
                 t = c["t"][("wgmma", 0)]
+        elif ct == "paired" and c.get("auto") == ("wgmma", s) and c.get("auto_tile") == (64, 128):
+            t = c["t"][("auto", 0)]  # the CSV does not tell the residency: an H100's run planned it
         best, (bct, bs) = min((v, key) for key, v in c["t"].items() if key[0] not in NOT_CONTENDERS)
         e15, e5 = abs(p / t - 1) <= 0.15, t <= 1.05 * best
         within15, within5 = within15 + e15, within5 + e5

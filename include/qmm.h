@@ -266,7 +266,8 @@ typedef struct qmm_device_desc {
     /* resident CTAs of wgmma configuration c launched in clusters of s CTAs (split-K summed in
      * the cluster), [c][s] for s = 2..QMM_MAX_WGMMA_CLUSTER: the GPCs' SM counts leave some
      * SMs idle (H200, 1 CTA a SM: 132 in pairs, 120 in fours); 0 = SMs x blocks per SM, < 0 =
-     * such clusters do not fit (the plan never chooses them) */
+     * such clusters do not fit or are not to be planned on this GPU (the plan never chooses
+     * them; a context keeps the table's -1 and asks the GPU for the rest) */
     int wgmma_cluster_ctas[QMM_MAX_WGMMA_CONFIGS][QMM_MAX_WGMMA_CLUSTER + 1];
     /* dense fallback (dequantize + cuBLAS) */
     double dense_tflops;  /* cuBLAS bf16 rate for the dense path; 0 = never use it */

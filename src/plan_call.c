@@ -255,12 +255,18 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
      * 114, 204). */
     if (req == QMM_SM90_AUTO && p.path == QMM_PATH_STREAMK && p.predicted_us > 0) {
         const int both = d->wgmma_alt_min_tile > 0 && p.tile_m >= d->wgmma_alt_min_tile;
-        for (int c = 0; c < 2 * QMM_SM90_MAX_CLUSTER; c++) {
-            const int s = c % QMM_SM90_MAX_CLUSTER + 1, alt = c >= QMM_SM90_MAX_CLUSTER;
-            if (s > k / QMM_GROUP || (alt && (s < 2 || !both))) continue;
+        /* 64 tokens where the rule's blocks are 128 rows (wide outputs): also those blocks two
+         * CTAs a SM, in clusters (gate on an H100: 14.1 µs stream-K → 11.7 in clusters of 3;
+         * as the other height of q, o, down it lost 15-23 %, where the model saw gains: NOTES.md
+         * row 208). A table that has not measured it says its clusters do not fit. */
+        const int paired = p.tile_m == 64 && p.tile_n == 128;
+        static const qmm_sm90_request kinds[3] = {QMM_SM90_SPLIT, QMM_SM90_SPLIT_ALT, QMM_SM90_SPLIT_PAIRED};
+        for (int c = 0; c < 3 * QMM_SM90_MAX_CLUSTER; c++) {
+            const int s = c % QMM_SM90_MAX_CLUSTER + 1, kind = c / QMM_SM90_MAX_CLUSTER;
+            if (s > k / QMM_GROUP || (kind && s < 2) || (kind == 1 && !both) || (kind == 2 && !paired))
+                continue;
             qmm_plan q;
-            if (qmm_plan_sm90(m, n, k, d->gpu.sms, d->wgmma_wide_min_m, alt ? QMM_SM90_SPLIT_ALT : QMM_SM90_SPLIT, s,
-                              &q) != QMM_OK)
+            if (qmm_plan_sm90(m, n, k, d->gpu.sms, d->wgmma_wide_min_m, kinds[kind], s, &q) != QMM_OK)
                 continue;
             /* one wave: clusters leave a slot of the occupancy API's free (q at M = 32 on an
              * H100 in 224 of 224: 6.8-7.0 µs, 1.0-1.2 above the model, in three runs; NOTES.md

@@ -91,6 +91,13 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, int64_t 
         req = QMM_SM90_SPLIT;
     }
     int config = find_config(tn, wg);
+    if (req == QMM_SM90_SPLIT_PAIRED) {
+        if (tn != 64 || sm90_rows[QMM_SM90_PAIRED_64][0] != 64 || sm90_rows[QMM_SM90_PAIRED_64][1] != 2)
+            return qmm_fail(QMM_ERR_ARG, "the 64-token tile's paired row: M = %lld takes %d-token tiles",
+                            (long long)m, tn);
+        wg = 2, tiles = cdiv(m, tn) * cdiv(n, 128), config = QMM_SM90_PAIRED_64;
+        req = QMM_SM90_SPLIT;
+    }
     if (config < 0) return qmm_fail(QMM_ERR_ARG, "no sm90 configuration for TN %d, WG %d", tn, wg);
 
     qmm_plan p = {0};

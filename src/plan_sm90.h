@@ -14,7 +14,10 @@ typedef enum qmm_sm90_request {
     QMM_SM90_STREAMK = 2, /* stream-K over min(SMs, iterations) CTAs */
     /* split-K as SPLIT in the other block height (64 weight rows where the rule takes 128, or
      * 128 where it takes 64) for token tiles that have both (64, 128); otherwise as SPLIT */
-    QMM_SM90_SPLIT_ALT = 3
+    QMM_SM90_SPLIT_ALT = 3,
+    /* split-K as SPLIT in the 64-token tile's 128-row blocks two CTAs a SM (the table's
+     * QMM_SM90_PAIRED_64 row); an error for other token tiles */
+    QMM_SM90_SPLIT_PAIRED = 4
 } qmm_sm90_request;
 
 /* The plan: path WGMMA (split = partitions per tile) or STREAMK; config = the tuning row;

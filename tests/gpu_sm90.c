@@ -407,52 +407,7 @@ static void other_height_clusters_g(int group)
 }
 static void case_other_height_clusters(void) { other_height_clusters_g(QMM_GROUP); }
 
-/* The 32-token tile's 128-row blocks (two CTAs a SM, NOTES.md row 204), forced by the options'
- * rows on any GPU: within tolerance of fp64, and the same bits as the rule's 64-row blocks at the
- * same split (both sum a k-block's k16 steps in one chain, the partitions in order), unsplit,
- * in clusters and through the workspace (split 9), at groups of 128 and 32 (a stage's scales
- * for four groups), ragged tokens and rows; three runs, the same bits. */
-static void case_other_height_32(void)
-{
-    static const int64_t shapes[][4] = {
-        {32, 9728, 2560, 128}, /* gate at M = 32 */
-        {24, 1032, 2560, 128}, /* ragged tokens and rows */
-        {17, 1000, 1280, 32},
-    };
-    static const int splits[] = {1, 2, 3, 8, 9};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
-        prob p;
-        SETUP_G(p, m, n, k, (int)shapes[i][3]);
-        size_t bytes = (size_t)(m * n) * 2;
-        qmm_bf16 *rule = malloc(bytes);
-        CHECK(rule != NULL);
-        for (size_t s = 0; rule && s < sizeof splits / sizeof splits[0]; s++) {
-            qmm_cuda_options o = opts(QMM_PATH_WGMMA, splits[s]), tall = o;
-            tall.rows = 128;
-            qmm_plan rp, tp;
-            qmm_status st = prob_run(&p, &o, rule, &rp);
-            for (int r = 0; r < 3 && st == QMM_OK; r++) {
-                st = prob_run(&p, &tall, p.out, &tp);
-                if (st != QMM_OK) break;
-                CHECKF(tp.tile_m == 32 && tp.tile_n == 128 && rp.tile_n == 64 && tp.split == rp.split,
-                       "M=%lld split %d: tiles %dx%d and %dx%d", (long long)m, splits[s], tp.tile_m,
-                       tp.tile_n, rp.tile_m, rp.tile_n);
-                CHECKF(memcmp(rule, p.out, bytes) == 0, "g%lld M=%lld N=%lld split %d run %d: 128-row blocks "
-                       "differ from 64-row ones", (long long)shapes[i][3], (long long)m, (long long)n, splits[s], r);
-            }
-            CHECKF(st == QMM_OK, "M=%lld split %d: %s (%s)", (long long)m, splits[s], qmm_status_name(st),
-                   qmm_last_error());
-            if (st == QMM_OK) prob_check(&p, p.out, 1e-2, "32-token 128-row blocks");
-        }
-        printf("    g%-3lld M=%-3lld N=%-5lld K=%-5lld splits 1, 2, 3, 8, 9: 128-row blocks bitwise equal to 64-row ones\n",
-               (long long)shapes[i][3], (long long)m, (long long)n, (long long)k);
-        free(rule);
-        prob_free(&p);
-    }
-}
 static void case_g64_other_height_clusters(void) { other_height_clusters_g(64); }
-
 /* The 8- and 16-token tiles' start (tune/sm90.h, qmm_sm90_two_warp_start: two producer warps
  * where a launch has more than two CTAs a SM, one below): it orders copies only, so the same rows
  * give the same bits either way. A weight of n rows runs a forced split on the two-warp side of
@@ -535,6 +490,7 @@ static const test_case cases[] = {
     {"projections", case_projections},
     {"other-height/clusters", case_other_height_clusters},
     {"other-height/32-token", case_other_height_32},
+    {"other-height/64-token-paired", case_paired_64},
     {"g64/other-height-clusters", case_g64_other_height_clusters},
     {"g64/ragged", case_g64_ragged},
     {"g64/all-m", case_g64_all_m},

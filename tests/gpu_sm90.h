@@ -1,6 +1,7 @@
 /*
  * What the sources of the gpu_sm90 test share: gpu_sm90.c (the one table of cases, and the
- * helpers below) and sm90_groups.c (its cases on groups of 64 and 32).
+ * helpers below), sm90_groups.c (its cases on groups of 64 and 32) and sm90_heights.c (the other
+ * block heights two CTAs a SM).
  */
 #ifndef QMM_TEST_GPU_SM90_H
 #define QMM_TEST_GPU_SM90_H
@@ -28,5 +29,9 @@ void case_g64_projections(void);
 void case_g64_bitwise(void);
 void case_g64_same_bits(void);
 void case_g32_same_bits(void);
+
+/* sm90_heights.c */
+void case_other_height_32(void);
+void case_paired_64(void);
 
 #endif

@@ -179,10 +179,12 @@ static void other_block_height_32(void)
            (long long)p.blocks);
     CHECK_OK(qmm_plan_call(&h100, 32, 1024, 2560, NULL, &p)); /* k keeps 64-row clusters */
     CHECK(p.path == QMM_PATH_WGMMA && p.tile_n == 64);
-    CHECK_OK(qmm_plan_call(&h100, 33, 9728, 2560, NULL, &p)); /* 64 tokens: as the H200 plans */
     qmm_plan q;
-    CHECK_OK(qmm_plan_call(&d, 33, 9728, 2560, NULL, &q));
-    CHECK(p.path == q.path && p.split == q.split && p.tile_m == q.tile_m && p.tile_n == q.tile_n);
+    for (int i = 0; i < 3; i++) { /* 64 tokens: q, o, down as the H200 plans (gate: paired_64) */
+        CHECK_OK(qmm_plan_call(&h100, 33, taller[i][0], taller[i][1], NULL, &p));
+        CHECK_OK(qmm_plan_call(&d, 33, taller[i][0], taller[i][1], NULL, &q));
+        CHECK(p.path == q.path && p.split == q.split && p.config == q.config && p.tile_n == q.tile_n);
+    }
     /* forced heights */
     qmm_cuda_options o = qmm_cuda_options_default();
     o.path = QMM_PATH_WGMMA, o.split = 3, o.rows = 128;
@@ -207,6 +209,48 @@ static void other_block_height_32(void)
     EXPECT_FAIL(qmm_plan_call(&d, 32, 9728, 2560, NULL, &p), QMM_ERR_ARG);
     d.wgmma_alt_min_tile = 0; /* never */
     CHECK_OK(qmm_plan_call(&d, 64, 4096, 2560, NULL, &p));
+}
+
+/* The 64-token tile's 128-row blocks two CTAs a SM (the table's last row; NOTES.md rows 206,
+ * 208): weighed in clusters where the rule's blocks are 128 rows (gate/up of Qwen3-4B at 33-64
+ * tokens: clusters of 3, 228 CTAs, instead of stream-K), never for 64-row outputs (q, o, down, k),
+ * and only where the table has its cluster counts: an H100's, not the H200's (-1). */
+static void paired_64(void)
+{
+    const qmm_device_desc d = sm90();
+    qmm_device_desc h100 = d;
+    qmm_tune_for_gpu(&h100, "NVIDIA H100 80GB HBM3");
+    int tn = 0, wg = 0, stages = 0;
+    CHECK(qmm_sm90_config(QMM_SM90_PAIRED_64, &tn, &wg, &stages) && tn == 64 && wg == 2 && stages == 4 &&
+          qmm_sm90_blocks_per_sm(QMM_SM90_PAIRED_64) == 2);
+    for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
+        CHECK(qmm_sm90_cluster_slots(&d, QMM_SM90_PAIRED_64, s) == -1 &&
+              qmm_sm90_cluster_slots(&h100, QMM_SM90_PAIRED_64, s) > 0);
+    qmm_plan p;
+    for (int64_t m = 33; m <= 64; m += 31) {
+        CHECK_OK(qmm_plan_call(&h100, m, 9728, 2560, NULL, &p)); /* gate */
+        CHECKF(p.path == QMM_PATH_WGMMA && p.config == QMM_SM90_PAIRED_64 && p.split == 3 &&
+                   p.blocks == 76 * 3 && p.tile_m == 64 && p.tile_n == 128 && p.stages == 4 &&
+                   p.workspace_bytes == 0,
+               "H100 gate M=%lld: %s config %d split %d, %lld CTAs", (long long)m, qmm_path_name(p.path),
+               p.config, p.split, (long long)p.blocks);
+        CHECK_OK(qmm_plan_call(&d, m, 9728, 2560, NULL, &p)); /* the H200: stream-K, one a SM */
+        CHECK(p.path == QMM_PATH_STREAMK && p.config != QMM_SM90_PAIRED_64 && p.tile_n == 128);
+    }
+    static const int64_t narrow[][2] = {{4096, 2560}, {1024, 2560}, {2560, 4096}, {2560, 9728}};
+    for (int i = 0; i < 4; i++) { /* q, k, o, down: 64-row blocks by the rule */
+        CHECK_OK(qmm_plan_call(&h100, 64, narrow[i][0], narrow[i][1], NULL, &p));
+        CHECK(p.config != QMM_SM90_PAIRED_64 && p.tile_n == 64);
+    }
+    CHECK_OK(qmm_plan_call(&h100, 32, 9728, 2560, NULL, &p)); /* 32 tokens: row 205's row */
+    CHECK(p.config != QMM_SM90_PAIRED_64 && p.tile_m == 32);
+    /* the request itself */
+    CHECK_OK(qmm_plan_sm90(64, 9728, 2560, 132, 1024, QMM_SM90_SPLIT_PAIRED, 4, &p));
+    CHECK(p.config == QMM_SM90_PAIRED_64 && p.blocks == 76 * 4 && p.split == 4 && p.tile_n == 128);
+    CHECK_OK(qmm_plan_sm90(40, 1000, 1280, 132, 1024, QMM_SM90_SPLIT_PAIRED, 1, &p)); /* ragged */
+    CHECK(p.config == QMM_SM90_PAIRED_64 && p.blocks == 8 && p.split == 1);
+    EXPECT_FAIL(qmm_plan_sm90(32, 9728, 2560, 132, 1024, QMM_SM90_SPLIT_PAIRED, 3, &p), QMM_ERR_ARG);
+    EXPECT_FAIL(qmm_plan_sm90(65, 9728, 2560, 132, 1024, QMM_SM90_SPLIT_PAIRED, 3, &p), QMM_ERR_ARG);
 }
 
 /* Long prompts (NOTES.md row 173): beyond the table's wgmma range (M > wgmma_max_m) AUTO takes
@@ -616,6 +660,7 @@ static void two_warp_start(void)
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, other_block_height, other_block_height_32,
+               paired_64,
                long_prompts, plan_fields,
                forced, generic_gpu, group_routing, two_warp_start, options_default, bad_input);
     return test_main(argc, argv, cases, TEST_COUNT(cases));

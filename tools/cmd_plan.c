@@ -255,7 +255,8 @@ static int device_plans(const char *table, const char *model, const int64_t *tok
         for (int c = 0; d.wgmma_min_m > 0 && c < QMM_MAX_WGMMA_CONFIGS; c++) {
             int tn = 0, wg = 0;
             if (!qmm_sm90_config(c, &tn, &wg, NULL)) break;
-            printf("wgmma TN %3d WG %d: resident CTAs in clusters of 2..%d:", tn, wg, QMM_MAX_WGMMA_CLUSTER);
+            printf("wgmma TN %3d WG %d, %d a SM: resident CTAs in clusters of 2..%d:", tn, wg,
+                   qmm_sm90_blocks_per_sm(c), QMM_MAX_WGMMA_CLUSTER);
             for (int s = 2; s <= QMM_MAX_WGMMA_CLUSTER; s++) printf(" %d", d.wgmma_cluster_ctas[c][s]);
             printf("\n");
         }

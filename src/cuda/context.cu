@@ -145,10 +145,13 @@ extern "C" qmm_status qmm_cuda_create(int device, void *stream, qmm_cuda_ctx **o
         in->tiled_blocks_per_sm[c] = bps;
         d->config[c].blocks_per_sm = bps;
     }
-    /* this GPU's GPCs decide how many clusters fit; the table's values stay where it cannot say */
+    /* this GPU's GPCs decide how many clusters fit; the table's values stay where it cannot say,
+     * and its -1 stays everywhere (a row the table has not measured on this GPU, or without
+     * clusters) */
     for (int c = 0; d->wgmma_min_m > 0 && c < QMM_SM90_CONFIG_COUNT; c++)
         for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++) {
             int ctas = 0;
+            if (d->wgmma_cluster_ctas[c][s] < 0) continue;
             if (sm90_cluster_ctas(c, s, &ctas) == cudaSuccess) d->wgmma_cluster_ctas[c][s] = ctas > 0 ? ctas : -1;
             else cudaGetLastError();
         }

@@ -41,8 +41,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * the cap. */
     constexpr int CONS_REGS = WG == 2 && BPS == 1  ? 232
                               : WG == 1 && BPS == 3 ? 120
-                              : TN == 64 && BPS == 2 ? 216 /* 64 tokens, two CTAs a SM */
-                              : WG == 2 && BPS == 2  ? 96  /* 32 tokens × 128 rows, two a SM */
+                              : TN == 64 && WG == 1 && BPS == 2 ? 216 /* 64 tokens, two CTAs a SM */
+                              : WG == 2 && BPS == 2  ? 96  /* 32 or 64 tokens × 128 rows, two a SM */
                                                      : 0;
     /* one k-block's wgmmas left in flight across the next one's issue: TN = 128 only; the
      * 64-token tiles ran 30-40 % slower with it (NOTES.md row 63) */

@@ -22,6 +22,9 @@ static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER +
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128, WG 1 */
     {0, 0, -1, -1, -1, -1, -1, -1, -1},        /* TN 256: no clusters */
     {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 32, WG 2: TN 32 WG 1's (also two CTAs a SM) */
+    /* TN 64, WG 2, 2 a SM: not measured on the H200, so never planned there (a table's -1 stays
+     * in a context); an H100 takes TN 32's (qmm_tune_for_gpu), then its own GPU's answers */
+    {0, 0, -1, -1, -1, -1, -1, -1, -1},
 };
 
 /* The H200. The tiled family's rates (tiled_tflops, the launch and copy terms) were fitted to
@@ -143,7 +146,12 @@ void qmm_tune_for_gpu(qmm_device_desc *d, const char *name)
     /* the 32-token tile's other height, 128 weight rows two CTAs a SM (H100, NOTES.md row 204:
      * q, k, o, down at M = 32 −1…−7 % in clusters, gate −27 % against stream-K): measured on
      * the 132-SM parts (SXM) only; a 114-SM PCIe card keeps the H200's rule */
-    if (strstr(name, "H100") && d->gpu.sms == 132) d->wgmma_alt_min_tile = 32;
+    const int h100 = strstr(name, "H100") && d->gpu.sms == 132;
+    if (h100) d->wgmma_alt_min_tile = 32;
+    /* the 64-token tile's 128-row blocks two CTAs a SM in clusters (H100, NOTES.md rows 206,
+     * 208: gate at 33-64 tokens −17…−19 %): TN 32's counts until the context asks the GPU */
+    for (int s = 2; h100 && s <= QMM_SM90_MAX_CLUSTER; s++)
+        d->wgmma_cluster_ctas[QMM_SM90_PAIRED_64][s] = sm90_cluster_ctas[2][s];
 }
 
 /* A GPU the table does not know: the same kernels (the only ones built), rates well below the

@@ -48,11 +48,15 @@
  * 32 tokens × 128 rows (4 stages of 17 KB, two CTAs a SM: 96 registers a consumer thread, one
  * accumulator and one fragment buffer) is the 32-token tile's other height, taken in clusters
  * where the model prefers it: a stage's activations serve twice the weight rows (H100: q, o,
- * down at M = 32 −4…−7 %, gate −27 %; NOTES.md row 204). Rows keep their index (new ones last). */
+ * down at M = 32 −4…−7 %, gate −27 %; NOTES.md row 204). 64 tokens × 128 rows also runs two CTAs
+ * a SM (4 stages of 25 KB, the same registers), taken only in clusters where the rule's blocks are
+ * 128 rows (wide outputs: gate/up at 33-64 tokens in clusters of 3 −17…−19 % against stream-K on
+ * the one-a-SM row, whose stream-K and few-CTA launches it loses; H100, NOTES.md rows 206, 208).
+ * Rows keep their index (new ones last). */
 #define QMM_SM90_CONFIGS(X)                                                                        \
     X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 8, 2)                                                    \
     X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 5, 2) X(128, 1, 5, 1) X(256, 2, 3, 1)                   \
-    X(32, 2, 4, 2)
+    X(32, 2, 4, 2) X(64, 2, 4, 2)
 
 /* Split-K with 2 … this many partitions runs each tile's CTAs as one cluster that sums the
  * partials in distributed shared memory (8: the portable cluster size); more partitions go
@@ -79,6 +83,9 @@ static inline int qmm_sm90_two_warp_start(int tile_tokens, long long ctas, int s
 #define QMM_SM90_COUNT_ONE(tn, wg, st, bps) +1
 enum { QMM_SM90_CONFIG_COUNT = 0 QMM_SM90_CONFIGS(QMM_SM90_COUNT_ONE) };
 #undef QMM_SM90_COUNT_ONE
+/* The 64-token tile's 128-row blocks two CTAs a SM: the last row (planned by its own request,
+ * QMM_SM90_SPLIT_PAIRED; a (TN, WG) lookup finds the one-a-SM row first). */
+enum { QMM_SM90_PAIRED_64 = QMM_SM90_CONFIG_COUNT - 1 };
 
 /* Split and stream-K schedules count finished CTAs per tile in a per-context array this long. */
 #define QMM_SM90_MAX_COUNTED_TILES 65536
