@@ -4,9 +4,9 @@
 #   bench/results/2026-12-06-session40/r3-next/stage.sh BUILD BASE_QMM
 #   QMM_BIN_ARCHIVE=devbin/t41a.tar.xz QMM_CMDS=bench/results/2026-12-06-session40/r3-next/cmds.txt \
 #     QMM_PACK=$OUT/device.tar.gz QMM_COMMIT=<commit> BUDGET_S=540 bash bench/device.sh /tmp/r3 cmds
-# The experiment builds come from the patches here (../r1's, alt32 rebased on this commit),
-# applied to the tree for their compile only (bench/variant.sh over BUILD's objects; the tree is
-# restored).
+# The experiment builds come from the patches here (alt32: ../r1's, rebased; paired_all: row 208's
+# row planned on every sm90 GPU), applied to the tree for their compile only (bench/variant.sh
+# over BUILD's objects; the tree is restored).
 set -euo pipefail
 build=$(cd "${1:?usage: stage.sh BUILD BASE_QMM}" && pwd)
 base=${2:?usage: stage.sh BUILD BASE_QMM}
@@ -24,13 +24,12 @@ variant() { # NAME PATCH DEFINE TESTS SRC...: a variant.sh build of the tree wit
     [ -x "/tmp/var/$name/qmm" ] || { echo "stage.sh: variant $name failed" >&2; exit 1; }
 }
 variant s40alt alt32.patch -DQMM_EXP_ALT32 "" tune/sm90.c
-variant s40t64 tall64.patch -DQMM_EXP_TALL64 "sm90_trace gpu_sm90" \
-    tune/sm90.c plan_sm90.c plan_call.c perf/wgmma.c cuda/gemm_sm90.cu cuda/context.cu
-mkdir -p "$tmp/t41a/base" "$tmp/t41a/alt" "$tmp/t41a/t64"
+variant s40p64 paired_all.patch -DQMM_EXP_PAIRED_ALL "sm90_trace gpu_sm90" tune/sm90.c
+mkdir -p "$tmp/t41a/base" "$tmp/t41a/alt" "$tmp/t41a/p64"
 cp "$build"/{qmm,gpu_sm90,gpu_kernels,sm90_trace,test_ops} "$tmp/t41a/"
 cp "$base" "$tmp/t41a/base/qmm"
 cp /tmp/var/s40alt/qmm "$tmp/t41a/alt/"
-cp /tmp/var/s40t64/{qmm,sm90_trace,gpu_sm90} "$tmp/t41a/t64/"
+cp /tmp/var/s40p64/{qmm,sm90_trace,gpu_sm90} "$tmp/t41a/p64/"
 bash "$root/bench/carry-libs.sh" "$tmp/t41a"
 (cd "$tmp" && tar -cf - t41a | xz -7 -T1 --lzma2=preset=7,dict=128MiB) >"$root/devbin/t41a.tar.xz"
 bash "$root/bench/check-cmds.sh" "$root/devbin/t41a.tar.xz" "$here/cmds.txt"
