@@ -224,6 +224,7 @@ def read_cells(path):
             c["auto"] = (r["path"], int(r["split"]))
             c["auto_rows"] = int(r["tile_n"])
             c["auto_tile"] = (int(r["tile_m"]), int(r["tile_n"]))
+            c["auto_config"] = int(r["config"]) if r.get("config", "").lstrip("-").isdigit() else None
         elif r["contender"] == "wgmma":  # the wgmma family's own plan: what it ran
             c["wgmma_ran"] = (r["path"], int(r["split"]), int(r["tile_n"]))
         elif r["contender"] in FORCED:  # the mirror plans what the bench ran
@@ -271,6 +272,8 @@ def auto_ran(m, c, ct, s):
         schedule(m, c["n"], c["k"], "split", 1 if ct == "wgmma_s1" else s)
     tn, wg, _ = ROWS[sched[0]]
     path, split = ("streamk", 1) if ct == "streamk" else ("wgmma", 1 if ct == "wgmma_s1" else s)
+    if c.get("auto_config") == PAIRED_64 and sched[0] != PAIRED_64:
+        return False  # the same tile two CTAs a SM: not this schedule
     return c["auto"] == (path, split) and c.get("auto_tile") == (tn, 64 * wg)
 
 
@@ -303,8 +306,8 @@ def evaluate(path, cells, th, residuals=False):
                 t = c["t"][("auto", 0)]
             elif c.get("wgmma_ran") == ("wgmma", s, rows):
                 t = c["t"][("wgmma", 0)]
-        elif ct == "paired" and c.get("auto") == ("wgmma", s) and c.get("auto_tile") == (64, 128):
-            t = c["t"][("auto", 0)]  # the CSV does not tell the residency: an H100's run planned it
+        elif ct == "paired" and c.get("auto") == ("wgmma", s) and c.get("auto_config") == PAIRED_64:
+            t = c["t"][("auto", 0)]  # no forced contender runs it: the auto row, if it did
         best, (bct, bs) = min((v, key) for key, v in c["t"].items() if key[0] not in NOT_CONTENDERS)
         e15, e5 = abs(p / t - 1) <= 0.15, t <= 1.05 * best
         within15, within5 = within15 + e15, within5 + e5

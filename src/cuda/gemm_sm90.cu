@@ -251,7 +251,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
 
     const int gpb = groups_per_block(w.group);
 #define QMM_SM90_DISPATCH(tn, wg, st, bps)                                          \
-    if (cf.tile_tokens == tn && cf.warpgroups == wg && cf.stages == st)             \
+    if (cf.tile_tokens == tn && cf.warpgroups == wg && cf.stages == st && cf.blocks_per_sm == bps) \
         return gpb == 1   ? launch_sm90_t<tn, wg, st, bps, 1>(map, map_last, args, pdl, stream) \
                : gpb == 2 ? launch_sm90_t<tn, wg, st, bps, 2>(map, map_last, args, pdl, stream) \
                           : launch_sm90_t<tn, wg, st, bps, 4>(map, map_last, args, pdl, stream);

@@ -3,6 +3,7 @@
 
 #include "internal.h"
 #include "plan.h"
+#include "plan_sm90.h"
 #include "tune/sm90.h"
 
 _Static_assert(QMM_SM90_CONFIG_COUNT <= QMM_MAX_WGMMA_CONFIGS, "qmm.h holds every wgmma row");
@@ -149,9 +150,13 @@ void qmm_tune_for_gpu(qmm_device_desc *d, const char *name)
     const int h100 = strstr(name, "H100") && d->gpu.sms == 132;
     if (h100) d->wgmma_alt_min_tile = 32;
     /* the 64-token tile's 128-row blocks two CTAs a SM in clusters (H100, NOTES.md rows 206,
-     * 208: gate at 33-64 tokens −17…−19 %): TN 32's counts until the context asks the GPU */
-    for (int s = 2; h100 && s <= QMM_SM90_MAX_CLUSTER; s++)
-        d->wgmma_cluster_ctas[QMM_SM90_PAIRED_64][s] = sm90_cluster_ctas[2][s];
+     * 208: gate at 33-64 tokens −17…−19 %): the counts of the 32-token tile's 128-row row (two
+     * a SM, 384 threads) until the context asks the GPU */
+    int like = -1, tn = 0, wg = 0;
+    for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)
+        if (qmm_sm90_config(c, &tn, &wg, NULL) && tn == 32 && wg == 2) like = c;
+    for (int s = 2; h100 && like >= 0 && s <= QMM_SM90_MAX_CLUSTER; s++)
+        d->wgmma_cluster_ctas[QMM_SM90_PAIRED_64][s] = sm90_cluster_ctas[like][s];
 }
 
 /* A GPU the table does not know: the same kernels (the only ones built), rates well below the
