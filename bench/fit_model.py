@@ -72,7 +72,7 @@ CLUSTER_CTAS = [[0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368,
                 [0, 0, 132, 117, 120, 110, 102, 105, 120], [0] * 9,  # TN 256: no clusters
                 [0, 0, 264, 237, 248, 235, 234, 224, 240],
                 [0, 0, -1, -1, -1, -1, -1, -1, -1]]  # PAIRED_64: the H200's table has not measured it
-H100_PAIRED = [0, 0, 264, 237, 248, 235, 234, 224, 240]  # qmm_tune_for_gpu: TN 32's
+H100_PAIRED = CLUSTER_CTAS[8]  # qmm_tune_for_gpu: the 32-token 128-row row's
 
 
 def cdiv(a, b):

@@ -147,16 +147,16 @@ void qmm_tune_for_gpu(qmm_device_desc *d, const char *name)
     /* the 32-token tile's other height, 128 weight rows two CTAs a SM (H100, NOTES.md row 204:
      * q, k, o, down at M = 32 −1…−7 % in clusters, gate −27 % against stream-K): measured on
      * the 132-SM parts (SXM) only; a 114-SM PCIe card keeps the H200's rule */
-    const int h100 = strstr(name, "H100") && d->gpu.sms == 132;
-    if (h100) d->wgmma_alt_min_tile = 32;
+    if (!strstr(name, "H100") || d->gpu.sms != 132) return;
+    d->wgmma_alt_min_tile = 32;
     /* the 64-token tile's 128-row blocks two CTAs a SM in clusters (H100, NOTES.md rows 206,
      * 208: gate at 33-64 tokens −17…−19 %): the counts of the 32-token tile's 128-row row (two
      * a SM, 384 threads) until the context asks the GPU */
-    int like = -1, tn = 0, wg = 0;
+    int tn = 0, wg = 0;
     for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)
-        if (qmm_sm90_config(c, &tn, &wg, NULL) && tn == 32 && wg == 2) like = c;
-    for (int s = 2; h100 && like >= 0 && s <= QMM_SM90_MAX_CLUSTER; s++)
-        d->wgmma_cluster_ctas[QMM_SM90_PAIRED_64][s] = sm90_cluster_ctas[like][s];
+        if (qmm_sm90_config(c, &tn, &wg, NULL) && tn == 32 && wg == 2)
+            for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
+                d->wgmma_cluster_ctas[QMM_SM90_PAIRED_64][s] = sm90_cluster_ctas[c][s];
 }
 
 /* A GPU the table does not know: the same kernels (the only ones built), rates well below the
