@@ -175,10 +175,13 @@ int main(int argc, char **argv)
         const bench_timing_req q = {copies, copies, 7, 50.0};
         bench_time t;
         char why[256];
-        if (bench_time_calls(st, enqueue, &call, &q, &t, why, sizeof why)) {
-            fprintf(stderr, "sm90_trace: timing failed: %s\n", why);
-            return 1;
-        }
+        /* the first schedule timed twice, the first time discarded: timed once it read 1-4 %
+         * above the same schedule measured later in the sweep (NOTES.md, session 40) */
+        for (int pass = sc == scheds[0] ? 0 : 1; pass < 2; pass++)
+            if (bench_time_calls(st, enqueue, &call, &q, &t, why, sizeof why)) {
+                fprintf(stderr, "sm90_trace: timing failed: %s\n", why);
+                return 1;
+            }
         /* FNV-1a of the output of the last call: a knob (QMM_SM90_EXP) must not change a schedule's bits */
         CK(cudaStreamSynchronize(st));
         std::vector<uint16_t> out((size_t)m * pj->n);
