@@ -194,17 +194,17 @@ def auto_plan(m, n, k, th):
 
 def read_cells(path):
     """{(proj, m): {'n', 'k', 't': {(contender, split): µs}, 'auto': (path, split)}}; path may
-    join several CSVs with '+' (their cells together), and end in '^' and an overlay CSV, a later
-    run of a changed kernel row whose (proj, m) pairs replace the base's (only pairs the base has:
-    tests/test_perf_fit.c's overlay)."""
-    path, _, overlay = path.partition("^")
+    join several CSVs with '+' (their cells together), then '^' and overlay CSVs ('^' between
+    them), later runs of a changed kernel row whose (proj, m) pairs replace the base's in turn
+    (only pairs the base has: tests/test_perf_fit.c's overlays)."""
+    path, *overlays = path.split("^")
     cells = {}
     runs = [read_csv_with_meta(p) for p in path.split("+")]
     rows = [r for _, rs in runs for r in rs]
     h100 = all("H100" in m.get("gpu", "") and m.get("sms") == str(SMS) for m, _ in runs)
     RUN["alt_min_tile"] = 32 if h100 else ALT_MIN_TILE
     CLUSTER_CTAS[PAIRED_64] = list(H100_PAIRED if h100 else [0, 0] + [-1] * 7)
-    if overlay:
+    for overlay in overlays:
         over = read_csv_with_meta(overlay)[1]
         base = {(r["proj"], r["m"]) for r in rows}
         pairs = {(r["proj"], r["m"]) for r in over} & base

@@ -109,10 +109,11 @@ static qmm_cuda_options options_of(const cell *c)
     return o;
 }
 
-/* The cells of one run; an overlay (a later H200 run of a changed kernel row) replaces every
- * row of the (projection, M) pairs it holds. */
+/* The cells of one run; each overlay in turn (a later H200 run of a changed kernel row)
+ * replaces every row of the (projection, M) pairs it holds. */
+#define MAX_OVERLAYS 4
 typedef struct dataset {
-    const char *path, *overlay;
+    const char *path, *overlays[MAX_OVERLAYS]; /* NULL-terminated */
     cell rows[MAX_CELLS];
     int n_rows;
 } dataset;
@@ -121,21 +122,18 @@ typedef struct dataset {
  * M = 64 since: those cells come from its H200 run (r3-onebuf, the same kernel's SASS), two
  * passes as the base's */
 #define RUN37 QMM_SOURCE_DIR "/bench/results/2026-12-05-session37/r3-onebuf/"
-static dataset fit_run = {.path = RUN "r2-final/ops_final.csv", .overlay = RUN37 "ops_e2_1.csv"},
-               second_pass = {.path = RUN "r2-final/ops_new2.csv", .overlay = RUN37 "ops_e2_2.csv"};
+static dataset fit_run = {.path = RUN "r2-final/ops_final.csv", .overlays = {RUN37 "ops_e2_1.csv"}},
+               second_pass = {.path = RUN "r2-final/ops_new2.csv", .overlays = {RUN37 "ops_e2_2.csv"}};
 
 static int same_pair(const cell *a, const cell *b) { return a->m == b->m && !strcmp(a->proj, b->proj); }
 
-static const dataset *load(dataset *ds)
+static void apply_overlay(dataset *ds, const char *overlay)
 {
-    if (ds->n_rows) return ds;
-    read_cells(ds->path, ds->rows, &ds->n_rows);
-    if (!ds->overlay) return ds;
     static cell over[MAX_CELLS];
     static char base_has[MAX_CELLS];
     int n_over = 0, kept = 0;
-    read_cells(ds->overlay, over, &n_over);
-    CHECKF(n_over > 0, "%s: no rows", ds->overlay);
+    read_cells(overlay, over, &n_over);
+    CHECKF(n_over > 0, "%s: no rows", overlay);
     for (int j = 0; j < n_over; j++) { /* the overlay's M = 33...56 are not the base's cells */
         base_has[j] = 0;
         for (int i = 0; i < ds->n_rows && !base_has[j]; i++) base_has[j] = same_pair(&over[j], &ds->rows[i]);
@@ -148,6 +146,13 @@ static const dataset *load(dataset *ds)
     ds->n_rows = kept;
     for (int j = 0; j < n_over && ds->n_rows < MAX_CELLS; j++)
         if (base_has[j]) ds->rows[ds->n_rows++] = over[j];
+}
+
+static const dataset *load(dataset *ds)
+{
+    if (ds->n_rows) return ds;
+    read_cells(ds->path, ds->rows, &ds->n_rows);
+    for (int i = 0; i < MAX_OVERLAYS && ds->overlays[i]; i++) apply_overlay(ds, ds->overlays[i]);
     return ds;
 }
 
