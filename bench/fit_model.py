@@ -38,8 +38,8 @@ import numpy as np
 from csvmeta import read_csv_with_meta
 
 SMS = 132
-ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 2), (64, 2, 1), (128, 2, 1), (64, 1, 2), (128, 1, 1),
-        (256, 2, 1), (32, 2, 2), (64, 2, 2)]  # tn, wg, bps
+ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 3), (64, 2, 1), (128, 2, 1), (64, 1, 2), (128, 1, 1),
+        (256, 2, 1), (32, 2, 2), (64, 2, 2), (24, 1, 3), (48, 1, 3)]  # tn, wg, bps
 PAIRED_64 = 9  # the 64-token tile's 128-row blocks two CTAs a SM (its own request)
 ALT_MIN_TILE = 64  # src/tune/sm90.c wgmma_alt_min_tile: the H200 table's (RUN: the run's GPU's)
 WIDE_MIN_M = 1024  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
@@ -67,11 +67,12 @@ NOT_CONTENDERS = ("auto", "cublas", "read", "wgmma")  # not qmm's own forced sch
 
 # resident CTAs in clusters of s (src/tune/sm90.c sm90_cluster_ctas, the H200's occupancy API)
 CLUSTER_CTAS = [[0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368, 345, 372, 329, 360],
-                [0, 0, 264, 237, 248, 235, 234, 224, 240], [0, 0, 132, 117, 120, 110, 102, 105, 120],
+                [0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 132, 117, 120, 110, 102, 105, 120],
                 [0, 0, 132, 117, 120, 110, 102, 105, 120], [0, 0, 264, 237, 248, 235, 234, 224, 240],
                 [0, 0, 132, 117, 120, 110, 102, 105, 120], [0] * 9,  # TN 256: no clusters
                 [0, 0, 264, 237, 248, 235, 234, 224, 240],
-                [0, 0, -1, -1, -1, -1, -1, -1, -1]]  # PAIRED_64: the H200's table has not measured it
+                [0, 0, -1, -1, -1, -1, -1, -1, -1],  # PAIRED_64: the H200's table has not measured it
+                [0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368, 345, 372, 329, 360]]
 H100_PAIRED = CLUSTER_CTAS[8]  # qmm_tune_for_gpu: the 32-token 128-row row's
 
 
@@ -84,8 +85,8 @@ def schedule(m, n, k, req, split=1, narrow=False):
     split; split 0 = stream-K); narrow: 128-token tiles at any M (wgmma_wide_min_m 0)."""
     g = k // 128
     wide = not narrow and RUN["wide_min_m"] and m >= RUN["wide_min_m"]
-    tn = 256 if wide else next((t for t in (8, 16, 32, 64, 128) if m <= t), 128)
-    wg = 1 if tn <= 32 else 2
+    tn = 256 if wide else next((t for t in (8, 16, 24, 32, 48, 64, 128) if m <= t), 128)
+    wg = 1 if tn <= 48 else 2
     tiles = cdiv(m, tn) * cdiv(n, 64 * wg)
     if tn == 64 and tiles * 2 <= SMS:
         wg, tiles = 1, cdiv(m, tn) * cdiv(n, 64)
@@ -196,7 +197,11 @@ def read_cells(path):
     """{(proj, m): {'n', 'k', 't': {(contender, split): µs}, 'auto': (path, split)}}; path may
     join several CSVs with '+' (their cells together), then '^' and overlay CSVs ('^' between
     them), later runs of a changed kernel row whose (proj, m) pairs replace the base's in turn
-    (only pairs the base has: tests/test_perf_fit.c's overlays)."""
+    (only pairs the base has: tests/test_perf_fit.c's overlays); a last '~' and token counts
+    (',' between them) leaves those M out (a kernel row changed since the run: the stale M of
+    tests/test_perf_fit.c's datasets)."""
+    path, _, stale = path.partition("~")
+    stale = {int(x) for x in stale.split(",") if x}
     path, *overlays = path.split("^")
     cells = {}
     runs = [read_csv_with_meta(p) for p in path.split("+")]
@@ -214,7 +219,7 @@ def read_cells(path):
     # without it (this and the following calls, until the next read_cells)
     RUN["wide_min_m"] = WIDE_MIN_M if any(r["tile_m"] == "256" for r in rows) else 0
     for r in rows:
-        if r["status"] != "pass":
+        if r["status"] != "pass" or int(r["m"]) in stale:
             continue
         c = cells.setdefault((r["proj"], int(r["m"])), dict(n=int(r["n"]), k=int(r["k"]), t={}))
         assert (c["n"], c["k"]) == (int(r["n"]), int(r["k"])), ("one name, two shapes", path, r["proj"])

@@ -48,9 +48,9 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /* The smallest token tile that holds M, 128 beyond it, and 256 from wide_min_m on (> 0). */
 static int token_tile(int64_t m, int64_t wide_min_m)
 {
-    static const int tiles[] = {8, 16, 32, 64, 128};
+    static const int tiles[] = {8, 16, 24, 32, 48, 64, 128};
     if (wide_min_m > 0 && m >= wide_min_m) return 256;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < (int)(sizeof tiles / sizeof tiles[0]); i++)
         if (m <= tiles[i]) return tiles[i];
     return 128;
 }
@@ -81,9 +81,9 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, int64_t 
         return qmm_fail(QMM_ERR_ARG, "split = %d: K = %lld has %lld groups of 128", split,
                         (long long)k, (long long)groups);
 
-    /* small token tiles: 64-row blocks (many CTAs a SM); wider ones 128 rows, unless the
-     * output is narrow (k/v) and 64-row blocks double the tiles */
-    int tn = token_tile(m, wide_min_m), wg = tn <= 32 ? 1 : 2;
+    /* small token tiles (up to 48): 64-row blocks (many CTAs a SM); wider ones 128 rows, unless
+     * the output is narrow (k/v) and 64-row blocks double the tiles */
+    int tn = token_tile(m, wide_min_m), wg = tn <= 48 ? 1 : 2;
     int64_t tiles = cdiv(m, tn) * cdiv(n, 64 * wg);
     if (tn == 64 && tiles * 2 <= sm_count) wg = 1, tiles = cdiv(m, tn) * cdiv(n, 64);
     if (req == QMM_SM90_SPLIT_ALT) { /* the 8-, 16- and 256-token tiles have one height */

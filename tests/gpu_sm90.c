@@ -61,7 +61,7 @@ static void check_schedules(int64_t m, int64_t n, int64_t k, const char *name)
  * boxes of its own rows), the 256-token tile's too (M = 1100), on a ragged N and K = 10 groups */
 static void case_all_m(void)
 {
-    static const int64_t ms[] = {1, 3, 8, 9, 15, 16, 17, 31, 33, 40, 63, 64, 65, 100, 127, 129, 200, 257, 1100};
+    static const int64_t ms[] = {1, 3, 8, 9, 15, 16, 17, 24, 25, 31, 33, 40, 48, 49, 63, 64, 65, 100, 127, 129, 200, 257, 1100};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) check_schedules(ms[i], 1000, 1280, "all-m");
 }
 

@@ -12,7 +12,8 @@
 #ifdef QMM_HAVE_CUDA
 
 /* The 32-token tile's 128-row blocks (two CTAs a SM, NOTES.md row 204), forced by the options'
- * rows on any GPU: within tolerance of fp64, and the same bits as the rule's 64-row blocks at the
+ * rows on any GPU: within tolerance of fp64, and the same bits as the rule's 64-row blocks (three
+ * CTAs a SM since NOTES.md row 213) at the
  * same split (both sum a k-block's k16 steps in one chain, the partitions in order), unsplit,
  * in clusters and through the workspace (split 9), at groups of 128 and 32 (a stage's scales
  * for four groups), ragged tokens and rows; three runs, the same bits. */
@@ -20,8 +21,8 @@ void case_other_height_32(void)
 {
     static const int64_t shapes[][4] = {
         {32, 9728, 2560, 128}, /* gate at M = 32 */
-        {24, 1032, 2560, 128}, /* ragged tokens and rows */
-        {17, 1000, 1280, 32},
+        {25, 1032, 2560, 128}, /* ragged tokens and rows (17-24 tokens: the 24-token tile) */
+        {30, 1000, 1280, 32},
     };
     static const int splits[] = {1, 2, 3, 8, 9};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -56,9 +57,9 @@ void case_other_height_32(void)
     }
 }
 
-/* The 64-token tile's 128-row blocks two CTAs a SM (the table's last row, NOTES.md rows 206, 208),
+/* The 64-token tile's 128-row blocks two CTAs a SM (the table's row 9, NOTES.md rows 206, 208),
  * which AUTO takes in clusters where the rule's blocks are 128 rows, on a GPU whose table has
- * that row's cluster counts (an H100's; the H200's says -1): gate at 64 tokens, ragged tokens and
+ * that row's cluster counts (an H100's; the H200's says -1): gate at 49-64 tokens, ragged tokens and
  * rows, groups of 64 and 32, against fp64, three runs with the same bits. Where this GPU plans
  * another schedule, the shape says so and is not run; where its table has the row's clusters,
  * at least one shape must take them. */
@@ -69,7 +70,7 @@ void case_paired_64(void)
     const int planned_here = d.wgmma_cluster_ctas[QMM_SM90_PAIRED_64][3] > 0; /* an H100's table */
     int ran = 0;
     static const int64_t shapes[][4] = {
-        {64, 9728, 2560, 128}, {40, 9736, 2560, 128}, {48, 9728, 2560, 64}, {33, 9728, 1280, 32}};
+        {64, 9728, 2560, 128}, {56, 9736, 2560, 128}, {60, 9728, 2560, 64}, {49, 9728, 1280, 32}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
         qmm_cuda_options o = qmm_cuda_options_default();

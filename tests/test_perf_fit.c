@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "plan.h"
 
 #ifndef QMM_SOURCE_DIR
 #define QMM_SOURCE_DIR "."
@@ -110,10 +111,12 @@ static qmm_cuda_options options_of(const cell *c)
 }
 
 /* The cells of one run; each overlay in turn (a later H200 run of a changed kernel row)
- * replaces every row of the (projection, M) pairs it holds. */
+ * replaces every row of the (projection, M) pairs it holds; the token counts in `stale` (a
+ * kernel row changed since the run and no H200 has measured it yet) are left out. */
 #define MAX_OVERLAYS 4
 typedef struct dataset {
     const char *path, *overlays[MAX_OVERLAYS]; /* NULL-terminated */
+    int64_t stale[4];                          /* 0-terminated */
     cell rows[MAX_CELLS];
     int n_rows;
 } dataset;
@@ -122,8 +125,11 @@ typedef struct dataset {
  * M = 64 since: those cells come from its H200 run (r3-onebuf, the same kernel's SASS), two
  * passes as the base's */
 #define RUN37 QMM_SOURCE_DIR "/bench/results/2026-12-05-session37/r3-onebuf/"
-static dataset fit_run = {.path = RUN "r2-final/ops_final.csv", .overlays = {RUN37 "ops_e2_1.csv"}},
-               second_pass = {.path = RUN "r2-final/ops_new2.csv", .overlays = {RUN37 "ops_e2_2.csv"}};
+/* Session 42's 32-token 64-row tile runs three CTAs a SM (NOTES.md row 213): M = 32 waits for an
+ * H200's run of it */
+static dataset fit_run = {.path = RUN "r2-final/ops_final.csv", .overlays = {RUN37 "ops_e2_1.csv"}, .stale = {32}},
+               second_pass = {.path = RUN "r2-final/ops_new2.csv", .overlays = {RUN37 "ops_e2_2.csv"},
+                              .stale = {32}};
 
 static int same_pair(const cell *a, const cell *b) { return a->m == b->m && !strcmp(a->proj, b->proj); }
 
@@ -153,6 +159,13 @@ static const dataset *load(dataset *ds)
     if (ds->n_rows) return ds;
     read_cells(ds->path, ds->rows, &ds->n_rows);
     for (int i = 0; i < MAX_OVERLAYS && ds->overlays[i]; i++) apply_overlay(ds, ds->overlays[i]);
+    int kept = 0;
+    for (int i = 0; i < ds->n_rows; i++) {
+        int stale = 0;
+        for (int j = 0; j < 4 && ds->stale[j]; j++) stale |= ds->rows[i].m == ds->stale[j];
+        if (!stale) ds->rows[kept++] = ds->rows[i];
+    }
+    ds->n_rows = kept;
     return ds;
 }
 
@@ -280,7 +293,7 @@ static void auto_cells_within_15(void)
     qmm_device_desc d = h200();
     int n = 0;
     double share = score(ds, &d, "auto", &n, 1);
-    CHECK(n == 60); /* 5 projections x M = 1, 8, 9, 16, 32, 64, 128, 256, 384, 512, 1024, 2048 */
+    CHECK(n == 55); /* 5 projections x M = 1, 8, 9, 16, 64, 128, 256, 384, 512, 1024, 2048 (32: stale) */
     printf("    auto cells within 15 %%: %.0f of %d (%.0f %%)\n", share * n, n, 100 * share);
     CHECKF(share >= 0.80, "auto cells within 15 %%: %.0f %%, want >= 80 %%", 100 * share);
 }
@@ -295,7 +308,7 @@ static void wgmma_contenders_within_15(void)
     qmm_device_desc d = h200();
     int n = 0;
     double share = score(ds, &d, "forced", &n, 1);
-    CHECK(n == 400); /* 5 projections x 12 M x 2 (unsplit, stream-K) + 8 M x 7 cluster splits */
+    CHECK(n == 355); /* 5 projections x 11 M x 2 (unsplit, stream-K) + 7 M x 7 cluster splits */
     printf("    wgmma_s1, streamk, cluster cells within 15 %%: %.0f of %d (%.0f %%)\n", share * n, n,
            100 * share);
     CHECKF(share >= 0.90, "wgmma contenders within 15 %%: %.0f %%, want >= 90 %%", 100 * share);
@@ -345,7 +358,7 @@ static void plan_within_5_of_best(void)
     const dataset *ds = load(&fit_run);
     qmm_device_desc d = h200();
     int cells = 0, within = plans_within_5(ds, &d, &cells);
-    CHECK(cells == 60);
+    CHECK(cells == 55);
     printf("    plans within 5 %% of the best measured: %d of %d\n", within, cells);
     CHECKF(within >= 0.95 * cells, "plans within 5 %% of the best: %d of %d, want >= 95 %%", within,
            cells);
@@ -361,12 +374,36 @@ static void second_pass_meets_both(void)
     int n = 0, nf = 0, cells = 0;
     double share = score(ds, &d, "auto", &n, 0), forced = score(ds, &d, "forced", &nf, 0);
     int within = plans_within_5(ds, &d, &cells);
-    CHECK(n == 50 && cells == 50 && nf == 380); /* 5 projections x M = 9, 16, 32, 64, 128, 256, 384, 512, 1024, 2048 */
+    CHECK(n == 45 && cells == 45 && nf == 335); /* 5 projections x M = 9, 16, 64, 128, 256, 384, 512, 1024, 2048 */
     printf("    second pass: auto cells within 15 %%: %.0f of %d; forced %.0f of %d; "
            "plans within 5 %%: %d of %d\n", share * n, n, forced * nf, nf, within, cells);
     CHECKF(share >= 0.80, "second pass: auto cells within 15 %%: %.0f %%", 100 * share);
     CHECKF(forced >= 0.90, "second pass: wgmma contenders within 15 %%: %.0f %%", 100 * forced);
     CHECKF(within >= 0.95 * cells, "second pass: plans within 5 %%: %d of %d", within, cells);
+}
+
+/* An H100's run of session 42's build (the 24-, 32- and 48-token 64-row tiles three CTAs a SM,
+ * NOTES.md row 213; every contender at M = 1…2048, seven projections): the shipped description
+ * with an H100's corrections, as a context on that GPU plans, meets both criteria there too:
+ * 108 of 112 auto cells within 15 % (k/v at M = 9 / 16 +15.1 %), 107 of 112 plans within 5 %
+ * (k/v at M = 64 in clusters of 7 against 6, k/v at 1 024 on the dense path against the
+ * 128-token tile split in 2, q at 2 048's unsplit row against the same schedule's forced one). */
+#define RUN42 QMM_SOURCE_DIR "/bench/results/2026-12-06-session42/landed/"
+static dataset h100_run = {.path = RUN42 "ops_full.csv"};
+
+static void h100_run_meets_both(void)
+{
+    const dataset *ds = load(&h100_run);
+    qmm_device_desc d = h200();
+    qmm_tune_for_gpu(&d, "NVIDIA H100 80GB HBM3");
+    int n = 0, cells = 0;
+    double share = score(ds, &d, "auto", &n, 0);
+    int within = plans_within_5(ds, &d, &cells);
+    CHECK(n == 112 && cells == 112); /* 7 projections x M = 1, 8, 9, 16, 17, 24, 32, 40, 48, 64, 128, 256, 384, 512, 1024, 2048 */
+    printf("    H100: auto cells within 15 %%: %.0f of %d; plans within 5 %%: %d of %d\n", share * n, n,
+           within, cells);
+    CHECKF(share >= 0.80, "H100: auto cells within 15 %%: %.0f %%", 100 * share);
+    CHECKF(within >= 0.95 * cells, "H100: plans within 5 %%: %d of %d", within, cells);
 }
 
 /* The criterion can fail: a model off by 1.3x either way, or missing, is caught. */
@@ -444,7 +481,7 @@ static void model_counts_the_wide_tile(void)
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, auto_cells_within_15, wgmma_contenders_within_15, plan_within_5_of_best,
-               second_pass_meets_both, broken_models_fail, model_rejects_bad_input,
+               second_pass_meets_both, h100_run_meets_both, broken_models_fail, model_rejects_bad_input,
                model_counts_the_wide_tile);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

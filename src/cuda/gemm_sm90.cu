@@ -81,10 +81,10 @@ const Sm90Config sm90_configs[SM90_CONFIGS] = {
 #undef QMM_SM90_ROW
 };
 
-/* The 64- and 128-token tiles copy a partial last tile's rows only (Sm90Maps<true>, launch_sm90
+/* The 48-, 64- and 128-token tiles copy a partial last tile's rows only (Sm90Maps<true>, launch_sm90
  * says when); the others take the TN-row boxes, whose rows past M cost less than a second box a
  * stage there (NOTES.md rows 200, 203). */
-static constexpr bool sm90_partial_boxes(int tn) { return tn == 64 || tn == 128; }
+static constexpr bool sm90_partial_boxes(int tn) { return tn == 48 || tn == 64 || tn == 128; }
 
 template <int TN, int WG, int ST, int BPS, bool P> static cudaError_t sm90_init_p(void)
 {
@@ -192,7 +192,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
                         elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
-    /* The 64- and 128-token tiles: a last token tile that M does not fill, by at least a fifth,
+    /* The 48-, 64- and 128-token tiles: a last token tile that M does not fill, by at least a fifth,
      * copied as boxes of its own rows, one a k half (H100, NOTES.md rows 200, 203: M = 33 / 40
      * −13…−19 % / −1…−12 %, 100 −3…−4 %, 200 −1…−14 %; but 8 rows short of 64 tokens +2…+4 %,
      * so there the boxes of TN rows stay). The wgmma columns of the rows not copied read

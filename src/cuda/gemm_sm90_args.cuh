@@ -63,7 +63,7 @@ struct Sm90Args {
 };
 
 /* The activations' tensor maps: boxes of TN rows; with PARTIAL also boxes of the last tile's
- * last_rows rows, one a 64-wide k half, so that no box row lies past M (the 64- and 128-token
+ * last_rows rows, one a 64-wide k half, so that no box row lies past M (the 48-, 64- and 128-token
  * tiles: the rows past M cost the copy engine as much as real ones, NOTES.md row 200). */
 template <bool PARTIAL> struct Sm90Maps {
     CUtensorMap act;

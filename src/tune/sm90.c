@@ -12,20 +12,23 @@ _Static_assert(QMM_SM90_MAX_CLUSTER == QMM_MAX_WGMMA_CLUSTER, "one cluster limit
 /* Resident CTAs of each wgmma configuration (tune/sm90.h order) in clusters of s = 2..8, as
  * cudaOccupancyMaxActiveClusters answers on the H200 (times s; `qmm plan --policy device` on
  * the GPU, bench/results/2026-12-01-session6/r4-icache/plan.log): the GPCs' SM counts leave SMs
- * idle for most s. */
+ * idle for most s. The rows of three CTAs a SM since session 42 (24, 32 and 48 tokens × 64 rows)
+ * take TN 16's answers, the same count a SM (not yet asked of an H200: a context asks its GPU). */
 static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER + 1] = {
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 8, 3 a SM */
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 16, 3 a SM */
-    {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 32, 2 a SM */
+    {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 32, 3 a SM: as TN 16 (see below) */
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 64, WG 2 */
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128 */
-    {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 64, WG 1, 2 a SM: TN 32's (its shared memory) */
+    {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 64, WG 1, 2 a SM */
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128, WG 1 */
     {0, 0, -1, -1, -1, -1, -1, -1, -1},        /* TN 256: no clusters */
-    {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 32, WG 2: TN 32 WG 1's (also two CTAs a SM) */
+    {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 32, WG 2, 2 a SM: TN 64 WG 1's */
     /* TN 64, WG 2, 2 a SM: not measured on the H200, so never planned there (a table's -1 stays
      * in a context); an H100 takes TN 32's (qmm_tune_for_gpu), then its own GPU's answers */
     {0, 0, -1, -1, -1, -1, -1, -1, -1},
+    {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 24, 3 a SM: as TN 16 */
+    {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 48, 3 a SM: as TN 16 */
 };
 
 /* The H200. The tiled family's rates (tiled_tflops, the launch and copy terms) were fitted to

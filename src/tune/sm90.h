@@ -39,7 +39,11 @@
  * 216 KB a CTA): every row keeps its stage count and resident blocks per SM at every group size.
  * 64 tokens × 64 rows runs two CTAs a SM (5 stages of 21 KB): at one a SM (9 stages) it was
  * 3-8 % slower at 48-64 tokens on q, k, o and down, also in launches of fewer CTAs than SMs (q in
- * clusters of 2, 128 CTAs: NOTES.md rows 198-199).
+ * clusters of 2, 128 CTAs: NOTES.md rows 198-199). 24, 32 and 48 tokens × 64 rows run three CTAs
+ * a SM (6, 5 and 4 stages of 11, 13 and 17 KB), so that a launch of the clusters of 4-8 that
+ * spread a narrow weight over every SM fits one wave (q at 25-32 tokens in clusters of 5: 320
+ * CTAs, 264 slots two a SM); token tiles of 24 and 48 leave less of the tile empty at 17-24 and
+ * 33-48 tokens (H100 at 17-48 tokens: q, o, down −10…−20 %, k −5…−15 %; NOTES.md rows 211-213).
  * The last row (128 tokens × 64 rows, 5 stages of 37 KB) runs only split-K in clusters, where
  * the planner's model prefers twice the tiles to the 128-row row's; likewise 64 tokens × 128
  * rows where the rule takes 64-row blocks (plan_call.c, the other block height). The 256-token
@@ -54,9 +58,9 @@
  * the one-a-SM row, whose stream-K and few-CTA launches it loses; H100, NOTES.md rows 206, 208).
  * Rows keep their index (new ones last). */
 #define QMM_SM90_CONFIGS(X)                                                                        \
-    X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 8, 2)                                                    \
+    X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 5, 3)                                                    \
     X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 5, 2) X(128, 1, 5, 1) X(256, 2, 3, 1)                   \
-    X(32, 2, 4, 2) X(64, 2, 4, 2)
+    X(32, 2, 4, 2) X(64, 2, 4, 2) X(24, 1, 6, 3) X(48, 1, 4, 3)
 
 /* Split-K with 2 … this many partitions runs each tile's CTAs as one cluster that sums the
  * partials in distributed shared memory (8: the portable cluster size); more partitions go
@@ -83,9 +87,9 @@ static inline int qmm_sm90_two_warp_start(int tile_tokens, long long ctas, int s
 #define QMM_SM90_COUNT_ONE(tn, wg, st, bps) +1
 enum { QMM_SM90_CONFIG_COUNT = 0 QMM_SM90_CONFIGS(QMM_SM90_COUNT_ONE) };
 #undef QMM_SM90_COUNT_ONE
-/* The 64-token tile's 128-row blocks two CTAs a SM: the last row (planned by its own request,
+/* The 64-token tile's 128-row blocks two CTAs a SM: row 9 (planned by its own request,
  * QMM_SM90_SPLIT_PAIRED; a (TN, WG) lookup finds the one-a-SM row first). */
-enum { QMM_SM90_PAIRED_64 = QMM_SM90_CONFIG_COUNT - 1 };
+enum { QMM_SM90_PAIRED_64 = 9 };
 
 /* Split and stream-K schedules count finished CTAs per tile in a per-context array this long. */
 #define QMM_SM90_MAX_COUNTED_TILES 65536

@@ -19,8 +19,8 @@ fi
 run=bench/results/2026-12-04-session25/r2-final
 r37=bench/results/2026-12-05-session37/r3-onebuf # the 64-token 64-row tile since (NOTES row 199)
 c_out=$("$1")
-py_out=$(cd "$src" && "$py" bench/fit_model.py --shipped "$run/ops_final.csv^$r37/ops_e2_1.csv" \
-    "$run/ops_new2.csv^$r37/ops_e2_2.csv")
+py_out=$(cd "$src" && "$py" bench/fit_model.py --shipped "$run/ops_final.csv^$r37/ops_e2_1.csv~32" \
+    "$run/ops_new2.csv^$r37/ops_e2_2.csv~32")
 
 # "X of N" counts, in order: forced, auto, plans (first pass), then the same (second pass)
 c_counts=$(printf '%s\n' "$c_out" | sed -nE \

@@ -92,7 +92,7 @@ expect "plan --group 64: decode takes the wgmma kernel, not the matvec" 0 "path 
 expect "plan --group 128: decode takes the matvec" 0 "path  *matvec" -- \
     "$qmm" plan --policy device --table sm90 --group 128 --m 1 --n 2560 --k 9728
 expect "plan --table h100: 32 tokens in 128-row clusters (an H100's correction)" 0 "tile  *32x128" -- \
-    "$qmm" plan --policy device --table h100 --m 32 --n 4096 --k 2560
+    "$qmm" plan --policy device --table h100 --m 32 --n 4096 --k 12288
 expect "plan --table h100: gate at 64 tokens on the 128-row blocks two a SM (marked p)" 0 "gate .*x64x128p/" -- \
     "$qmm" plan --policy device --table h100 --model qwen3-4b --tokens 64
 expect "plan --table sm90: no paired row at 64 tokens" 0 "gate .*streamk" "!x128p/" -- \
