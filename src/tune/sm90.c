@@ -25,7 +25,8 @@ static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER +
     {0, 0, -1, -1, -1, -1, -1, -1, -1},        /* TN 256: no clusters */
     {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 32, WG 2, 2 a SM: TN 64 WG 1's */
     /* TN 64, WG 2, 2 a SM: not measured on the H200, so never planned there (a table's -1 stays
-     * in a context); an H100 takes TN 32's (qmm_tune_for_gpu), then its own GPU's answers */
+     * in a context); an H100 takes the 32-token 128-row row's (qmm_tune_for_gpu), then its own GPU's
+     * answers */
     {0, 0, -1, -1, -1, -1, -1, -1, -1},
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 24, 3 a SM: as TN 16 */
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 48, 3 a SM: as TN 16 */
