@@ -49,7 +49,8 @@ RUN = dict(wide_min_m=WIDE_MIN_M, alt_min_tile=ALT_MIN_TILE)
 R = "bench/results/2026-12-01-"
 R17 = "bench/results/2026-12-02-session17/r5-final/"
 R18 = "bench/results/2026-12-04-session18/r1-owner-stores/"
-DEFAULTS = [R17 + "ops_final.csv+" + R18 + "plans.csv", R17 + "ops_new2.csv",
+# (their M = 32 ran the 32-token row two CTAs a SM; it runs three since session 42: left out)
+DEFAULTS = [R17 + "ops_final.csv+" + R18 + "plans.csv~32", R17 + "ops_new2.csv~32",
             R + "session5/r10-final-e2e/ops.csv", R + "session5/r11-sanitize/ops.csv"]
 NAMES = ["fixed_us", "fill_us_per_kb", "stage_us", "us_per_mflop", "issue_us", "round_trip_us",
          "partial_us_per_mb", "cluster_us", "cluster_us_per_kb", "wide_kblock_us"]

@@ -86,7 +86,7 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, int64_t 
     int tn = token_tile(m, wide_min_m), wg = tn <= 48 ? 1 : 2;
     int64_t tiles = cdiv(m, tn) * cdiv(n, 64 * wg);
     if (tn == 64 && tiles * 2 <= sm_count) wg = 1, tiles = cdiv(m, tn) * cdiv(n, 64);
-    if (req == QMM_SM90_SPLIT_ALT) { /* the 8-, 16- and 256-token tiles have one height */
+    if (req == QMM_SM90_SPLIT_ALT) { /* the 8-, 16-, 24-, 48- and 256-token tiles have one height */
         if (tn == 32 || tn == 64 || tn == 128) wg = 3 - wg, tiles = cdiv(m, tn) * cdiv(n, 64 * wg);
         req = QMM_SM90_SPLIT;
     }

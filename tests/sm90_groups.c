@@ -15,7 +15,7 @@ static void ragged_g(int group)
 {
     static const int64_t shapes[][3] = {
         {1, 1032, 2560}, {9, 1032, 256}, {130, 1032, 384}, {3, 8, 128}, {17, 1, 128},
-        {64, 200, 128}, {5, 4100, 1280}, {300, 72, 512},
+        {64, 200, 128}, {5, 4100, 1280}, {300, 72, 512}, {34, 1032, 384}, {48, 200, 128},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         check_schedules_g(shapes[i][0], shapes[i][1], shapes[i][2], group, "ragged");
@@ -26,8 +26,8 @@ void case_g32_ragged(void) { ragged_g(32); }
 /* M = 1…300 through every token tile, on a ragged N and a K of 10 blocks (20 groups of 64) */
 void case_g64_all_m(void)
 {
-    static const int64_t ms[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65,
-                                 100, 127, 128, 129, 200, 255, 256, 257, 300};
+    static const int64_t ms[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 40, 48, 63,
+                                 64, 65, 100, 127, 128, 129, 200, 255, 256, 257, 300};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) check_schedules_g(ms[i], 1000, 1280, 64, "all-m");
 }
 

@@ -192,11 +192,13 @@ static void other_block_height_32(void)
            (long long)q.blocks);
     CHECK_OK(qmm_plan_call(&h100, 32, 1024, 2560, NULL, &p)); /* k keeps 64-row clusters */
     CHECK(p.path == QMM_PATH_WGMMA && p.tile_n == 64);
-    for (int i = 0; i < 3; i++) { /* 33-64 tokens: q, o, down as the H200 plans (gate: paired_64) */
-        CHECK_OK(qmm_plan_call(&h100, 33, taller[i][0], taller[i][1], NULL, &p));
-        CHECK_OK(qmm_plan_call(&d, 33, taller[i][0], taller[i][1], NULL, &q));
-        CHECK(p.path == q.path && p.split == q.split && p.config == q.config && p.tile_n == q.tile_n);
-    }
+    for (int i = 0; i < 3; i++) /* 33-64 tokens: q, o, down as the H200 plans (gate: paired_64) */
+        for (int64_t m = 33; m <= 64; m += 31 - 15 * (m == 33)) { /* 33, 49, 64 */
+            CHECK_OK(qmm_plan_call(&h100, m, taller[i][0], taller[i][1], NULL, &p));
+            CHECK_OK(qmm_plan_call(&d, m, taller[i][0], taller[i][1], NULL, &q));
+            CHECK(p.path == q.path && p.split == q.split && p.config == q.config && p.tile_n == q.tile_n &&
+                  p.tile_m == (m <= 48 ? 48 : 64));
+        }
     /* forced heights */
     qmm_cuda_options o = qmm_cuda_options_default();
     o.path = QMM_PATH_WGMMA, o.split = 3, o.rows = 128;

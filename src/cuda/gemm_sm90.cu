@@ -33,7 +33,7 @@
  *
  * Programmatic dependent launch: the producer issues weight copies before griddepcontrol.wait
  * (weights never depend on the previous kernel: every stage's at 8–16 tokens, the first stage's
- * from 32 on), the activations after it (at 8–16 tokens from a second warp where the launch has
+ * from 24 on), the activations after it (at 8–16 tokens from a second warp where the launch has
  * more than two CTAs a SM: tune/sm90.h's qmm_sm90_two_warp_start); consumers wait before
  * writing; launch_dependents once every copy is issued.
  *
@@ -195,7 +195,8 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     /* The 48-, 64- and 128-token tiles: a last token tile that M does not fill, by at least a fifth,
      * copied as boxes of its own rows, one a k half (H100, NOTES.md rows 200, 203: M = 33 / 40
      * −13…−19 % / −1…−12 %, 100 −3…−4 %, 200 −1…−14 %; but 8 rows short of 64 tokens +2…+4 %,
-     * so there the boxes of TN rows stay). The wgmma columns of the rows not copied read
+     * so there the boxes of TN rows stay; measured on the 64-token tile, taken by the 48-token
+     * tile unmeasured). The wgmma columns of the rows not copied read
      * whatever the stage held; their outputs are never stored. */
     const int tail = m % cf.tile_tokens;
     const int last_rows = sm90_partial_boxes(cf.tile_tokens) && tail && (cf.tile_tokens - tail) * 5 >= cf.tile_tokens

@@ -71,12 +71,13 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     const bool producer_warp = threadIdx.x < 32, lane0 = threadIdx.x == 0;
     const int n_it = (dp_end - dp_begin) + (end - begin), pre = n_it < STAGES ? n_it : STAGES;
     /* Weights never depend on the previous kernel: the first PRE_W stages' are requested
-     * before the wait, the activations after it. From 32 tokens on, a stage's activations
-     * (8–32 KB) outweigh its weights (4–8 KB), and requested behind every first-stage
+     * before the wait, the activations after it. From 24 tokens on a stage's activations
+     * (6–32 KB) outweigh its weights (4–8 KB), and requested behind every first-stage
      * weight copy they started the consumers 2–3 µs after launch: there one stage of
      * weights goes first, then each stage's activations and the weights a stage ahead
-     * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74). At 8-16
-     * tokens with more than two CTAs a SM a second warp issues the activations (`two`). */
+     * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74; at 24 tokens
+     * every stage first was 7–9 % slower for launches of more than two CTAs a SM, row 215). At
+     * 8-16 tokens with more than two CTAs a SM a second warp issues the activations (`two`). */
     constexpr int PRE_W = TN <= 16 ? STAGES : 1;
     const int pre_w = pre < PRE_W ? pre : PRE_W;
     Pos wp = {0, 0, 0, 0};

@@ -42,10 +42,10 @@
  * clusters of 2, 128 CTAs: NOTES.md rows 198-199). 24, 32 and 48 tokens × 64 rows run three CTAs
  * a SM (6, 5 and 4 stages of 11, 13 and 17 KB), so that a launch of the clusters of 4-8 that
  * spread a narrow weight over every SM fits one wave (q at 25-32 tokens in clusters of 5: 320
- * CTAs, 264 slots two a SM); token tiles of 24 and 48 leave less of the tile empty at 17-24 and
+ * CTAs, 235 slots in clusters of 5 two a SM); token tiles of 24 and 48 leave less of the tile empty at 17-24 and
  * 33-48 tokens (H100 at 17-48 tokens: q, o, down −10…−20 %, k −5…−15 %, gate ±1 % / +4 % / −10 %
  * at 17-24 / 25-32 / 33-48; NOTES.md rows 211-213).
- * The last row (128 tokens × 64 rows, 5 stages of 37 KB) runs only split-K in clusters, where
+ * Row 6 (128 tokens × 64 rows, 5 stages of 37 KB) runs only split-K in clusters, where
  * the planner's model prefers twice the tiles to the 128-row row's; likewise 64 tokens × 128
  * rows where the rule takes 64-row blocks (plan_call.c, the other block height). The 256-token
  * row (3 stages of 73 KB) takes prompts from the table's wgmma_wide_min_m tokens on (tune/sm90.c,

@@ -99,8 +99,8 @@ expect "plan --table sm90: no paired row at 64 tokens" 0 "gate .*streamk" "!x128
     "$qmm" plan --policy device --table sm90 --model qwen3-4b --tokens 64
 expect "plan --table h100 says whose table" 0 "sm90 with an H100's corrections" -- \
     "$qmm" plan --policy device --table h100 --model qwen3-4b --tokens 32
-expect "plan --table sm90: 32 tokens in 64-row blocks" 0 "tile  *32x64" -- \
-    "$qmm" plan --policy device --table sm90 --m 32 --n 4096 --k 2560
+expect "plan --table sm90: 32 tokens in 64-row blocks (the shape the H100 plans in 128-row ones)" 0 "tile  *32x64" -- \
+    "$qmm" plan --policy device --table sm90 --m 32 --n 4096 --k 12288
 expect "plan --table h200 is refused" 2 "must be sm90, h100 or generic, not 'h200'" -- \
     "$qmm" plan --policy device --table h200 --m 32 --n 4096 --k 2560
 expect "plan --group 48 is refused" 2 "bad value '48' for --group" -- \

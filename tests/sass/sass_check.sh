@@ -53,10 +53,10 @@ rows=$(awk '/^#define QMM_SM90_CONFIGS\(X\)/ { on = 1 } on { print } on && !/\\$
 fails=0 checked=0
 for row in $rows; do
     IFS=, read -r tn wg st bps <<<"$row"
-    # the 64- and 128-token tiles also have the instantiation that copies a partial last tile's
-    # rows only (PARTIAL, gemm_sm90.cu)
+    # the 48-, 64- and 128-token tiles also have the instantiation that copies a partial last
+    # tile's rows only (PARTIAL, gemm_sm90.cu sm90_partial_boxes)
     partials=0
-    [ "$tn" = 64 ] || [ "$tn" = 128 ] && partials="0 1"
+    [ "$tn" = 48 ] || [ "$tn" = 64 ] || [ "$tn" = 128 ] && partials="0 1"
     for p in $partials; do
     for gpb in 1 2 4; do
         name="_ZN3qmm24gemm_sm90_w4_bf16_kernelILi${tn}ELi${wg}ELi${st}ELi${bps}ELi${gpb}ELb${p}EEEvNS_8Sm90MapsIXT4_EEENS_8Sm90ArgsE"
