@@ -115,9 +115,10 @@ static qmm_cuda_options options_of(const cell *c)
  * replaces every row of the (projection, M) pairs it holds; the token counts in `stale` (a
  * kernel row changed since the run and no H200 has measured it yet) are left out. */
 #define MAX_OVERLAYS 4
+#define MAX_STALE 4
 typedef struct dataset {
     const char *path, *overlays[MAX_OVERLAYS]; /* NULL-terminated */
-    int64_t stale[4];                          /* 0-terminated */
+    int64_t stale[MAX_STALE];                  /* 0-terminated */
     cell rows[MAX_CELLS];
     int n_rows;
 } dataset;
@@ -163,7 +164,7 @@ static const dataset *load(dataset *ds)
     int kept = 0;
     for (int i = 0; i < ds->n_rows; i++) {
         int stale = 0;
-        for (int j = 0; j < 4 && ds->stale[j]; j++) stale |= ds->rows[i].m == ds->stale[j];
+        for (int j = 0; j < MAX_STALE && ds->stale[j]; j++) stale |= ds->rows[i].m == ds->stale[j];
         if (!stale) ds->rows[kept++] = ds->rows[i];
     }
     ds->n_rows = kept;
@@ -286,9 +287,9 @@ static qmm_device_desc h200(void)
  * measured). 55 of 55; with M = 32, 60 of 60 from session 27 to 41 (NOTES.md row 165) and 49
  * of 60 before, when the dense path's six at M = 1024 / 2048 (+37…+78 %: 400 TFLOP/s and two
  * launches) and the matvec's five at M = 1 / 8 (+15…+32 %: its fifth-session model) missed.
- * Both models are now fitted to medians
- * over several runs that include this one; fitted without it, the dense path's constants
- * (820 TFLOP/s, 4.52 µs, 2.92 TB/s) still put all 60 dense cells of its two passes within 15 %. */
+ * Both models are now fitted to medians over several runs that include this one; fitted
+ * without it, the dense path's constants (820 TFLOP/s, 4.52 µs, 2.92 TB/s) still put all 60
+ * dense cells of its two passes within 15 %. */
 static void auto_cells_within_15(void)
 {
     const dataset *ds = load(&fit_run);
@@ -349,9 +350,9 @@ static int plans_within_5(const dataset *ds, const qmm_device_desc *d, int *cell
 }
 
 /* Issue 11: the plan within 5 % of the best measured configuration on >= 95 % of cells: 53 of
- * 55 (58 of 60 with M = 32 until session 41; the misses: down M = 2048, whose dense row took 153.6 and the same schedule's other row
- * 145.2; since session 37's overlay k at M = 64, clusters of 7 4.87 µs against clusters of 6
- * 4.60; down M = 1024, the dense path by the table then, 87.0 µs where stream-K took 82.2, is
+ * 55 (58 of 60 with M = 32 until session 41; the misses: down M = 2048, whose dense row took
+ * 153.6 and the same schedule's other row 145.2; since session 37's overlay k at M = 64,
+ * clusters of 7 4.87 µs against clusters of 6 4.60; down M = 1024, the dense path by the table then, 87.0 µs where stream-K took 82.2, is
  * planned as stream-K since session 30). k at M = 384 / 512 ran the dense path by the table
  * until session 27 and missed too. */
 static void plan_within_5_of_best(void)
