@@ -72,9 +72,8 @@ CLUSTER_CTAS = [[0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368,
                 [0, 0, 132, 117, 120, 110, 102, 105, 120], [0, 0, 264, 237, 248, 235, 234, 224, 240],
                 [0, 0, 132, 117, 120, 110, 102, 105, 120], [0] * 9,  # TN 256: no clusters
                 [0, 0, 264, 237, 248, 235, 234, 224, 240],
-                [0, 0, -1, -1, -1, -1, -1, -1, -1],  # PAIRED_64: the H200's table has not measured it
+                [0, 0, 264, 237, 248, 235, 234, 224, 240],  # PAIRED_64: the 32-token 128-row row's
                 [0, 0, 396, 372, 368, 345, 372, 329, 360], [0, 0, 396, 372, 368, 345, 372, 329, 360]]
-H100_PAIRED = CLUSTER_CTAS[8]  # qmm_tune_for_gpu: the 32-token 128-row row's
 
 
 def cdiv(a, b):
@@ -209,7 +208,6 @@ def read_cells(path):
     rows = [r for _, rs in runs for r in rs]
     h100 = all("H100" in m.get("gpu", "") and m.get("sms") == str(SMS) for m, _ in runs)
     RUN["alt_min_tile"] = 32 if h100 else ALT_MIN_TILE
-    CLUSTER_CTAS[PAIRED_64] = list(H100_PAIRED if h100 else [0, 0] + [-1] * 7)
     for overlay in overlays:
         over = read_csv_with_meta(overlay)[1]
         base = {(r["proj"], r["m"]) for r in rows}

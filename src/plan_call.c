@@ -256,9 +256,9 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     if (req == QMM_SM90_AUTO && p.path == QMM_PATH_STREAMK && p.predicted_us > 0) {
         const int both = d->wgmma_alt_min_tile > 0 && p.tile_m >= d->wgmma_alt_min_tile;
         /* 64 tokens where the rule's blocks are 128 rows (wide outputs): also those blocks two
-         * CTAs a SM, in clusters (gate on an H100: 14.1 µs stream-K → 11.7 in clusters of 3;
-         * as the other height of q, o, down it lost 15-23 %, where the model saw gains: NOTES.md
-         * row 208). A table that has not measured it says its clusters do not fit. */
+         * CTAs a SM, in clusters (gate on an H100: 14.1 µs stream-K → 11.7 in clusters of 3, on
+         * the H200 14.3 → 11.7; as the other height of q, o, down it lost 15-23 %, where the model
+         * saw gains: NOTES.md rows 208, 219). A table without its counts (-1) never plans it. */
         const int paired = p.tile_m == 64 && p.tile_n == 128;
         static const qmm_sm90_request kinds[3] = {QMM_SM90_SPLIT, QMM_SM90_SPLIT_ALT, QMM_SM90_SPLIT_PAIRED};
         for (int c = 0; c < 3 * QMM_SM90_MAX_CLUSTER; c++) {

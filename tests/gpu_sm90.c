@@ -408,30 +408,33 @@ static void other_height_clusters_g(int group)
 static void case_other_height_clusters(void) { other_height_clusters_g(QMM_GROUP); }
 
 static void case_g64_other_height_clusters(void) { other_height_clusters_g(64); }
-/* The 8- and 16-token tiles' start (tune/sm90.h, qmm_sm90_two_warp_start: two producer warps
- * where a launch has more than two CTAs a SM, one below): it orders copies only, so the same rows
- * give the same bits either way. A weight of n rows runs a forced split on the two-warp side of
- * the rule; its first rows (at most 1 024), the same split on the one-warp side (split-K summed
- * in clusters, and through the workspace); their outputs' rows equal bitwise, the large one
- * within tolerance of fp64. */
-static void case_two_warp_start(void)
+/* Two rules of the producer's start (tune/sm90.h) order copies only, so the same rows give the
+ * same bits on either side of them: qmm_sm90_two_warp_start (8-16-token tiles, two producer warps
+ * where a launch has more than two CTAs a SM) and qmm_sm90_all_weights_first (24-64-token tiles,
+ * every first stage's weights before the dependency wait where it has at most one a SM). A weight
+ * of n rows runs a forced split of 64-row blocks above the rule's CTA bound; its first rows, the
+ * same split within it (split-K summed in clusters, and through the workspace); their outputs'
+ * rows equal bitwise, the large one within tolerance of fp64. */
+typedef struct {
+    const char *name;
+    int per_sm; /* the rule's bound: CTAs a SM */
+    int (*rule)(int tile_tokens, long long ctas, int sms);
+    struct { int64_t m, k; int split; } shapes[4];
+} start_rule;
+static void start_rule_sides(const start_rule *sr)
 {
     int dev = 0, sms = 0;
     CHECK(cudaGetDevice(&dev) == cudaSuccess &&
           cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && sms > 0);
     if (sms <= 0) return;
-    /* clusters of 5, 2 and 8; 10 partitions through the workspace and the tiles' counters */
-    static const struct { int64_t m, k; int split; } shapes[] = {{16, 2560, 5}, {9, 2560, 2}, {12, 4096, 8},
-                                                                 {16, 2560, 10}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const int64_t m = shapes[i].m, k = shapes[i].k;
-        const int split = shapes[i].split;
-        /* 64-row tiles at 8-16 tokens: enough of them for the two-warp side, at most 2 · sms CTAs
-         * (and 16 tiles) for the one-warp side */
-        const int64_t tiles = (2 * (int64_t)sms + split) / split, small_tiles = 2 * (int64_t)sms / split;
+    for (size_t i = 0; i < sizeof sr->shapes / sizeof sr->shapes[0]; i++) {
+        const int64_t m = sr->shapes[i].m, k = sr->shapes[i].k, bound = (int64_t)sr->per_sm * sms;
+        const int split = sr->shapes[i].split;
+        /* enough 64-row tiles for the far side, at most the bound's CTAs (and 16 tiles) inside */
+        const int64_t tiles = (bound + split) / split, small_tiles = bound / split;
         const int64_t n = (tiles < 64 ? 64 : tiles) * 64, n_small = (small_tiles < 16 ? small_tiles : 16) * 64;
         if (n_small < 64) {
-            printf("    M=%-3lld split %d: %d SMs hold no one-warp launch of this split, skipped\n",
+            printf("    M=%-3lld split %d: %d SMs hold no launch of this split within the rule's bound, skipped\n",
                    (long long)m, split, sms);
             continue;
         }
@@ -452,27 +455,46 @@ static void case_two_warp_start(void)
         int ok = qmm_cuda_weight_upload(prob_setup.ctx, &small.w, &small.dw) == QMM_OK &&
                  cudaMemcpy(small.a_dev, big.a_dev, (size_t)(m * k) * 2, cudaMemcpyDeviceToDevice) == cudaSuccess;
         CHECKF(ok, "M=%lld: the small weight's upload: %s", (long long)m, qmm_last_error());
-        const qmm_cuda_options o = opts(QMM_PATH_WGMMA, split);
+        qmm_cuda_options o = opts(QMM_PATH_WGMMA, split);
+        o.rows = 64;
         qmm_plan pb, ps;
         ok = ok && prob_run(&big, &o, big.out, &pb) == QMM_OK && prob_run(&small, &o, small.out, &ps) == QMM_OK;
         CHECKF(ok, "M=%lld K=%lld split %d: %s", (long long)m, (long long)k, split, qmm_last_error());
         if (ok) {
-            CHECKF(pb.tile_m <= 16 && ps.tile_m == pb.tile_m && pb.tile_n == ps.tile_n &&
-                       qmm_sm90_two_warp_start(pb.tile_m, pb.blocks, sms) &&
-                       !qmm_sm90_two_warp_start(ps.tile_m, ps.blocks, sms),
-                   "M=%lld: %lld and %lld CTAs of %d-token tiles on %d SMs: not both sides of the rule",
-                   (long long)m, (long long)pb.blocks, (long long)ps.blocks, pb.tile_m, sms);
-            prob_check(&big, big.out, 1e-2, "two-warp start");
+            const int big_side = sr->rule(pb.tile_m, pb.blocks, sms), small_side = sr->rule(ps.tile_m, ps.blocks, sms);
+            CHECKF(ps.tile_m == pb.tile_m && pb.tile_n == ps.tile_n && big_side != small_side,
+                   "M=%lld: %lld and %lld CTAs of %d-token tiles on %d SMs: not both sides of %s", (long long)m,
+                   (long long)pb.blocks, (long long)ps.blocks, pb.tile_m, sms, sr->name);
+            prob_check(&big, big.out, 1e-2, sr->name);
             int same = 1;
             for (int64_t r = 0; r < m && same; r++)
                 same = memcmp(big.out + r * n, small.out + r * n_small, (size_t)n_small * 2) == 0;
             CHECKF(same, "M=%lld K=%lld split %d: rows of %lld CTAs differ from those of %lld", (long long)m,
                    (long long)k, split, (long long)pb.blocks, (long long)ps.blocks);
-            printf("    M=%-3lld K=%-5lld split %d: %lld CTAs (two warps) and %lld (one): same bits\n",
-                   (long long)m, (long long)k, split, (long long)pb.blocks, (long long)ps.blocks);
+            printf("    %s M=%-3lld K=%-5lld split %d: %lld CTAs (%s) and %lld (%s): same bits\n", sr->name,
+                   (long long)m, (long long)k, split, (long long)pb.blocks, big_side ? "on" : "off",
+                   (long long)ps.blocks, small_side ? "on" : "off");
         }
         prob_free(&big), prob_free(&small);
     }
+}
+/* clusters of 5, 2 and 8; 10 partitions through the workspace and the tiles' counters */
+static void case_two_warp_start(void)
+{
+    static const start_rule sr = {"two-warp start", 2, qmm_sm90_two_warp_start,
+                                  {{16, 2560, 5}, {9, 2560, 2}, {12, 4096, 8}, {16, 2560, 10}}};
+    start_rule_sides(&sr);
+}
+/* the 24-, 32-, 48- and 64-token tiles: clusters of 7, 2 and 3; 10 partitions */
+static int all_weights_first_64(int tile_tokens, long long ctas, int sms)
+{
+    return qmm_sm90_all_weights_first(tile_tokens, 64, ctas, sms); /* the blocks start_rule forces */
+}
+static void case_all_weights_first(void)
+{
+    static const start_rule sr = {"all weights first", 1, all_weights_first_64,
+                                  {{24, 2560, 7}, {32, 2560, 2}, {48, 4096, 3}, {64, 2560, 10}}};
+    start_rule_sides(&sr);
 }
 
 static const test_case cases[] = {
@@ -482,6 +504,7 @@ static const test_case cases[] = {
     {"small/bad-requests", case_bad_requests},
     {"small/dependent-launches", case_dependent_launches},
     {"small/two-warp-start", case_two_warp_start},
+    {"small/all-weights-first", case_all_weights_first},
     {"bitwise", case_bitwise},
     {"bitwise/128-token", case_bitwise_128},
     {"bitwise/256-token", case_bitwise_256},

@@ -61,7 +61,7 @@ static const struct {
     {"o", 4096, 2560, {"splitk/16/5.4", "splitk/16/6.1", "splitk/8/12.2", "dense/1/19.1", "dense/1/66.3"},
      {"matvec/1/4.1", "wgmma/8/320x16x64", "wgmma/5/200x64x64", "wgmma/2/120x128x128", "dense/1/66.3"}},
     {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/38.4", "dense/1/150.7"},
-     {"matvec/1/6.7", "wgmma/2/304x16x64", "streamk/1/132x64x128", "wgmma/1/228x128x128", "wgmma/1/608x256x128"}},
+     {"matvec/1/6.7", "wgmma/2/304x16x64", "wgmma/3/228x64x128", "wgmma/1/228x128x128", "wgmma/1/608x256x128"}},
     {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/38.4", "dense/1/150.7"},
      {"matvec/1/6.7", "wgmma/8/320x16x64", "wgmma/5/200x64x64", "wgmma/2/120x128x128", "dense/1/150.7"}},
 };
@@ -227,11 +227,11 @@ static void other_block_height_32(void)
     CHECK_OK(qmm_plan_call(&d, 64, 4096, 2560, NULL, &p));
 }
 
-/* The 64-token tile's 128-row blocks two CTAs a SM (the table's row 9; NOTES.md rows 206, 208):
- * weighed in clusters where the rule's blocks are 128 rows (gate/up of Qwen3-4B at 49-64 tokens:
- * clusters of 3, 228 CTAs, instead of stream-K; 33-48 take the 48-token tile), never for 64-row
- * outputs (q, o, down, k), and only where the table has its cluster counts: an H100's, not the
- * H200's (-1). */
+/* The 64-token tile's 128-row blocks two CTAs a SM (the table's row 9; NOTES.md rows 206, 208,
+ * 219): weighed in clusters where the rule's blocks are 128 rows (gate/up of Qwen3-4B at 49-64
+ * tokens: clusters of 3, 228 CTAs, instead of stream-K; 33-48 take the 48-token tile), never for
+ * 64-row outputs (q, o, down, k), and only where the table has its cluster counts (both GPUs'
+ * since session 43; a table's -1 says its clusters do not fit: stream-K again). */
 static void paired_64(void)
 {
     const qmm_device_desc d = sm90();
@@ -241,8 +241,11 @@ static void paired_64(void)
     CHECK(qmm_sm90_config(QMM_SM90_PAIRED_64, &tn, &wg, &stages) && tn == 64 && wg == 2 && stages == 4 &&
           qmm_sm90_blocks_per_sm(QMM_SM90_PAIRED_64) == 2);
     for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
-        CHECK(qmm_sm90_cluster_slots(&d, QMM_SM90_PAIRED_64, s) == -1 &&
-              qmm_sm90_cluster_slots(&h100, QMM_SM90_PAIRED_64, s) > 0);
+        CHECK(qmm_sm90_cluster_slots(&d, QMM_SM90_PAIRED_64, s) > 0 &&
+              qmm_sm90_cluster_slots(&h100, QMM_SM90_PAIRED_64, s) ==
+                  qmm_sm90_cluster_slots(&d, QMM_SM90_PAIRED_64, s));
+    qmm_device_desc unmeasured = d;
+    for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++) unmeasured.wgmma_cluster_ctas[QMM_SM90_PAIRED_64][s] = -1;
     qmm_plan p;
     for (int64_t m = 33; m <= 48; m += 15) { /* the 48-token tile's 64-row clusters of 2 */
         CHECK_OK(qmm_plan_call(&h100, m, 9728, 2560, NULL, &p));
@@ -252,13 +255,15 @@ static void paired_64(void)
                p.config, p.split, (long long)p.blocks);
     }
     for (int64_t m = 49; m <= 64; m += 15) {
-        CHECK_OK(qmm_plan_call(&h100, m, 9728, 2560, NULL, &p)); /* gate */
-        CHECKF(p.path == QMM_PATH_WGMMA && p.config == QMM_SM90_PAIRED_64 && p.split == 3 &&
-                   p.blocks == 76 * 3 && p.tile_m == 64 && p.tile_n == 128 && p.stages == 4 &&
-                   p.workspace_bytes == 0,
-               "H100 gate M=%lld: %s config %d split %d, %lld CTAs", (long long)m, qmm_path_name(p.path),
-               p.config, p.split, (long long)p.blocks);
-        CHECK_OK(qmm_plan_call(&d, m, 9728, 2560, NULL, &p)); /* the H200: stream-K, one a SM */
+        for (int gpu = 0; gpu < 2; gpu++) { /* gate */
+            CHECK_OK(qmm_plan_call(gpu ? &h100 : &d, m, 9728, 2560, NULL, &p));
+            CHECKF(p.path == QMM_PATH_WGMMA && p.config == QMM_SM90_PAIRED_64 && p.split == 3 &&
+                       p.blocks == 76 * 3 && p.tile_m == 64 && p.tile_n == 128 && p.stages == 4 &&
+                       p.workspace_bytes == 0,
+                   "%s gate M=%lld: %s config %d split %d, %lld CTAs", gpu ? "H100" : "H200", (long long)m,
+                   qmm_path_name(p.path), p.config, p.split, (long long)p.blocks);
+        }
+        CHECK_OK(qmm_plan_call(&unmeasured, m, 9728, 2560, NULL, &p)); /* no counts: stream-K, one a SM */
         CHECK(p.path == QMM_PATH_STREAMK && p.config != QMM_SM90_PAIRED_64 && p.tile_n == 128);
     }
     static const int64_t narrow[][2] = {{4096, 2560}, {1024, 2560}, {2560, 4096}, {2560, 9728}};

@@ -33,7 +33,8 @@
  *
  * Programmatic dependent launch: the producer issues weight copies before griddepcontrol.wait
  * (weights never depend on the previous kernel: every stage's at 8–16 tokens, the first stage's
- * from 24 on), the activations after it (at 8–16 tokens from a second warp where the launch has
+ * from 24 on but where a launch of 24-64-token tiles has at most one CTA a SM: tune/sm90.h's
+ * qmm_sm90_all_weights_first), the activations after it (at 8–16 tokens from a second warp where the launch has
  * more than two CTAs a SM: tune/sm90.h's qmm_sm90_two_warp_start); consumers wait before
  * writing; launch_dependents once every copy is issued.
  *
@@ -245,6 +246,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     /* up to 16 tokens every first stage goes out before the dependency wait, from two warps
      * where the launch has more than two CTAs a SM (tune/sm90.h) */
     args.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, args.ctas, sched.sms);
+    args.all_weights_first = qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, args.ctas, sched.sms);
     args.last_rows = last_rows;
 #ifdef QMM_SM90_TWO_EXP /* experiment (NOTES row 197): two warps at every 8- and 16-token launch */
     args.two_warp_start = cf.tile_tokens <= 16;

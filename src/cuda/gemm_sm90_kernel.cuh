@@ -76,10 +76,12 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * weight copy they started the consumers 2–3 µs after launch: there one stage of
      * weights goes first, then each stage's activations and the weights a stage ahead
      * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74; at 24 tokens
-     * every stage first was 7–9 % slower for launches of more than two CTAs a SM, row 215). At
-     * 8-16 tokens with more than two CTAs a SM a second warp issues the activations (`two`). */
+     * every stage first was 7–9 % slower for launches of more than two CTAs a SM, row 215; but
+     * at 24-64 tokens with at most one CTA a SM every stage's weights first is faster: the
+     * launcher's all_weights_first, row 217). At 8-16 tokens with more than two CTAs a SM a
+     * second warp issues the activations (`two`). */
     constexpr int PRE_W = TN <= 16 ? STAGES : 1;
-    const int pre_w = pre < PRE_W ? pre : PRE_W;
+    const int pre_w = args.all_weights_first || pre < PRE_W ? pre : PRE_W;
     Pos wp = {0, 0, 0, 0};
     uint64_t pol = 0;
     auto load_weights = [&](int s, Pos &q) {

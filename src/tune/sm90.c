@@ -13,7 +13,8 @@ _Static_assert(QMM_SM90_MAX_CLUSTER == QMM_MAX_WGMMA_CLUSTER, "one cluster limit
  * cudaOccupancyMaxActiveClusters answers on the H200 (times s; `qmm plan --policy device` on
  * the GPU, bench/results/2026-12-01-session6/r4-icache/plan.log): the GPCs' SM counts leave SMs
  * idle for most s. The rows of three CTAs a SM since session 42 (24, 32 and 48 tokens × 64 rows)
- * take TN 16's answers, the same count a SM (not yet asked of an H200: a context asks its GPU). */
+ * take TN 16's answers, the same count a SM; the 64-token tile's 128-row row two a SM (session
+ * 43, NOTES.md row 219) the 32-token one's (both 384 threads two a SM; a context asks its GPU). */
 static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER + 1] = {
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 8, 3 a SM */
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 16, 3 a SM */
@@ -24,10 +25,7 @@ static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER +
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128, WG 1 */
     {0, 0, -1, -1, -1, -1, -1, -1, -1},        /* TN 256: no clusters */
     {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 32, WG 2, 2 a SM: TN 64 WG 1's */
-    /* TN 64, WG 2, 2 a SM: not measured on the H200, so never planned there (a table's -1 stays
-     * in a context); an H100 takes the 32-token 128-row row's (qmm_tune_for_gpu), then its own GPU's
-     * answers */
-    {0, 0, -1, -1, -1, -1, -1, -1, -1},
+    {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 64, WG 2, 2 a SM: TN 32 WG 2's */
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 24, 3 a SM: as TN 16 */
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 48, 3 a SM: as TN 16 */
 };
@@ -153,14 +151,6 @@ void qmm_tune_for_gpu(qmm_device_desc *d, const char *name)
      * the 132-SM parts (SXM) only; a 114-SM PCIe card keeps the H200's rule */
     if (!strstr(name, "H100") || d->gpu.sms != 132) return;
     d->wgmma_alt_min_tile = 32;
-    /* the 64-token tile's 128-row blocks two CTAs a SM in clusters (H100, NOTES.md rows 206,
-     * 208: gate at 33-64 tokens −17…−19 %): the counts of the 32-token tile's 128-row row (two
-     * a SM, 384 threads) until the context asks the GPU */
-    int tn = 0, wg = 0;
-    for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)
-        if (qmm_sm90_config(c, &tn, &wg, NULL) && tn == 32 && wg == 2)
-            for (int s = 2; s <= QMM_SM90_MAX_CLUSTER; s++)
-                d->wgmma_cluster_ctas[QMM_SM90_PAIRED_64][s] = sm90_cluster_ctas[c][s];
 }
 
 /* A GPU the table does not know: the same kernels (the only ones built), rates well below the

@@ -82,6 +82,17 @@ static inline int qmm_sm90_two_warp_start(int tile_tokens, long long ctas, int s
     return tile_tokens <= 16 && sms > 0 && ctas > 2LL * sms;
 }
 
+/* 24- to 64-token tiles of 64-row blocks: every first stage's weights before the dependency
+ * wait (not just the first stage's) where the launch has at most one CTA a SM: nothing else of
+ * the launch queues on the SM's copies (k/v, 112 CTAs at 17-64 tokens: -1.6...-4.4 % on an H100,
+ * -2.9...-4.9 % on the H200). Not the 128-token tiles' launches of at most one CTA a SM (+1...+8 %,
+ * H100) nor 128-row blocks (gate's 64-token stream-K, 132 CTAs: +4 %, H200), whose stages carry
+ * twice the weights: NOTES.md rows 216, 217. sms 0: no. */
+static inline int qmm_sm90_all_weights_first(int tile_tokens, int rows, long long ctas, int sms)
+{
+    return tile_tokens >= 24 && tile_tokens <= 64 && rows == 64 && sms > 0 && ctas <= sms;
+}
+
 /* A stream-K CTA takes at least this many groups, so a tile's partials stay few. */
 #define QMM_SM90_MIN_STREAMK_ITERS 4
 

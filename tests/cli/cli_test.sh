@@ -95,8 +95,8 @@ expect "plan --table h100: 32 tokens in 128-row clusters (an H100's correction)"
     "$qmm" plan --policy device --table h100 --m 32 --n 4096 --k 12288
 expect "plan --table h100: gate at 64 tokens on the 128-row blocks two a SM (marked p)" 0 "gate .*x64x128p/" -- \
     "$qmm" plan --policy device --table h100 --model qwen3-4b --tokens 64
-expect "plan --table sm90: no paired row at 64 tokens" 0 "gate .*streamk" "!x128p/" -- \
-    "$qmm" plan --policy device --table sm90 --model qwen3-4b --tokens 64
+expect "plan --table sm90: the paired row at 64 tokens too (NOTES.md row 219)" 0 "gate .*wgmma/3/228x64x128p/" \
+    "!streamk/" -- "$qmm" plan --policy device --table sm90 --model qwen3-4b --tokens 64
 expect "plan --table h100 says whose table" 0 "sm90 with an H100's corrections" -- \
     "$qmm" plan --policy device --table h100 --model qwen3-4b --tokens 32
 expect "plan --table sm90: 32 tokens in 64-row blocks (the shape the H100 plans in 128-row ones)" 0 "tile  *32x64" -- \
