@@ -49,8 +49,10 @@ RUN = dict(wide_min_m=WIDE_MIN_M, alt_min_tile=ALT_MIN_TILE)
 R = "bench/results/2026-12-01-"
 R17 = "bench/results/2026-12-02-session17/r5-final/"
 R18 = "bench/results/2026-12-04-session18/r1-owner-stores/"
-# (their M = 32 ran the 32-token row two CTAs a SM; it runs three since session 42: left out)
-DEFAULTS = [R17 + "ops_final.csv+" + R18 + "plans.csv~32", R17 + "ops_new2.csv~32",
+# (their M = 32 ran the 32-token row two CTAs a SM, three since session 42; their M = 64 the
+# 64-token tile one CTA a SM, two since session 37, and gate's stream-K, the paired row's clusters
+# since session 43: left out)
+DEFAULTS = [R17 + "ops_final.csv+" + R18 + "plans.csv~32,64", R17 + "ops_new2.csv~32,64",
             R + "session5/r10-final-e2e/ops.csv", R + "session5/r11-sanitize/ops.csv"]
 NAMES = ["fixed_us", "fill_us_per_kb", "stage_us", "us_per_mflop", "issue_us", "round_trip_us",
          "partial_us_per_mb", "cluster_us", "cluster_us_per_kb", "wide_kblock_us"]
@@ -199,8 +201,11 @@ def read_cells(path):
     them), later runs of a changed kernel row whose (proj, m) pairs replace the base's in turn
     (only pairs the base has: tests/test_perf_fit.c's overlays); a last '~' and token counts
     (',' between them) leaves those M out (a kernel row changed since the run: the stale M of
-    tests/test_perf_fit.c's datasets)."""
+    tests/test_perf_fit.c's datasets); before it, '@' and projections (',' between them) keeps
+    only those (a dataset's projs)."""
     path, _, stale = path.partition("~")
+    path, _, projs = path.partition("@")
+    projs = set(projs.split(",")) if projs else None
     stale = {int(x) for x in stale.split(",") if x}
     path, *overlays = path.split("^")
     cells = {}
@@ -218,7 +223,7 @@ def read_cells(path):
     # without it (this and the following calls, until the next read_cells)
     RUN["wide_min_m"] = WIDE_MIN_M if any(r["tile_m"] == "256" for r in rows) else 0
     for r in rows:
-        if r["status"] != "pass" or int(r["m"]) in stale:
+        if r["status"] != "pass" or int(r["m"]) in stale or (projs and r["proj"] not in projs):
             continue
         c = cells.setdefault((r["proj"], int(r["m"])), dict(n=int(r["n"]), k=int(r["k"]), t={}))
         assert (c["n"], c["k"]) == (int(r["n"]), int(r["k"])), ("one name, two shapes", path, r["proj"])

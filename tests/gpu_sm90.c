@@ -462,7 +462,7 @@ static void start_rule_sides(const start_rule *sr)
         CHECKF(ok, "M=%lld K=%lld split %d: %s", (long long)m, (long long)k, split, qmm_last_error());
         if (ok) {
             const int big_side = sr->rule(pb.tile_m, pb.blocks, sms), small_side = sr->rule(ps.tile_m, ps.blocks, sms);
-            CHECKF(ps.tile_m == pb.tile_m && pb.tile_n == ps.tile_n && big_side != small_side,
+            CHECKF(ps.tile_m == pb.tile_m && pb.tile_n == 64 && ps.tile_n == 64 && big_side != small_side,
                    "M=%lld: %lld and %lld CTAs of %d-token tiles on %d SMs: not both sides of %s", (long long)m,
                    (long long)pb.blocks, (long long)ps.blocks, pb.tile_m, sms, sr->name);
             prob_check(&big, big.out, 1e-2, sr->name);

@@ -57,9 +57,10 @@ void case_other_height_32(void)
     }
 }
 
-/* The 64-token tile's 128-row blocks two CTAs a SM (the table's row 9, NOTES.md rows 206, 208),
- * which AUTO takes in clusters where the rule's blocks are 128 rows, on a GPU whose table has
- * that row's cluster counts (an H100's; the H200's says -1): gate at 49-64 tokens, ragged tokens and
+/* The 64-token tile's 128-row blocks two CTAs a SM (the table's row 9, NOTES.md rows 206, 208,
+ * 219), which AUTO takes in clusters where the rule's blocks are 128 rows, on a GPU whose table
+ * has that row's cluster counts (every sm90 GPU's since session 43; a context's -1 where its
+ * occupancy API says the clusters do not fit): gate at 49-64 tokens, ragged tokens and
  * rows, groups of 64 and 32, against fp64, three runs with the same bits. Where this GPU plans
  * another schedule, the shape says so and is not run; where its table has the row's clusters,
  * at least one shape must take them. */
@@ -67,7 +68,7 @@ void case_paired_64(void)
 {
     qmm_device_desc d;
     CHECK_OK(qmm_cuda_device_desc(prob_setup.ctx, &d));
-    const int planned_here = d.wgmma_cluster_ctas[QMM_SM90_PAIRED_64][3] > 0; /* an H100's table */
+    const int planned_here = d.wgmma_cluster_ctas[QMM_SM90_PAIRED_64][3] > 0; /* clusters of 3 fit */
     int ran = 0;
     static const int64_t shapes[][4] = {
         {64, 9728, 2560, 128}, {56, 9736, 2560, 128}, {60, 9728, 2560, 64}, {49, 9728, 1280, 32}};

@@ -9,8 +9,10 @@
  * that include this one, row 165) — and the same build's second pass `r2-final/ops_new2.csv`
  * (M = 9..2048), a check of the runs' noise. Those runs' stream-K rows of the 256-token tile with
  * more tiles than CTAs ran the schedule before row 162 (no whole-tile first part): five forced
- * cells, no auto cell but gate at M = 1024. Beside them, session 43's H200 run of today's kernels
- * at M = 1…2048 (17-48 and 64 included) and session 42's H100 run.
+ * cells, no auto cell but gate at M = 1024. Beside them, session 43's H200 run at M = 1…2048
+ * (17-48 and 64 included) of 8f893c9, before rows 217 and 219 (its k at 17-64 tokens 3-5 %
+ * slower than today's kernel, its gate at 49-64 from the build of row 219's plan), and session
+ * 42's H100 run.
  * Each cell is planned again and its prediction compared with the measurement of that schedule
  * (the auto row, or the forced contender that ran the same schedule, or the "wgmma" contender,
  * the wgmma family's own plan, where it ran it); a schedule nobody measured
@@ -33,6 +35,7 @@ typedef struct cell {
     char proj[32], contender[32], path[32];
     int64_t m, n, k;
     int tile_m, tile_n, split;
+    int config; /* the plan's table row (-1: the run's CSV has none) */
     double meas;
 } cell;
 
@@ -71,7 +74,7 @@ static int read_cells(const char *path, cell *v, int *count)
     if (!f) return 0;
     static const char *names[] = {"proj", "k", "n", "m", "contender", "path", "tile_m", "tile_n",
                                   "graph_med_us", "status", "split"};
-    int col[11], have = 0, added = 0;
+    int col[11], col_config = -1, have = 0, added = 0;
     char line[4096];
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#') continue;
@@ -80,6 +83,7 @@ static int read_cells(const char *path, cell *v, int *count)
                 col[i] = column(line, names[i]);
                 CHECKF(col[i] >= 0, "%s: no column %s", path, names[i]);
             }
+            col_config = column(line, "config");
             have = 1;
             continue;
         }
@@ -92,6 +96,9 @@ static int read_cells(const char *path, cell *v, int *count)
         snprintf(c->path, sizeof c->path, "%s", x[5]);
         c->k = atoll(x[1]), c->n = atoll(x[2]), c->m = atoll(x[3]);
         c->tile_m = atoi(x[6]), c->tile_n = atoi(x[7]), c->split = atoi(x[10]);
+        char cf[32] = "-1";
+        if (col_config >= 0) field(line, col_config, cf, sizeof cf);
+        c->config = atoi(cf);
         c->meas = atof(x[8]);
         added++;
     }
@@ -112,7 +119,7 @@ static qmm_cuda_options options_of(const cell *c)
 
 /* The cells of one run; each overlay in turn (a later H200 run of a changed kernel row)
  * replaces every row of the (projection, M) pairs it holds; the token counts in `stale` (a
- * kernel row or a plan changed since the run and no H200 has measured it yet) are left out, and
+ * kernel row or a plan changed since the run, measured by a later run) are left out, and
  * where `projs` is set only those projections are kept (up and v repeat gate's and k's shapes). */
 #define MAX_OVERLAYS 4
 #define MAX_STALE 4
@@ -173,6 +180,14 @@ static const dataset *load(dataset *ds)
     return ds;
 }
 
+/* Row c ran the wgmma kernel's table row of plan p: the same tile and split can be two rows (the
+ * 64-token tile's 128-row blocks one or two CTAs a SM: the paired row, NOTES.md row 208); runs
+ * whose CSV has no config column are taken at their tile. */
+static int same_config(const cell *c, const qmm_plan *p)
+{
+    return c->config < 0 || (p->path != QMM_PATH_WGMMA && p->path != QMM_PATH_STREAMK) || c->config == p->config;
+}
+
 /* The "wgmma" contender's row for (proj, m) where it ran plan p's schedule (it runs the wgmma
  * family's own plan, which AUTO takes where the table sends it there), or NULL. */
 static const cell *wgmma_contender(const dataset *ds, const char *proj, int64_t m,
@@ -182,7 +197,7 @@ static const cell *wgmma_contender(const dataset *ds, const char *proj, int64_t 
         const cell *c = &ds->rows[i];
         if (c->m == m && !strcmp(c->proj, proj) && !strcmp(c->contender, "wgmma") &&
             !strcmp(c->path, qmm_path_name(p->path)) && c->split == p->split &&
-            c->tile_m == p->tile_m && c->tile_n == p->tile_n)
+            c->tile_m == p->tile_m && c->tile_n == p->tile_n && same_config(c, p))
             return c;
     }
     return NULL;
@@ -209,7 +224,7 @@ static const cell *measured_schedule(const dataset *ds, const char *proj, int64_
         if (c->m != m || strcmp(c->proj, proj) || strcmp(c->contender, want) || (split && c->split != split))
             continue;
         if (p->path != QMM_PATH_MATVEC && p->path != QMM_PATH_DENSE &&
-            (p->tile_m != c->tile_m || p->tile_n != c->tile_n))
+            (p->tile_m != c->tile_m || p->tile_n != c->tile_n || !same_config(c, p)))
             break;
         return c;
     }
@@ -224,7 +239,7 @@ static const cell *measured_plan(const dataset *ds, const cell *c, const qmm_pla
 {
     if (!strcmp(c->path, qmm_path_name(p->path)) && c->split == p->split &&
         (p->path == QMM_PATH_MATVEC || p->path == QMM_PATH_DENSE ||
-         (c->tile_m == p->tile_m && c->tile_n == p->tile_n)))
+         (c->tile_m == p->tile_m && c->tile_n == p->tile_n && same_config(c, p))))
         return c;
     return measured_schedule(ds, c->proj, c->m, p);
 }
@@ -257,7 +272,7 @@ static double score(const dataset *ds, const qmm_device_desc *d, const char *whi
         else if (!(ran = is_auto ? measured_plan(ds, c, &p) : c) ||
                  strcmp(qmm_path_name(p.path), ran->path) ||
                  (strcmp(ran->path, "matvec") && strcmp(ran->path, "dense") &&
-                  (p.tile_m != ran->tile_m || p.tile_n != ran->tile_n)))
+                  (p.tile_m != ran->tile_m || p.tile_n != ran->tile_n || !same_config(ran, &p))))
             why = "schedule not measured";
         else if (p.predicted_us > 0)
             meas = ran->meas, err = p.predicted_us / meas - 1;

@@ -687,11 +687,37 @@ static void two_warp_start(void)
     }
 }
 
+/* 24- to 64-token tiles of 64-row blocks, at most one CTA a SM, a known SM count (tune/sm90.h,
+ * NOTES.md rows 216, 217): k/v at 17-64 tokens (112 CTAs in clusters of 7) take it; gate at 64
+ * tokens (the paired row's 228 CTAs of 128 rows) and q (320 CTAs) do not. */
+static void all_weights_first(void)
+{
+    CHECK(qmm_sm90_all_weights_first(24, 64, 132, 132) && !qmm_sm90_all_weights_first(24, 64, 133, 132));
+    CHECK(qmm_sm90_all_weights_first(64, 64, 1, 132) && !qmm_sm90_all_weights_first(16, 64, 1, 132) &&
+          !qmm_sm90_all_weights_first(128, 64, 1, 132));
+    CHECK(!qmm_sm90_all_weights_first(64, 128, 100, 132) && !qmm_sm90_all_weights_first(32, 64, 100, 0));
+    const qmm_device_desc d = sm90();
+    static const int64_t ms[] = {17, 24, 32, 33, 48, 49, 64}; /* the 24-, 32-, 48- and 64-token tiles */
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        const int64_t m = ms[i];
+        qmm_plan k, q, g;
+        CHECK_OK(qmm_plan_call(&d, m, 1024, 2560, NULL, &k));
+        CHECK_OK(qmm_plan_call(&d, m, 4096, 2560, NULL, &q));
+        CHECK_OK(qmm_plan_call(&d, m, 9728, 2560, NULL, &g));
+        CHECKF(qmm_sm90_all_weights_first(k.tile_m, k.tile_n, k.blocks, d.gpu.sms) &&
+                   !qmm_sm90_all_weights_first(q.tile_m, q.tile_n, q.blocks, d.gpu.sms) &&
+                   !qmm_sm90_all_weights_first(g.tile_m, g.tile_n, g.blocks, d.gpu.sms),
+               "M=%lld: k %lld CTAs of %dx%d, q %lld, gate %lld of %dx%d", (long long)m, (long long)k.blocks,
+               k.tile_m, k.tile_n, (long long)q.blocks, (long long)g.blocks, g.tile_m, g.tile_n);
+    }
+}
+
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, qwen3_4b_tiled_table, qwen3_4b_default_table, other_block_height, other_block_height_32,
                paired_64,
                long_prompts, plan_fields,
-               forced, generic_gpu, group_routing, two_warp_start, options_default, bad_input);
+               forced, generic_gpu, group_routing, two_warp_start, all_weights_first, options_default,
+               bad_input);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

@@ -32,11 +32,12 @@
  * the result does not depend on timing (bitwise equal run to run) nor on the reduction used.
  *
  * Programmatic dependent launch: the producer issues weight copies before griddepcontrol.wait
- * (weights never depend on the previous kernel: every stage's at 8–16 tokens, the first stage's
- * from 24 on but where a launch of 24-64-token tiles has at most one CTA a SM: tune/sm90.h's
- * qmm_sm90_all_weights_first), the activations after it (at 8–16 tokens from a second warp where the launch has
- * more than two CTAs a SM: tune/sm90.h's qmm_sm90_two_warp_start); consumers wait before
- * writing; launch_dependents once every copy is issued.
+ * (weights never depend on the previous kernel: every stage's at 8–16 tokens, and at 24–64
+ * tokens in 64-row blocks where the launch has at most one CTA a SM, tune/sm90.h's
+ * qmm_sm90_all_weights_first; else the first stage's), the activations after it (at 8–16 tokens
+ * from a second warp where the launch has more than two CTAs a SM: tune/sm90.h's
+ * qmm_sm90_two_warp_start); consumers wait before writing; launch_dependents once every copy is
+ * issued.
  *
  * Files: the kernel in gemm_sm90_kernel.cuh, its argument block and shared-memory layout in
  * gemm_sm90_args.cuh, the host side (tensor map, init, occupancy, launch) here.
@@ -246,6 +247,7 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     /* up to 16 tokens every first stage goes out before the dependency wait, from two warps
      * where the launch has more than two CTAs a SM (tune/sm90.h) */
     args.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, args.ctas, sched.sms);
+    /* 24-64 tokens in 64-row blocks at most one CTA a SM: every first stage's weights first */
     args.all_weights_first = qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, args.ctas, sched.sms);
     args.last_rows = last_rows;
 #ifdef QMM_SM90_TWO_EXP /* experiment (NOTES row 197): two warps at every 8- and 16-token launch */

@@ -77,9 +77,9 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * weights goes first, then each stage's activations and the weights a stage ahead
      * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74; at 24 tokens
      * every stage first was 7–9 % slower for launches of more than two CTAs a SM, row 215; but
-     * at 24-64 tokens with at most one CTA a SM every stage's weights first is faster: the
-     * launcher's all_weights_first, row 217). At 8-16 tokens with more than two CTAs a SM a
-     * second warp issues the activations (`two`). */
+     * at 24-64 tokens in 64-row blocks with at most one CTA a SM every stage's weights first is
+     * faster: the launcher's all_weights_first, row 217). At 8-16 tokens with more than two CTAs
+     * a SM a second warp issues the activations (`two`). */
     constexpr int PRE_W = TN <= 16 ? STAGES : 1;
     const int pre_w = args.all_weights_first || pre < PRE_W ? pre : PRE_W;
     Pos wp = {0, 0, 0, 0};
@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     };
     /* One warp: the first stage goes out before the block barrier, which waits for every warp
      * of the CTA to have started (0.3–0.5 µs after entry; the first copy came 0.4 µs after it):
-     * the weights of PRE_W stages, then, once the previous kernel is done, the first
+     * the weights of pre_w stages, then, once the previous kernel is done, the first
      * activations. The rest of the first stages follow the barrier: issuing them took ~0.1 µs a
      * stage, and held before it they kept the consumers from the first stage (NOTES.md row
      * 108). Two warps (`two`): every first stage goes out before the barrier, the weights from

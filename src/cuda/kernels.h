@@ -134,7 +134,7 @@ constexpr int SM90_CONFIGS = QMM_SM90_CONFIG_COUNT;
 extern const Sm90Config sm90_configs[SM90_CONFIGS];
 struct Sm90Schedule {
     int split, ctas;
-    int sms; /* the device's SMs (the 8- and 16-token tiles' start rule, gemm_sm90.cu; 0: unknown) */
+    int sms; /* the device's SMs (the producer's start rules, tune/sm90.h; 0: unknown) */
 };
 cudaError_t sm90_init(void);
 /* Resident CTAs of wgmma configuration `config` launched in clusters of s (occupancy API). */

@@ -14,7 +14,10 @@ _Static_assert(QMM_SM90_MAX_CLUSTER == QMM_MAX_WGMMA_CLUSTER, "one cluster limit
  * the GPU, bench/results/2026-12-01-session6/r4-icache/plan.log): the GPCs' SM counts leave SMs
  * idle for most s. The rows of three CTAs a SM since session 42 (24, 32 and 48 tokens × 64 rows)
  * take TN 16's answers, the same count a SM; the 64-token tile's 128-row row two a SM (session
- * 43, NOTES.md row 219) the 32-token one's (both 384 threads two a SM; a context asks its GPU). */
+ * 43, NOTES.md row 219) the 32-token one's (both 384 threads two a SM; a context asks its GPU).
+ * Every sm90 part with a context plans the latter where its GPU says the clusters fit, though
+ * only the H100 SXM and the H200 have measured it (unlike wgmma_alt_min_tile's 32, which
+ * qmm_tune_for_gpu gives the 132-SM H100 alone). */
 static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER + 1] = {
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 8, 3 a SM */
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 16, 3 a SM */

@@ -55,8 +55,9 @@
  * where the model prefers it: a stage's activations serve twice the weight rows (H100: q, o,
  * down at M = 32 −4…−7 %, gate −27 %; NOTES.md row 204). 64 tokens × 128 rows also runs two CTAs
  * a SM (4 stages of 25 KB, the same registers), taken only in clusters where the rule's blocks are
- * 128 rows (wide outputs: gate/up at 33-64 tokens in clusters of 3 −17…−19 % against stream-K on
- * the one-a-SM row, whose stream-K and few-CTA launches it loses; H100, NOTES.md rows 206, 208).
+ * 128 rows (wide outputs: gate/up at 49-64 tokens in clusters of 3 −17…−19 % against stream-K on
+ * the one-a-SM row, whose stream-K and few-CTA launches it loses; H100 and H200, NOTES.md rows
+ * 206, 208, 219).
  * Rows keep their index (new ones last). */
 #define QMM_SM90_CONFIGS(X)                                                                        \
     X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 5, 3)                                                    \
