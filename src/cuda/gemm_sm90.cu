@@ -248,7 +248,8 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
      * where the launch has more than two CTAs a SM (tune/sm90.h) */
     args.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, args.ctas, sched.sms);
     /* 24-64 tokens in 64-row blocks at most one CTA a SM: every first stage's weights first */
-    args.all_weights_first = qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, args.ctas, sched.sms);
+    args.all_weights_first =
+        qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, args.ctas, sched.sms);
     args.last_rows = last_rows;
 #ifdef QMM_SM90_TWO_EXP /* experiment (NOTES row 197): two warps at every 8- and 16-token launch */
     args.two_warp_start = cf.tile_tokens <= 16;

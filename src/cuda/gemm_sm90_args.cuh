@@ -57,8 +57,8 @@ struct Sm90Args {
     /* 8- and 16-token tiles: warp 1 requests the first stages' activations while warp 0
      * requests their weights (when: tune/sm90.h, qmm_sm90_two_warp_start) */
     int two_warp_start;
-    /* 24- to 64-token tiles: every first stage's weights before the dependency wait, not the
-     * first stage's alone (when: tune/sm90.h, qmm_sm90_all_weights_first) */
+    /* 24- to 64-token tiles of 64-row blocks: every first stage's weights before the dependency
+     * wait, not the first stage's alone (when: tune/sm90.h, qmm_sm90_all_weights_first) */
     int all_weights_first;
     /* the last token tile when M does not fill it and the kernel copies its rows only
      * (Sm90Maps<true>): its rows, last_rows = M mod TN < TN (NOTES.md row 200) */
