@@ -461,7 +461,8 @@ static void start_rule_sides(const start_rule *sr)
         ok = ok && prob_run(&big, &o, big.out, &pb) == QMM_OK && prob_run(&small, &o, small.out, &ps) == QMM_OK;
         CHECKF(ok, "M=%lld K=%lld split %d: %s", (long long)m, (long long)k, split, qmm_last_error());
         if (ok) {
-            const int big_side = sr->rule(pb.tile_m, pb.blocks, sms), small_side = sr->rule(ps.tile_m, ps.blocks, sms);
+            const int big_side = sr->rule(pb.tile_m, pb.blocks, sms);
+            const int small_side = sr->rule(ps.tile_m, ps.blocks, sms);
             CHECKF(ps.tile_m == pb.tile_m && pb.tile_n == 64 && ps.tile_n == 64 && big_side != small_side,
                    "M=%lld: %lld and %lld CTAs of %d-token tiles on %d SMs: not both sides of %s", (long long)m,
                    (long long)pb.blocks, (long long)ps.blocks, pb.tile_m, sms, sr->name);
