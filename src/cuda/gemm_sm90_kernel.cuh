@@ -70,16 +70,14 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     auto advance = [&](Pos &q) { sm90_advance<DP>(args, q, dp_end, begin); };
     const bool producer_warp = threadIdx.x < 32, lane0 = threadIdx.x == 0;
     const int n_it = (dp_end - dp_begin) + (end - begin), pre = n_it < STAGES ? n_it : STAGES;
-    /* Weights never depend on the previous kernel: the first PRE_W stages' are requested
-     * before the wait, the activations after it. From 24 tokens on a stage's activations
-     * (6–32 KB) outweigh its weights (4–8 KB), and requested behind every first-stage
-     * weight copy they started the consumers 2–3 µs after launch: there one stage of
-     * weights goes first, then each stage's activations and the weights a stage ahead
-     * (M = 32…128 −3…9 %; at 8–16 tokens it was a few % slower, NOTES.md row 74; at 24 tokens
-     * every stage first was 7–9 % slower for launches of more than two CTAs a SM, row 215; but
-     * at 24-64 tokens in 64-row blocks with at most one CTA a SM every stage's weights first is
-     * faster: the launcher's all_weights_first, row 217). At 8-16 tokens with more than two CTAs
-     * a SM a second warp issues the activations (`two`). */
+    /* Weights never depend on the previous kernel: the first pre_w stages' go before the wait,
+     * the activations after it. At 8-16 tokens every stage's weights go first. From 24 tokens a
+     * stage's activations (6–32 KB) outweigh its weights (4–8 KB) and, behind every first-stage
+     * weight copy, started the consumers 2–3 µs late: one stage of weights first, then each
+     * stage's activations and the weights a stage ahead (NOTES.md rows 74, 215), but for 24-64-
+     * token 64-row launches of at most one CTA a SM every stage's weights first (row 217:
+     * all_weights_first). At 8-16 tokens with more than two CTAs a SM a second warp issues the
+     * activations (`two`). */
     constexpr int PRE_W = TN <= 16 ? STAGES : 1;
     const int pre_w = args.all_weights_first || pre < PRE_W ? pre : PRE_W;
     Pos wp = {0, 0, 0, 0};
