@@ -413,7 +413,7 @@ static void second_pass_meets_both(void)
 #define RUN42 QMM_SOURCE_DIR "/bench/results/2026-12-06-session42/landed/"
 static dataset h100_run = {.path = RUN42 "ops_full.csv"};
 
-/* The H200's run of the same build (session 43's first H200 call: every contender at M =
+/* The H200's run of 8f893c9 (session 43's first H200 call: every contender at M =
  * 1…2048; q, k, o, gate, down, whose shapes up and v repeat), with gate and down at M = 64 from
  * the same call's build that plans the 64-token tile's 128-row blocks two CTAs a SM on the H200
  * too (NOTES.md row 219: gate in clusters of 3 instead of stream-K): the shipped description meets
@@ -424,33 +424,32 @@ static dataset h100_run = {.path = RUN42 "ops_full.csv"};
 static dataset h200_run = {.path = RUN43 "ops_full.csv", .overlays = {RUN43 "ops_p1.csv"},
                            .projs = ",q,k,o,gate,down,"};
 
+/* Both criteria on one GPU's run (`gpu` names it in the lines printed), `want` cells of each. */
+static void run_meets_both(const dataset *ds, const qmm_device_desc *d, const char *gpu, int want)
+{
+    int n = 0, cells = 0;
+    double share = score(ds, d, "auto", &n, 0);
+    int within = plans_within_5(ds, d, &cells);
+    CHECKF(n == want && cells == want, "%s: %d auto cells, %d plans, want %d", gpu, n, cells, want);
+    printf("    %s: auto cells within 15 %%: %.0f of %d; plans within 5 %%: %d of %d\n", gpu, share * n, n,
+           within, cells);
+    CHECKF(share >= 0.80, "%s: auto cells within 15 %%: %.0f %%", gpu, 100 * share);
+    CHECKF(within >= 0.95 * cells, "%s: plans within 5 %%: %d of %d", gpu, within, cells);
+}
+
 static void h200_run_meets_both(void)
 {
-    const dataset *ds = load(&h200_run);
-    qmm_device_desc d = h200();
-    int n = 0, cells = 0;
-    double share = score(ds, &d, "auto", &n, 0);
-    int within = plans_within_5(ds, &d, &cells);
-    CHECK(n == 80 && cells == 80); /* 5 projections x M = 1, 8, 9, 16, 17, 24, 32, 40, 48, 64, 128, 256, 384, 512, 1024, 2048 */
-    printf("    H200: auto cells within 15 %%: %.0f of %d; plans within 5 %%: %d of %d\n", share * n, n,
-           within, cells);
-    CHECKF(share >= 0.80, "H200: auto cells within 15 %%: %.0f %%", 100 * share);
-    CHECKF(within >= 0.95 * cells, "H200: plans within 5 %%: %d of %d", within, cells);
+    const qmm_device_desc d = h200();
+    /* 5 projections x M = 1, 8, 9, 16, 17, 24, 32, 40, 48, 64, 128, 256, 384, 512, 1024, 2048 */
+    run_meets_both(load(&h200_run), &d, "H200", 80);
 }
 
 static void h100_run_meets_both(void)
 {
-    const dataset *ds = load(&h100_run);
     qmm_device_desc d = h200();
     qmm_tune_for_gpu(&d, "NVIDIA H100 80GB HBM3");
-    int n = 0, cells = 0;
-    double share = score(ds, &d, "auto", &n, 0);
-    int within = plans_within_5(ds, &d, &cells);
-    CHECK(n == 112 && cells == 112); /* 7 projections x M = 1, 8, 9, 16, 17, 24, 32, 40, 48, 64, 128, 256, 384, 512, 1024, 2048 */
-    printf("    H100: auto cells within 15 %%: %.0f of %d; plans within 5 %%: %d of %d\n", share * n, n,
-           within, cells);
-    CHECKF(share >= 0.80, "H100: auto cells within 15 %%: %.0f %%", 100 * share);
-    CHECKF(within >= 0.95 * cells, "H100: plans within 5 %%: %d of %d", within, cells);
+    /* 7 projections x the same M */
+    run_meets_both(load(&h100_run), &d, "H100", 112);
 }
 
 /* The criterion can fail: a model off by 1.3x either way, or missing, is caught. */
