@@ -241,6 +241,31 @@ static void case_small_256(void)
     check_schedules_g(1030, 130, 384, 32, "tn256");
 }
 
+/* Stream-K with short ranges, for the sanitizers: at 4 k-blocks a CTA (19 and 3 groups a
+ * 128-token tile) most ranges start inside one tile and end in the next, so a segment that
+ * leaves a partial comes before a head's that sums; the same bits 10 times, within tolerance of
+ * fp64, at N = 1 000 (warps past N). */
+static void case_stream_k_short(void)
+{
+    static const int64_t shapes[][3] = {{200, 1000, 2432}, {130, 1024, 384}};
+    const qmm_cuda_options sk = opts(QMM_PATH_STREAMK, 0);
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        const int64_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
+        prob p;
+        SETUP(p, m, n, k);
+        size_t bytes = (size_t)(m * n) * 2;
+        qmm_bf16 *first = malloc(bytes), *out = malloc(bytes);
+        qmm_plan plan;
+        CHECK_OK(prob_run(&p, &sk, first, &plan));
+        CHECKF(plan.path == QMM_PATH_STREAMK && plan.tile_m == 128, "M=%lld: %s, %d-token tiles", (long long)m,
+               qmm_path_name(plan.path), plan.tile_m);
+        prob_check(&p, first, 1e-2, "stream-K short ranges");
+        same_bits_10_times(&p, &sk, first, out, bytes, sh);
+        prob_free(&p);
+        free(first), free(out);
+    }
+}
+
 /* gate at M = 300 fills the GPU (3 x 76 tiles, 86 % of two waves): the plan must be the unsplit
  * schedule, bit for bit (groups other than 128 also checked against fp64) */
 void full_grid_is_unsplit(int group)
@@ -510,6 +535,7 @@ static const test_case cases[] = {
     {"bitwise/128-token", case_bitwise_128},
     {"bitwise/256-token", case_bitwise_256},
     {"small/256-token", case_small_256},
+    {"small/stream-k-short", case_stream_k_short},
     {"all-m", case_all_m},
     {"projections", case_projections},
     {"other-height/clusters", case_other_height_clusters},
