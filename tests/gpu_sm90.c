@@ -241,10 +241,10 @@ static void case_small_256(void)
     check_schedules_g(1030, 130, 384, 32, "tn256");
 }
 
-/* Stream-K with short ranges, for the sanitizers: at 4 k-blocks a CTA (19 and 3 groups a
- * 128-token tile) most ranges start inside one tile and end in the next, so a segment that
- * leaves a partial comes before a head's that sums; the same bits 10 times, within tolerance of
- * fp64, at N = 1 000 (warps past N). */
+/* Stream-K with short ranges, for the sanitizers: at 4 k-blocks a CTA, every range crosses a
+ * tile's end at 3 groups a 128-token tile and one in five at 19, so a segment that leaves a
+ * partial comes before a head's that sums; the same bits 10 times, within tolerance of fp64, at
+ * N = 1 000 (warps past N). */
 static void case_stream_k_short(void)
 {
     static const int64_t shapes[][3] = {{200, 1000, 2432}, {130, 1024, 384}};
