@@ -179,6 +179,9 @@ typedef struct qmm_plan {
                              section of this path (tiled, split-K: config[]; else 0) */
     int stages;           /* async-copy pipeline depth the kernel runs with (0: path has none) */
     size_t workspace_bytes; /* what qmm_cuda_matmul needs for this plan (qmm_plan_call) */
+    int rest_tiles;       /* WGMMA split in clusters: its last rest_tiles output tiles run split */
+    int rest_split;       /* rest_split ways through the workspace in a second launch, on the
+                             SMs the clusters leave free (0: none) */
 } qmm_plan;
 
 /* The seed policy's parameters: 32x32 tiles, target 320, cap 16, matvec for M <= 8. */
@@ -263,6 +266,9 @@ typedef struct qmm_device_desc {
     int wgmma_alt_min_tile; /* AUTO also weighs split-K clusters in the other block height (64 <->
                              * 128 weight rows) for token tiles from this size on (32, 64 or 128;
                              * 0: never) */
+    int wgmma_rest_min_tile; /* AUTO also weighs clusters beyond one wave with the tiles left
+                              * aside (qmm_plan.rest_tiles) for token tiles from this size on
+                              * (0: never) */
     /* resident CTAs of wgmma configuration c launched in clusters of s CTAs (split-K summed in
      * the cluster), [c][s] for s = 2..QMM_MAX_WGMMA_CLUSTER: the GPCs' SM counts leave some
      * SMs idle (H200, 1 CTA a SM: 132 in pairs, 120 in fours); 0 = SMs x blocks per SM, < 0 =

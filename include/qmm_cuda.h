@@ -103,6 +103,11 @@ typedef struct qmm_cuda_options {
                                height, 64 or 128 (the token tile's other height, where the
                                table has one: tokens 32, 64 and 128; AUTO weighs it in
                                clusters, plan_call.c) */
+    int rest;               /* a split in clusters whose CTAs exceed one wave of such clusters:
+                               1 = its first tiles in clusters, one wave, and the tiles left
+                               split through the workspace on the SMs they leave free (path
+                               WGMMA with a split >= 2); 0 = the plan's choice (AUTO), a second
+                               wave of clusters (a forced split); -1 = never */
 } qmm_cuda_options;
 
 qmm_cuda_options qmm_cuda_options_default(void);

@@ -58,6 +58,10 @@ static qmm_status check_options(const qmm_cuda_options *o)
     if (o->rows != 0 && (o->path != QMM_PATH_WGMMA || o->split < 1))
         return qmm_fail(QMM_ERR_ARG, "rows = %d forces the wgmma kernel's block height: path WGMMA "
                         "with a split >= 1", o->rows);
+    if (o->rest < -1 || o->rest > 1)
+        return qmm_fail(QMM_ERR_ARG, "rest = %d: use -1 (never), 0 (the plan's) or 1", o->rest);
+    if (o->rest == 1 && (o->path != QMM_PATH_WGMMA || o->split < 2))
+        return qmm_fail(QMM_ERR_ARG, "rest = 1 sets a split in clusters aside: path WGMMA with a split >= 2");
     if (o->group != 0 && !QMM_GROUP_OK(o->group))
         return qmm_fail(QMM_ERR_ARG, "group = %d: use 0 (any), 32, 64 or 128", o->group);
     if (o->path == QMM_PATH_MATVEC && !qmm_matvec_takes_group(o->group ? o->group : QMM_GROUP))
@@ -236,6 +240,9 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     if (p.path == QMM_PATH_WGMMA && qmm_sm90_cluster_slots(d, p.config, p.split) < 0)
         return qmm_fail(QMM_ERR_ARG, "split %d: clusters of %d CTAs do not fit this GPU", p.split,
                         p.split);
+    if (o->rest == 1 && !qmm_sm90_plan_rest(d, k, &p))
+        return qmm_fail(QMM_ERR_ARG, "rest = 1: %lld tiles in clusters of %d fit one wave or leave no "
+                        "SMs to split the rest on", (long long)p.base_blocks, p.split);
     qmm_sm90_config(p.config, NULL, NULL, &p.stages);
     p.workspace_bytes = qmm_sm90_workspace_bytes(&p);
     /* only the device policy predicts (as for the other paths); -1 without a fitted model */
@@ -272,8 +279,12 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
              * H100 in 224 of 224: 6.8-7.0 µs, 1.0-1.2 above the model, in three runs; NOTES.md
              * row 207) */
             const int64_t slots = qmm_sm90_cluster_slots(d, q.config, s);
-            if (slots < 0 || (slots > 0 && q.blocks >= slots) ||
-                (!slots && q.blocks > (int64_t)d->gpu.sms * qmm_sm90_blocks_per_sm(q.config)))
+            if (slots < 0 || (!slots && q.blocks > (int64_t)d->gpu.sms * qmm_sm90_blocks_per_sm(q.config)))
+                continue;
+            /* more clusters than one wave: one wave of them and the rest aside, or not at all */
+            if (slots > 0 && q.blocks >= slots &&
+                (o->rest < 0 || !d->wgmma_rest_min_tile || q.tile_m < d->wgmma_rest_min_tile ||
+                 !qmm_sm90_plan_rest(d, k, &q)))
                 continue;
             qmm_sm90_config(q.config, NULL, NULL, &q.stages);
             q.workspace_bytes = qmm_sm90_workspace_bytes(&q);

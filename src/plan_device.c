@@ -22,6 +22,9 @@ qmm_status qmm_check_desc(const qmm_device_desc *d)
     if (d->wgmma_wide_min_m < 0)
         return qmm_fail(QMM_ERR_ARG, "device description: wgmma_wide_min_m %d must be >= 0",
                         d->wgmma_wide_min_m);
+    if (d->wgmma_rest_min_tile < 0 || d->wgmma_rest_min_tile > 256)
+        return qmm_fail(QMM_ERR_ARG, "device description: wgmma_rest_min_tile %d: use 0 (never) or a "
+                        "token tile", d->wgmma_rest_min_tile);
     if (d->wgmma_alt_min_tile != 0 && d->wgmma_alt_min_tile != 32 && d->wgmma_alt_min_tile != 64 &&
         d->wgmma_alt_min_tile != 128) /* the token tiles with two heights */
         return qmm_fail(QMM_ERR_ARG, "device description: wgmma_alt_min_tile %d: use 0 (never), "
@@ -72,6 +75,17 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
         const int split = p->path == QMM_PATH_STREAMK ? 0 : p->split;
         const int64_t slots = qmm_sm90_cluster_slots(d, p->config, split);
         if (slots < 0) return -1; /* such clusters do not fit this GPU: no prediction */
+        if (p->rest_tiles > 0) {
+            /* the clusters' wave beside the rest (plan_sm90.c), the slower of the two: the model
+             * counts tiles, so each part is given one token tile of as many weight tiles */
+            const int64_t first = p->base_blocks - p->rest_tiles, rows = 64 * (int64_t)wg;
+            const double a = qmm_model_wgmma_us(&d->wgmma_model, d->gpu.sms, tn, first * rows, k / QMM_GROUP, tn,
+                                                wg, bps, first * split, split, slots);
+            const double b = qmm_model_wgmma_us(&d->wgmma_model, d->gpu.sms, tn, p->rest_tiles * rows,
+                                                k / QMM_GROUP, tn, wg, bps,
+                                                (int64_t)p->rest_tiles * p->rest_split, 0, 0);
+            return a < 0 || b < 0 ? -1 : a > b ? a : b;
+        }
         return qmm_model_wgmma_us(&d->wgmma_model, d->gpu.sms, m, n, k / QMM_GROUP, tn, wg, bps,
                                   p->blocks, split, slots);
     }

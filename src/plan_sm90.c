@@ -139,7 +139,28 @@ qmm_status qmm_plan_sm90(int64_t m, int64_t n, int64_t k, int sm_count, int64_t 
 size_t qmm_sm90_workspace_bytes(const qmm_plan *p)
 {
     if (!p || (p->path != QMM_PATH_STREAMK && !(p->path == QMM_PATH_WGMMA && p->split > 1))) return 0;
+    if (p->path == QMM_PATH_WGMMA && p->rest_tiles > 0) /* the rest launch's CTAs */
+        return (size_t)p->rest_tiles * (size_t)p->rest_split * 2 * (size_t)p->tile_n * (size_t)p->tile_m *
+               sizeof(float);
     if (p->path == QMM_PATH_WGMMA && qmm_sm90_cluster(p->tile_m, p->split) > 1) return 0; /* in the clusters */
     /* two fp32 partial slots per CTA (its first and last tile segments) */
     return (size_t)p->blocks * 2 * (size_t)p->tile_n * (size_t)p->tile_m * sizeof(float);
+}
+
+int qmm_sm90_plan_rest(const qmm_device_desc *d, int64_t k, qmm_plan *p)
+{
+    if (!d || !p || p->path != QMM_PATH_WGMMA || p->rest_tiles || qmm_sm90_cluster(p->tile_m, p->split) < 2)
+        return 0;
+    const int64_t slots = qmm_sm90_cluster_slots(d, p->config, p->split);
+    if (slots <= 0 || p->blocks < slots) return 0; /* one wave already, or no count */
+    const int64_t first = slots / p->split, rest = p->base_blocks - first;
+    const int64_t free_slots = (int64_t)d->gpu.sms * qmm_sm90_blocks_per_sm(p->config) - first * p->split;
+    int64_t ways = rest > 0 ? free_slots / rest : 0;
+    if (ways > k / QMM_GROUP) ways = k / QMM_GROUP;
+    if (first < 1 || rest < 1 || ways < 2 || p->base_blocks > QMM_SM90_MAX_COUNTED_TILES) return 0;
+    p->rest_tiles = (int)rest;
+    p->rest_split = (int)ways;
+    p->blocks = first * p->split + rest * ways;
+    p->workspace_bytes = qmm_sm90_workspace_bytes(p);
+    return 1;
 }

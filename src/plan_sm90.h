@@ -33,8 +33,15 @@ int qmm_sm90_blocks_per_sm(int index);
  * the cluster), from the description: > 0 that count, -1 such clusters do not fit the GPU, 0 not a
  * clustered launch (or not known: SMs x blocks per SM). */
 int qmm_sm90_cluster_slots(const qmm_device_desc *d, int config, int split);
-/* fp32 partial-slot bytes of a split or stream-K plan; 0 otherwise. */
+/* fp32 partial-slot bytes of a split or stream-K plan (a rest launch's, NOTES.md row 228); 0
+ * otherwise. */
 size_t qmm_sm90_workspace_bytes(const qmm_plan *p);
+/* A split in clusters whose CTAs exceed the GPU's slots for such clusters: its first
+ * floor(slots / split) tiles in clusters, one wave, and the rest_tiles left split rest_split ways
+ * through the workspace on the SMs the clusters leave free (at least 2 ways; NOTES.md row 228).
+ * Sets p's rest_tiles, rest_split, blocks (both launches' CTAs) and workspace_bytes and returns
+ * 1; returns 0 with p unchanged where it does not apply. */
+int qmm_sm90_plan_rest(const qmm_device_desc *d, int64_t k, qmm_plan *p);
 
 #ifdef __cplusplus
 }

@@ -151,8 +151,8 @@ static void case_nonfinite_rows_matvec(void)
 }
 
 /* Schedule i of a list run 10 more times gives the bits of its first run (`first`). */
-static void same_bits_10_times(prob *p, const qmm_cuda_options *o, const qmm_bf16 *first, qmm_bf16 *out,
-                               size_t bytes, size_t i)
+void same_bits_10_times(prob *p, const qmm_cuda_options *o, const qmm_bf16 *first, qmm_bf16 *out,
+                        size_t bytes, size_t i)
 {
     qmm_plan plan;
     for (int r = 0; r < 10; r++) {
@@ -536,6 +536,8 @@ static const test_case cases[] = {
     {"bitwise/256-token", case_bitwise_256},
     {"small/256-token", case_small_256},
     {"small/stream-k-short", case_stream_k_short},
+    {"rest/aside", case_rest_aside},
+    {"rest/dependent-launches", case_rest_dependent_launches},
     {"all-m", case_all_m},
     {"projections", case_projections},
     {"other-height/clusters", case_other_height_clusters},

@@ -265,6 +265,8 @@ static int run_contender_as_is(const bench_case *c, const contender *ct, const q
     r.bytes = io + (double)(ct->cublas ? c->cp->bf16_bytes : c->cp->w4_logical_bytes);
     r.plan_path = plan->path;
     r.plan_split = plan->split;
+    r.plan_rest_tiles = plan->rest_tiles;
+    r.plan_rest_split = plan->rest_split;
     r.predicted_us = plan->predicted_us;
     r.run_predicted_us = -1.0;
     r.config = -1;

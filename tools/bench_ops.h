@@ -98,6 +98,7 @@ typedef struct bench_result {
                              for cuBLAS) + A + C */
     double flops;         /* 2·M·N·K */
     int plan_path, plan_split; /* the plan of this (shape, M), same on every row */
+    int plan_rest_tiles, plan_rest_split; /* its tiles aside, and their split (qmm_plan) */
     double predicted_us;  /* the plan's predicted time (qmm_plan.predicted_us), < 0 if none */
     double run_predicted_us; /* the planner's prediction for what this contender ran, < 0 if none */
 } bench_result;

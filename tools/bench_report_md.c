@@ -103,7 +103,10 @@ static void write_main_table(FILE *f, const bench_report *r, const size_t *cases
         const bench_result *best = bench_results_best_split(rs, p, m);
         char b[19][48];
         char plan[48], bestcell[64], spread[64];
-        if (first->plan_path > 0)
+        if (first->plan_path > 0 && first->plan_rest_tiles > 0) /* clusters, and tiles aside × their split */
+            snprintf(plan, sizeof plan, "%s/%d+%dr%d", qmm_path_name((qmm_path)first->plan_path),
+                     first->plan_split, first->plan_rest_tiles, first->plan_rest_split);
+        else if (first->plan_path > 0)
             snprintf(plan, sizeof plan, "%s/%d", qmm_path_name((qmm_path)first->plan_path),
                      first->plan_split);
         else

@@ -228,8 +228,10 @@ static qmm_status device_plan(const void *ctx, int64_t m, int64_t n, int64_t k, 
 
 static void device_cell(const qmm_plan *pl, char *out, size_t len)
 {
+    char rest[32] = ""; /* tiles aside and their split (plan_sm90.c) */
+    if (pl->rest_tiles > 0) snprintf(rest, sizeof rest, "+%dr%d", pl->rest_tiles, pl->rest_split);
     if (pl->path == QMM_PATH_WGMMA || pl->path == QMM_PATH_STREAMK) /* its grid, then µs */
-        snprintf(out, len, "%s/%d/%lldx%dx%d%s/%.1f", qmm_path_name(pl->path), pl->split,
+        snprintf(out, len, "%s/%d%s/%lldx%dx%d%s/%.1f", qmm_path_name(pl->path), pl->split, rest,
                  (long long)pl->blocks, pl->tile_m, pl->tile_n,
                  pl->path == QMM_PATH_WGMMA && pl->config == QMM_SM90_PAIRED_64 ? "p" : "",
                  pl->predicted_us);
@@ -268,7 +270,7 @@ static int device_plans(const char *table, const char *model, const int64_t *tok
         if (model)
             printf("%s: cells path/split/predicted µs (wgmma, streamk: path/split/CTAs x token "
                    "tile x weight rows/predicted µs; rows p: the 64-token tile's 128-row "
-                   "blocks two CTAs a SM)\n\n", model);
+                   "blocks two CTAs a SM; split+TrS: T tiles aside, split S ways)\n\n", model);
     }
     int rc = model ? model_plans(model, tokens, nt, 28, device_plan, device_cell, &d)
                    : shape_plan(device_plan, &d, "device", m, n, k);

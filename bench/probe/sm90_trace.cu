@@ -6,8 +6,9 @@
  * the loop and stored, and per k-block the cycles the consumers spent waiting for a stage
  * (full), dequantizing, and waiting for their wgmmas, and the producer for a free stage (empty).
  *
- *   sm90_trace PROJ M [SCHEDULE ...]   SCHEDULE: auto | s1 (unsplit) | sk (stream-K) | cS (split
- *                                      S); s1 and cS take xR for R weight rows a tile (the
+ *   sm90_trace PROJ M [SCHEDULE ...]   SCHEDULE: auto | auto-r (no tiles aside) | s1 (unsplit) |
+ *                                      sk (stream-K) | cS (split S; cSr: one wave of clusters and
+ *                                      the tiles left aside); s1 and cS take xR for R weight rows a tile (the
  *                                      options' rows: c3x128); default: auto s1 sk
  *   stdout: proj,m,schedule,path,split,ctas,us,output_hash (FNV-1a of the bf16 output); the trace on stderr (trace build, where the
  *   environment's QMM_SM90_EXP sets the kernel's experiment knobs)
@@ -107,7 +108,7 @@ static int enqueue(void *user, int call, char *why, size_t why_len)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: sm90_trace PROJ M [auto|s1|sk|cS ...]\n");
+        fprintf(stderr, "usage: sm90_trace PROJ M [auto|auto-r|s1|sk|cS|cSr ...]\n");
         return 2;
     }
     const Proj *pj = nullptr;
@@ -156,7 +157,8 @@ int main(int argc, char **argv)
         if (const char *x = strchr(sc, 'x')) o.rows = atoi(x + 1);
         if (!strncmp(sc, "s1", 2) && (!sc[2] || sc[2] == 'x')) o.path = QMM_PATH_WGMMA, o.split = 1;
         else if (!strcmp(sc, "sk")) o.path = QMM_PATH_STREAMK;
-        else if (sc[0] == 'c') o.path = QMM_PATH_WGMMA, o.split = atoi(sc + 1);
+        else if (sc[0] == 'c') o.path = QMM_PATH_WGMMA, o.split = atoi(sc + 1), o.rest = strchr(sc, 'r') ? 1 : 0;
+        else if (!strcmp(sc, "auto-r")) o.rest = -1; /* the plan without tiles aside */
         else if (strcmp(sc, "auto")) {
             fprintf(stderr, "sm90_trace: unknown schedule %s\n", sc);
             return 2;

@@ -391,7 +391,8 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
     }
     case QMM_PATH_WGMMA:
     case QMM_PATH_STREAMK: {
-        Sm90Schedule sched = {p.path == QMM_PATH_STREAMK ? 0 : p.split, (int)p.blocks, ctx->mv.sm_count};
+        Sm90Schedule sched = {p.path == QMM_PATH_STREAMK ? 0 : p.split, (int)p.blocks, ctx->mv.sm_count,
+                              p.rest_tiles, p.rest_split};
         e = launch_sm90(p.config, sched, w->dev, a, (int)m, c, workspace, ctx->counters, true,
                         ctx->stream);
         break;

@@ -232,6 +232,10 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     args.cluster = qmm_sm90_cluster(cf.tile_tokens, sched.split);
     args.ctas = sched.split > 0 ? args.m_tiles * args.n_tiles * sched.split : sched.ctas;
     if (args.ctas < 1 || args.ctas > args.iters || sched.split > args.groups) return cudaErrorInvalidValue;
+    const int rest = sched.rest_tiles;
+    if (rest && (rest < 0 || args.cluster < 2 || rest >= args.m_tiles * args.n_tiles || sched.rest_split < 2 ||
+                 sched.rest_split > args.groups || !workspace || !counters))
+        return cudaErrorInvalidValue;
     /* stream-K on the 256-token tile: the full waves of whole tiles first (gemm_sm90_kernel.cuh) */
     const int tiles = args.m_tiles * args.n_tiles;
     args.dp_per_cta = sched.split == 0 && cf.tile_tokens > 128 ? tiles / args.ctas : 0;
@@ -251,19 +255,44 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     args.all_weights_first =
         qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, args.ctas, sched.sms);
     args.last_rows = last_rows;
-#ifdef QMM_SM90_TWO_EXP /* experiment (NOTES row 197): two warps at every 8- and 16-token launch */
-    args.two_warp_start = cf.tile_tokens <= 16;
-#endif
+    args.tile0 = args.trigger_early = args.wait_late = 0;
 
     const int gpb = groups_per_block(w.group);
+    auto launch = [&](const Sm90Args &x, bool dependent) -> cudaError_t {
 #define QMM_SM90_DISPATCH(tn, wg, st, bps)                                          \
     if (cf.tile_tokens == tn && cf.warpgroups == wg && cf.stages == st && cf.blocks_per_sm == bps) \
-        return gpb == 1   ? launch_sm90_t<tn, wg, st, bps, 1>(map, map_last, args, pdl, stream) \
-               : gpb == 2 ? launch_sm90_t<tn, wg, st, bps, 2>(map, map_last, args, pdl, stream) \
-                          : launch_sm90_t<tn, wg, st, bps, 4>(map, map_last, args, pdl, stream);
-    QMM_SM90_CONFIGS(QMM_SM90_DISPATCH)
+        return gpb == 1   ? launch_sm90_t<tn, wg, st, bps, 1>(map, map_last, x, dependent, stream) \
+               : gpb == 2 ? launch_sm90_t<tn, wg, st, bps, 2>(map, map_last, x, dependent, stream) \
+                          : launch_sm90_t<tn, wg, st, bps, 4>(map, map_last, x, dependent, stream);
+        QMM_SM90_CONFIGS(QMM_SM90_DISPATCH)
 #undef QMM_SM90_DISPATCH
-    return cudaErrorInvalidValue;
+        return cudaErrorInvalidValue;
+    };
+    if (!rest) return launch(args, pdl);
+    /* The clusters' one wave and the tiles left over (NOTES.md row 228): a launch of the first
+     * tiles - rest tiles in clusters, then, as its programmatic dependent, the rest split through
+     * the workspace. The clusters let it start right after their dependency wait, so its CTAs
+     * are placed after every cluster, on the SMs the clusters leave free (launched side by side
+     * on two streams, they ran no faster: row 227); it reads only what that wait made
+     * ready, and waits for the clusters at its end, so that its end is the pair's. */
+    Sm90Args first = args, aside = args;
+    first.iters = (tiles - rest) * args.groups;
+    first.ctas = (tiles - rest) * args.split;
+    first.trigger_early = 1;
+    aside.tile0 = tiles - rest;
+    aside.split = sched.rest_split;
+    aside.cluster = 1;
+    aside.ctas = rest * sched.rest_split;
+    aside.q = args.groups / sched.rest_split;
+    aside.r = args.groups % sched.rest_split;
+    aside.by_split = sm90_div(sched.rest_split);
+    aside.wait_late = 1;
+    aside.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, aside.ctas, sched.sms);
+    aside.all_weights_first = qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, aside.ctas, sched.sms);
+    first.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, first.ctas, sched.sms);
+    first.all_weights_first = qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, first.ctas, sched.sms);
+    const cudaError_t e = launch(first, pdl);
+    return e == cudaSuccess ? launch(aside, true) : e;
 }
 
 } // namespace qmm

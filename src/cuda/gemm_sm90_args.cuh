@@ -63,6 +63,12 @@ struct Sm90Args {
     /* the last token tile when M does not fill it and the kernel copies its rows only
      * (Sm90Maps<true>): its rows, last_rows = M mod TN < TN (NOTES.md row 200) */
     int last_rows;
+    /* A split in clusters with its last tiles aside (launch_sm90, NOTES.md row 228): the
+     * clusters' launch lets the next one start right after its dependency wait
+     * (trigger_early); the next runs tiles [tile0, tiles) split through the workspace on the
+     * SMs the clusters leave free, and waits for the clusters at its end, not before its loop
+     * (wait_late: the clusters' own wait made the activations ready). */
+    int tile0, trigger_early, wait_late;
 };
 
 /* The activations' tensor maps: boxes of TN rows; with PARTIAL also boxes of the last tile's
@@ -106,7 +112,7 @@ template <bool DP = false> __device__ __forceinline__ int cta_start(const Sm90Ar
     if (p >= a.ctas) return a.iters;
     if (a.split > 0) {
         const int t = a.by_split.div(p), z = p - t * a.split;
-        return t * a.groups + z * a.q + min(z, a.r);
+        return (a.tile0 + t) * a.groups + z * a.q + min(z, a.r);
     }
     return (DP ? a.dp_tiles * a.groups : 0) + p * a.q + min(p, a.r);
 }
@@ -116,7 +122,7 @@ template <bool DP = false> __device__ __forceinline__ int cta_of(const Sm90Args 
 {
     if (a.split > 0) {
         const int t = i / a.groups, g = i - t * a.groups, edge = a.r * (a.q + 1);
-        return t * a.split + (g < edge ? g / (a.q + 1) : a.r + (g - edge) / a.q);
+        return (t - a.tile0) * a.split + (g < edge ? g / (a.q + 1) : a.r + (g - edge) / a.q);
     }
     if (DP) i -= a.dp_tiles * a.groups;
     const int edge = a.r * (a.q + 1);

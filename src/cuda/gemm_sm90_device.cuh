@@ -16,6 +16,15 @@
 
 namespace qmm {
 
+/* The dependency wait (griddepcontrol) where the kernel reads what the previous one wrote: none
+ * in a rest launch, which waits at its end instead (Sm90Args::wait_late); the clusters' launch
+ * before a rest launch lets it start right after this wait (trigger_early). */
+__device__ __forceinline__ void sm90_dependency_wait(const Sm90Args &a)
+{
+    if (!a.wait_late) pdl_wait();
+    if (a.trigger_early && threadIdx.x == 0) pdl_launch_dependents();
+}
+
 /* A 4-byte global store under a predicate: predicated, not a branch (guarded by an if, each
  * store became a divergent region, BSSY/BSYNC, in the unrolled epilogues). No memory clobber:
  * the kernel never reads C, and with one the shared-memory loads of the next pieces could not

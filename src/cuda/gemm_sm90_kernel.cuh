@@ -151,28 +151,18 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         /* two streams: warp 0 requests every first stage's weights at once, warp 1 waits for
          * the previous kernel and requests their activations */
         if (producer_warp) {
-#ifndef QMM_SM90_TWO_EXP /* experiment (NOTES row 197): warp 1's copies after 1 or all weights */
             named_barrier_arrive(2, 64); /* the barriers are made: warp 1 may copy */
-#endif
             for (int j = 0; j < pre; j++) {
                 load_weights(j, wp);
                 SM90_TRACE(if (j == 0) tr[SM90_TR_P_W0] = clock64() - t_entry);
-#if defined(QMM_SM90_TWO_EXP) && QMM_SM90_TWO_EXP == 2
-                if (j == 0) named_barrier_arrive(2, 64);
-#endif
             }
-#if defined(QMM_SM90_TWO_EXP) && QMM_SM90_TWO_EXP == 1
-            named_barrier_arrive(2, 64);
-#elif defined(QMM_SM90_TWO_EXP)
-            if (pre == 0) named_barrier_arrive(2, 64);
-#endif
             SM90_TRACE(tr[SM90_TR_P_WALL] = clock64() - t_entry);
             for (int j = 0; j < pre; j++) advance(ap); /* warp 1's stages */
-            pdl_wait();
+            sm90_dependency_wait(args);
             SM90_TRACE(tr[SM90_TR_P_PDL] = clock64() - t_entry);
         } else if (act_warp) {
             named_barrier(2, 64);
-            pdl_wait();
+            sm90_dependency_wait(args);
             for (int j = 0; j < pre; j++) load_act(j, ap);
         }
     } else if (producer_warp) {
@@ -181,7 +171,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             SM90_TRACE(if (j == 0) tr[SM90_TR_P_W0] = clock64() - t_entry);
         }
         SM90_TRACE(tr[SM90_TR_P_WALL] = clock64() - t_entry);
-        pdl_wait(); /* activations come from the previous kernel */
+        sm90_dependency_wait(args); /* activations come from the previous kernel */
         SM90_TRACE(tr[SM90_TR_P_PDL] = clock64() - t_entry);
         if (pre > 0) first_act(0);
     }
@@ -214,7 +204,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     } else {
     /* ---- consumers: warpgroup c computes weight rows [64c, 64c + 64) of the tile ---- */
     if (CONS_REGS) regs_alloc<CONS_REGS ? CONS_REGS : 40>();
-    pdl_wait(); /* C, the partials and the counters may still be in use by the previous kernel */
+    sm90_dependency_wait(args); /* C, the partials, the counters may be the previous kernel's */
     const int c = wg - 1, ct = threadIdx.x - 128 * wg, warp = ct / 32, lane = ct % 32;
     const int g = lane / 4, t4 = lane % 4;
     const uint32_t magic = codes_magic(args.m);
@@ -594,6 +584,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     run_range(begin, end);
     SM90_TRACE(if (c == 0 && ct == 0) sm90_trace_consumer(tr_out, tr, t_entry);)
     }
+    if (args.wait_late) pdl_wait(); /* a rest launch ends after the clusters it follows */
 }
 
 } // namespace qmm

@@ -135,11 +135,14 @@ extern const Sm90Config sm90_configs[SM90_CONFIGS];
 struct Sm90Schedule {
     int split, ctas;
     int sms; /* the device's SMs (the producer's start rules, tune/sm90.h; 0: unknown) */
+    /* a split in clusters: its last rest_tiles tiles split rest_split ways through the
+     * workspace in a second launch, on the SMs the clusters leave free (0: none) */
+    int rest_tiles, rest_split;
 };
 cudaError_t sm90_init(void);
 /* Resident CTAs of wgmma configuration `config` launched in clusters of s (occupancy API). */
 cudaError_t sm90_cluster_ctas(int config, int s, int *ctas);
-/* fp32 partial slots a split or stream-K schedule of `ctas` CTAs needs. */
+/* fp32 partial slots a split or stream-K schedule of `ctas` CTAs needs (a rest launch: its own). */
 size_t sm90_workspace_bytes(int config, int ctas);
 /* counters: one zeroed uint32 per tile (split/stream-K only), left zeroed. */
 cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &w,
