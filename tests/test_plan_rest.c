@@ -81,7 +81,8 @@ static void refusals(void)
  * one does not yet: none of its plans sets tiles aside): where it sets them, it is the forced
  * plan of that split and predicted no slower than the plan without them (rest = -1), which
  * never sets them; every Qwen3-4B projection at 128 and 256 tokens, and o at 256 takes them
- * (the model: 16.1 µs against 16.2 in clusters of 2). */
+ * (the model: 16.1 µs against 16.5 in clusters of 2; measured on an H100 16.4-16.7 against
+ * 15.9-16.2, NOTES.md row 228). */
 static void auto_choice(void)
 {
     qmm_device_desc d = sm90();

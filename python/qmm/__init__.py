@@ -14,4 +14,4 @@ from ._api import (QmmError, QuantizedWeight, bf16_to_f32, dequantize, f32_to_bf
 
 __all__ = ["QmmError", "QuantizedWeight", "bf16_to_f32", "dequantize", "f32_to_bf16", "matmul",
            "quantize", "version"]
-__version__ = "0.3.0"
+__version__ = "0.4.0"

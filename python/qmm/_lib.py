@@ -41,7 +41,7 @@ def _candidates():
     if env:
         return [env]
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libqmm.so")
-    return [here, "libqmm.so", "libqmm.so.0.3"]
+    return [here, "libqmm.so", "libqmm.so.0.4"]
 
 
 def _load():

@@ -30,6 +30,8 @@
  * writes its partial to the workspace and counts itself in the tile's counter; the last CTA to
  * arrive sums every partial of the tile in CTA order. Both sum in partition order from zero, so
  * the result does not depend on timing (bitwise equal run to run) nor on the reduction used.
+ * Clusters beyond one wave may run as one wave and the tiles left, split through the workspace
+ * in a second launch (Sm90Schedule::rest_tiles, launch_sm90 below).
  *
  * Programmatic dependent launch: the producer issues weight copies before griddepcontrol.wait
  * (weights never depend on the previous kernel: every stage's at 8–16 tokens, and at 24–64
