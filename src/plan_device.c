@@ -76,10 +76,10 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
         const int64_t slots = qmm_sm90_cluster_slots(d, p->config, split);
         if (slots < 0) return -1; /* such clusters do not fit this GPU: no prediction */
         if (p->rest_tiles > 0) {
-            /* the clusters' wave beside the rest (plan_sm90.c), the slower of the two (on an
-             * H100: o at M = 256 16.1 µs predicted, 16.4-16.7 measured; down 27.0, 24.7-24.8;
-             * NOTES.md row 228). The model counts tiles, so each part is given one token tile
-             * of as many weight tiles */
+            /* the clusters' wave beside the rest (plan_sm90.c), the slower of the two, the rest
+             * priced as a stream-K launch of its own (on an H100: o at M = 256 16.1 µs predicted,
+             * 13.9 measured; down 27.0 against 24.8; NOTES.md row 229: not yet fitted). The model
+             * counts tiles, so each part is given one token tile of as many weight tiles */
             const int64_t first = p->base_blocks - p->rest_tiles, rows = 64 * (int64_t)wg;
             const double a = qmm_model_wgmma_us(&d->wgmma_model, d->gpu.sms, tn, first * rows, k / QMM_GROUP, tn,
                                                 wg, bps, first * split, split, slots);

@@ -156,6 +156,7 @@ int qmm_sm90_plan_rest(const qmm_device_desc *d, int64_t k, qmm_plan *p)
     const int64_t first = slots / p->split, rest = p->base_blocks - first;
     const int64_t free_slots = (int64_t)d->gpu.sms * qmm_sm90_blocks_per_sm(p->config) - first * p->split;
     int64_t ways = rest > 0 ? free_slots / rest : 0;
+    if (ways > QMM_SM90_REST_MAX_WAYS) ways = QMM_SM90_REST_MAX_WAYS;
     if (ways > k / QMM_GROUP) ways = k / QMM_GROUP;
     if (first < 1 || rest < 1 || ways < 2 || p->base_blocks > QMM_SM90_MAX_COUNTED_TILES) return 0;
     p->rest_tiles = (int)rest;

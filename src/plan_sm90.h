@@ -38,7 +38,8 @@ int qmm_sm90_cluster_slots(const qmm_device_desc *d, int config, int split);
 size_t qmm_sm90_workspace_bytes(const qmm_plan *p);
 /* A split in clusters whose CTAs exceed the GPU's slots for such clusters: its first
  * floor(slots / split) tiles in clusters, one wave, and the rest_tiles left split rest_split ways
- * through the workspace on the SMs the clusters leave free (at least 2 ways; NOTES.md row 228).
+ * through the workspace on the SMs the clusters leave free (2 to QMM_SM90_REST_MAX_WAYS ways;
+ * NOTES.md rows 228-229).
  * Sets p's rest_tiles, rest_split, blocks (both launches' CTAs) and workspace_bytes and returns
  * 1; returns 0 with p unchanged where it does not apply. */
 int qmm_sm90_plan_rest(const qmm_device_desc *d, int64_t k, qmm_plan *p);

@@ -15,9 +15,10 @@
 /* Forced (the options' rest = 1) where the clusters exceed one wave on a 132-SM Hopper and on
  * smaller ones: within tolerance of fp64, the same bits 10 times, C poisoned before each run (a
  * tile left unwritten fails); the same split without rest = 1 sets nothing aside. o at M = 256
- * in clusters of 3 (40 tiles for 117 slots: one aside), ragged tokens and rows over down's K (the
- * tile aside is the last, ragged one), and down at M = 128 in clusters of 7 (tiles aside split
- * fewer ways than a cluster's limit, through the workspace all the same). */
+ * in clusters of 3 (40 tiles for 117 slots: one aside, split 8 ways), ragged tokens and rows
+ * over down's K (the tile aside is the last, ragged one), and down at M = 128 in clusters of 7
+ * (five tiles aside split 5 ways, fewer than a cluster's limit, through the workspace all the
+ * same). */
 void case_rest_aside(void)
 {
     static const int64_t shapes[][4] = {{256, 2560, 4096, 3}, {200, 2504, 9728, 3}, {128, 2560, 9728, 7}};

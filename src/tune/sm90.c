@@ -79,11 +79,11 @@ static qmm_device_desc sm90(void)
      * the 32-token tile's 128-row row (row 204) was measured on an H100 only, which takes it
      * (qmm_tune_for_gpu); 32 here once an H200 run says so */
     d.wgmma_alt_min_tile = 64;
-    /* clusters beyond one wave with the tiles left aside (NOTES.md row 228): not planned. On an
-     * H100 down at M = 256 in clusters of 3 with its 40th tile aside took 24.8 µs against
-     * stream-K's 27.5, but o at 256 16.5 against clusters of 2's 16.0, and at 128 tokens every
-     * such schedule lost 7-47 %; the model (the slower launch of the two) does not tell them
-     * apart. Forced by the options' rest. */
+    /* clusters beyond one wave with the tiles left aside (NOTES.md rows 228-229): not planned
+     * yet. On an H100, M = 256 in clusters of 3 with the 40th tile aside split 8 ways: o 13.9 µs
+     * against its plan's 16.0, down 24.8 against stream-K's 27.5; but the model prices o's pair
+     * at 16.1, 128-token pairs lost where measured, and no H200 has run it. Forced by the
+     * options' rest. */
     d.wgmma_rest_min_tile = 0;
     /* resident CTAs in clusters (a context asks its GPU instead) */
     for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)

@@ -64,6 +64,12 @@
     X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 5, 2) X(128, 1, 5, 1) X(256, 2, 3, 1)                   \
     X(32, 2, 4, 2) X(64, 2, 4, 2) X(24, 1, 6, 3) X(48, 1, 4, 3)
 
+/* The tiles left aside by a split in clusters beyond one wave (plan_sm90.c) split at most this
+ * many ways: their last CTA reads the other partials one at a time (~0.5 µs each), so 15 ways
+ * ended o at M = 256 ~7 µs after the rest's loops (16.5 µs against 13.9 at 8 ways on an H100,
+ * NOTES.md row 229). */
+#define QMM_SM90_REST_MAX_WAYS 8
+
 /* Split-K with 2 … this many partitions runs each tile's CTAs as one cluster that sums the
  * partials in distributed shared memory (8: the portable cluster size); more partitions go
  * through the workspace and the tile counters, as do all of the 256-token tile's, whose ring
