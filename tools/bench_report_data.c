@@ -85,7 +85,7 @@ void bench_write_csv(FILE *f, const bench_report *r)
     fprintf(f, "proj,k,n,m,contender,path,split,stages,tile_m,tile_n,config,status,rel_err,checked_rows,"
                "graph_med_us,graph_min_us,graph_max_us,eager_med_us,eager_min_us,eager_max_us,"
                "calls,copies,reps,bytes,flops,gbps,pct_copy,tflops,pct_cublas_peak,pct_roofline,plan_path,"
-               "plan_split,predicted_us,run_predicted_us,why\n");
+               "plan_split,plan_rest_tiles,plan_rest_split,predicted_us,run_predicted_us,why\n");
     for (size_t i = 0; i < r->rs->n; i++) {
         const bench_result *x = &r->rs->v[i];
         int pass = x->status == BENCH_PASS;
@@ -106,8 +106,8 @@ void bench_write_csv(FILE *f, const bench_report *r)
         csv_num(f, tf);
         csv_num(f, 100.0 * tf / c->cublas.value);
         csv_num(f, roofline_pct(g, tf, c));
-        fprintf(f, ",%s,%d", x->plan_path > 0 ? qmm_path_name((qmm_path)x->plan_path) : "",
-                x->plan_split);
+        fprintf(f, ",%s,%d,%d,%d", x->plan_path > 0 ? qmm_path_name((qmm_path)x->plan_path) : "",
+                x->plan_split, x->plan_rest_tiles, x->plan_rest_split);
         csv_num(f, x->predicted_us >= 0 ? x->predicted_us : NAN);
         csv_num(f, x->run_predicted_us >= 0 ? x->run_predicted_us : NAN);
         csv_str(f, x->why);
@@ -245,6 +245,8 @@ static void json_result(FILE *f, const bench_result *x, const bench_ceilings *c)
     jnum(f, &fi, "pct_roofline", roofline_pct(g, tf, c));
     jstr(f, &fi, "plan_path", x->plan_path > 0 ? qmm_path_name((qmm_path)x->plan_path) : "");
     jint(f, &fi, "plan_split", x->plan_split);
+    jint(f, &fi, "plan_rest_tiles", x->plan_rest_tiles);
+    jint(f, &fi, "plan_rest_split", x->plan_rest_split);
     jnum(f, &fi, "predicted_us", x->predicted_us >= 0 ? x->predicted_us : NAN);
     jnum(f, &fi, "run_predicted_us", x->run_predicted_us >= 0 ? x->run_predicted_us : NAN);
     jstr(f, &fi, "why", x->why);

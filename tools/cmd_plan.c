@@ -34,12 +34,13 @@ static void usage(FILE *f)
             "  exit: 0 ok, 2 usage or environment (bad shape, unknown model, bad table)\n");
 }
 
-/* Prints s left-aligned in `width` terminal columns (s may hold the 3-byte UTF-8 '→'). */
+/* Prints s left-aligned in `width` terminal columns (s may hold the 3-byte UTF-8 '→'), at least
+ * one blank after it unless width is 0 (the last cell). */
 static void cell(const char *s, int width)
 {
     int cols = 0;
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) cols += (*c & 0xC0) != 0x80;
-    printf("%s%*s", s, width > cols ? width - cols : 0, "");
+    printf("%s%*s", s, width > cols ? width - cols : width ? 1 : 0, "");
 }
 
 /* ---- one plan per (projection, M): as a table cell or a JSON object ---- */
@@ -61,9 +62,10 @@ static void plan_json(const char *proj, int64_t m, int64_t n, int64_t k, const q
     printf("\"m\": %lld, \"n\": %lld, \"k\": %lld, \"path\": \"%s\", \"split\": %d, "
            "\"base_blocks\": %lld, \"blocks\": %lld, \"tile_m\": %d, \"tile_n\": %d, "
            "\"k_per_split\": %d, \"config\": %d, \"stages\": %d, \"workspace_bytes\": %zu, "
-           "\"predicted_us\": ", (long long)m, (long long)n, (long long)k,
+           "\"rest_tiles\": %d, \"rest_split\": %d, \"predicted_us\": ", (long long)m, (long long)n, (long long)k,
            qmm_path_name(pl->path), pl->split, (long long)pl->base_blocks, (long long)pl->blocks,
-           pl->tile_m, pl->tile_n, pl->k_per_split, pl->config, pl->stages, pl->workspace_bytes);
+           pl->tile_m, pl->tile_n, pl->k_per_split, pl->config, pl->stages, pl->workspace_bytes,
+           pl->rest_tiles, pl->rest_split);
     if (pl->predicted_us < 0) printf("null}");
     else printf("%.3f}", pl->predicted_us);
 }
@@ -124,6 +126,7 @@ static void print_plan(const qmm_plan *pl)
     printf("  split         %d\n", pl->split);
     printf("  base_blocks   %lld\n", (long long)pl->base_blocks);
     printf("  blocks        %lld\n", (long long)pl->blocks);
+    if (pl->rest_tiles) printf("  rest          %d tiles aside, split %d ways\n", pl->rest_tiles, pl->rest_split);
     printf("  tile          %dx%d\n", pl->tile_m, pl->tile_n);
     printf("  k_per_split   %d\n", pl->k_per_split);
     printf("  config        %d\n", pl->config);

@@ -10,7 +10,7 @@
  *                                      sk (stream-K) | cS (split S; cSr: one wave of clusters and
  *                                      the tiles left aside); s1 and cS take xR for R weight rows a tile (the
  *                                      options' rows: c3x128); default: auto s1 sk
- *   stdout: proj,m,schedule,path,split,ctas,us,output_hash (FNV-1a of the bf16 output); the trace on stderr (trace build, where the
+ *   stdout: proj,m,schedule,path,split,ctas,rest (tiles aside x their split),us,output_hash (FNV-1a of the bf16 output); the trace on stderr (trace build, where the
  *   environment's QMM_SM90_EXP sets the kernel's experiment knobs)
  */
 #include <math.h>
@@ -151,7 +151,7 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&c, (size_t)m * pj->n * 2));
     CK(cudaMemcpy(a, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice));
 
-    printf("proj,m,schedule,path,split,ctas,us,output_hash\n");
+    printf("proj,m,schedule,path,split,ctas,rest,us,output_hash\n");
     for (const char *sc : scheds) {
         qmm_cuda_options o = qmm_cuda_options_default();
         if (const char *x = strchr(sc, 'x')) o.rows = atoi(x + 1);
@@ -167,7 +167,7 @@ int main(int argc, char **argv)
         size_t ws_bytes = 0;
         if (qmm_cuda_plan(ctx, m, pj->n, pj->k, &o, &plan) ||
             qmm_cuda_workspace_size(ctx, m, pj->n, pj->k, &o, &ws_bytes)) {
-            printf("%s,%d,%s,refused,,,\n", pj->name, m, sc);
+            printf("%s,%d,%s,refused,,,,,\n", pj->name, m, sc);
             fprintf(stderr, "sm90_trace: %s: %s\n", sc, qmm_last_error());
             continue;
         }
@@ -190,8 +190,8 @@ int main(int argc, char **argv)
         CK(cudaMemcpy(out.data(), c, out.size() * 2, cudaMemcpyDeviceToHost));
         unsigned long long h = 1469598103934665603ull;
         for (uint16_t x : out) h = (h ^ x) * 1099511628211ull;
-        printf("%s,%d,%s,%d,%d,%d,%.2f,%016llx\n", pj->name, m, sc, (int)plan.path, plan.split, (int)plan.blocks,
-               t.graph_med, h);
+        printf("%s,%d,%s,%d,%d,%d,%dx%d,%.2f,%016llx\n", pj->name, m, sc, (int)plan.path, plan.split, (int)plan.blocks,
+               plan.rest_tiles, plan.rest_split, t.graph_med, h);
         fflush(stdout);
 #ifdef QMM_SM90_TRACE
         CK(cudaStreamSynchronize(st));

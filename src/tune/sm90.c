@@ -79,11 +79,8 @@ static qmm_device_desc sm90(void)
      * the 32-token tile's 128-row row (row 204) was measured on an H100 only, which takes it
      * (qmm_tune_for_gpu); 32 here once an H200 run says so */
     d.wgmma_alt_min_tile = 64;
-    /* clusters beyond one wave with the tiles left aside (NOTES.md rows 228-229): not planned
-     * yet. On an H100, M = 256 in clusters of 3 with the 40th tile aside split 8 ways: o 13.9 µs
-     * against its plan's 16.0, down 24.8 against stream-K's 27.5; but the model prices o's pair
-     * at 16.1, 128-token pairs lost where measured, and no H200 has run it. Forced by the
-     * options' rest. */
+    /* clusters beyond one wave with the tiles left aside (NOTES.md rows 228-230): planned on
+     * the H100, where they were measured (qmm_tune_for_gpu); not here until an H200 has run them */
     d.wgmma_rest_min_tile = 0;
     /* resident CTAs in clusters (a context asks its GPU instead) */
     for (int c = 0; c < QMM_SM90_CONFIG_COUNT; c++)
@@ -160,6 +157,11 @@ void qmm_tune_for_gpu(qmm_device_desc *d, const char *name)
      * the 132-SM parts (SXM) only; a 114-SM PCIe card keeps the H200's rule */
     if (!strstr(name, "H100") || d->gpu.sms != 132) return;
     d->wgmma_alt_min_tile = 32;
+    /* one wave of clusters and the tiles left aside from the 128-token tile (NOTES.md row 230,
+     * bench/results/2026-12-06-session46/r1: o and down at M = 200 / 256 in clusters of 3 with
+     * the 40th tile split 8 ways, o 15.7 → 13.2 / 15.5 → 13.7 µs, down 26.3 → 24.2 / 27.2 → 24.4;
+     * the 128-token cells keep their plans, whose forced pairs lost 7-47 %) */
+    d->wgmma_rest_min_tile = 128;
 }
 
 /* A GPU the table does not know: the same kernels (the only ones built), rates well below the
