@@ -18,7 +18,9 @@ first run's second pass (`ops_new2.csv`, M = 9…512); the matvec's are the fift
 shipped). The shipped constants were fitted to those cells (NOTES.md row 119), but for
 wide_kblock_us (the 256-token tile, whose plans start at 1 024 tokens), fitted alone with --wide
 to the twenty-fifth session's `r2-final/ops_final.csv` (NOTES.md row 161); cells whose plan is a
-cluster of the other block height are measured only by their auto row.
+cluster of the other block height, or one wave of clusters with tiles set aside (planned where the
+run's GPU is a 132-SM H100, from the 128-token tile: NOTES.md row 230), are measured only by their
+auto row (the latter where its plan_rest_tiles and plan_rest_split are the plan's).
 
 For each CSV: the fit's error on the forced wgmma contenders (wgmma_s1, streamk, cluster S, and
 from 1 024 tokens the 128-token tile's t128_s1, t128_sk),
@@ -43,9 +45,15 @@ ROWS = [(8, 1, 3), (16, 1, 3), (32, 1, 3), (64, 2, 1), (128, 2, 1), (64, 1, 2), 
 PAIRED_64 = 9  # the 64-token tile's 128-row blocks two CTAs a SM (its own request)
 ALT_MIN_TILE = 64  # src/tune/sm90.c wgmma_alt_min_tile: the H200 table's (RUN: the run's GPU's)
 WIDE_MIN_M = 1024  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
+# src/tune/sm90.c wgmma_rest_min_tile: one wave of clusters and the tiles left aside from this
+# token tile (0: never, the H200 table's; RUN: the run's GPU's)
+REST_MIN_TILE = 0
+REST_MAX_WAYS = 8  # src/tune/sm90.h QMM_SM90_REST_MAX_WAYS: the rest's split
+MAX_COUNTED_TILES = 65536  # src/tune/sm90.h QMM_SM90_MAX_COUNTED_TILES
+NO_REST = (0, 0)  # a plan without tiles aside: (rest_tiles, rest_split)
 # the run being read: runs before the 256-token tile existed have none; an H100's (132 SMs) plans
-# weigh the other block height from 32 tokens (qmm_tune_for_gpu)
-RUN = dict(wide_min_m=WIDE_MIN_M, alt_min_tile=ALT_MIN_TILE)
+# weigh the other block height from 32 tokens and set tiles aside from 128 (qmm_tune_for_gpu)
+RUN = dict(wide_min_m=WIDE_MIN_M, alt_min_tile=ALT_MIN_TILE, rest_min_tile=REST_MIN_TILE)
 R = "bench/results/2026-12-01-"
 R17 = "bench/results/2026-12-02-session17/r5-final/"
 R18 = "bench/results/2026-12-04-session18/r1-owner-stores/"
@@ -109,6 +117,24 @@ def schedule(m, n, k, req, split=1, narrow=False):
     return config, tiles, g, tiles * split, split
 
 
+def plan_rest(sched):
+    """src/plan_sm90.c qmm_sm90_plan_rest: a split in clusters beyond one wave -> its two
+    launches' schedules (floor(slots / split) tiles in clusters, one wave; the rest stream-K
+    over rest x ways CTAs on the SMs left), or None where it does not apply."""
+    config, tiles, g, ctas, split = sched
+    tn, _, bps = ROWS[config]
+    slots = CLUSTER_CTAS[config][split] if 2 <= split <= 8 and tn <= 128 else 0
+    if slots <= 0 or ctas < slots:  # not clustered, or one wave already
+        return None
+    first = slots // split
+    rest = tiles - first
+    ways = min((SMS * bps - first * split) // rest if rest > 0 else 0, REST_MAX_WAYS, g)
+    if first < 1 or rest < 1 or ways < 2 or tiles > MAX_COUNTED_TILES:
+        return None
+    # src/plan_device.c prices each as its own launch: the model counts exactly those tiles
+    return (config, first, g, first * split, split), (config, rest, g, rest * ways, 0)
+
+
 def fix_batch(tn, bps):
     if bps > 1:
         return 4 if tn <= 8 else 2 if tn <= 16 else 1
@@ -165,16 +191,18 @@ def forced_schedule(m, n, k, contender, split):
 
 
 def auto_plan(m, n, k, th):
-    """The plan qmm_plan_call makes on the H200 -> (contender that ran it, split, predicted µs)."""
+    """The plan qmm_plan_call makes on the H200 -> (contender that ran it, split, predicted µs,
+    (tiles set aside, their split): the plan's rest_tiles / rest_split, (0, 0) but in clusters
+    beyond one wave)."""
     if m <= 8:  # matvec_max_m
         mb = n * k * 0.53125 / 1e6
-        return "matvec", 0, MATVEC[0] + mb / MATVEC[1] + (m - 1) * n * MATVEC[2] / 1e3
+        return "matvec", 0, MATVEC[0] + mb / MATVEC[1] + (m - 1) * n * MATVEC[2] / 1e3, NO_REST
     # long_prompt (beyond wgmma_max_m = 512): the kernel's plan against the dense path; the runs
     # before the twenty-fifth session (no 256-token tile) ran the table's dense path from 513
     if not RUN["wide_min_m"] and m >= 513:
-        return "dense", 0, dense_us(m, n, k, *DENSE)
+        return "dense", 0, dense_us(m, n, k, *DENSE), NO_REST
     p = schedule(m, n, k, "auto")
-    best = ("wgmma_s1" if p[4] == 1 else "streamk", 0, features(p) @ th)
+    best = ("wgmma_s1" if p[4] == 1 else "streamk", 0, features(p) @ th, NO_REST)
     if p[4] == 0:  # stream-K: unsplit or split-K in clusters where predicted faster, one wave;
         # token tiles from ALT_MIN_TILE on: clusters also in the other block height ("alt")
         both = ROWS[p[0]][0] >= RUN["alt_min_tile"]
@@ -185,14 +213,29 @@ def auto_plan(m, n, k, th):
                 continue
             q = schedule(m, n, k, req, s)
             cap = CLUSTER_CTAS[q[0]][s] if s >= 2 else 0  # clusters leave a slot free (row 207)
-            if (cap and q[3] >= cap) or (not cap and q[3] > SMS * ROWS[q[0]][2]):
+            if not cap and q[3] > SMS * ROWS[q[0]][2]:
                 continue
-            t = features(q) @ th
+            parts = (q,)
+            if cap and q[3] >= cap:  # beyond one wave: the tiles aside, or not at all
+                parts = rest_parts(q, req)
+                if not parts:
+                    continue
+            t = max(features(x) @ th for x in parts)  # the slower launch (qmm_plan_predict_us)
             if 0 < t < best[2] * 0.999:
-                best = ({"split": "cluster"}.get(req, req), s, t) if s >= 2 else ("wgmma_s1", 0, t)
+                rest = (parts[1][1], parts[1][3] // parts[1][1]) if len(parts) > 1 else NO_REST
+                best = ({"split": "cluster"}.get(req, req), s, t, rest) if s >= 2 else \
+                    ("wgmma_s1", 0, t, NO_REST)
     if m > 512 and best[2] > dense_us(m, n, k, *DENSE):  # the kernel on a tie
-        return "dense", 0, dense_us(m, n, k, *DENSE)
+        return "dense", 0, dense_us(m, n, k, *DENSE), NO_REST
     return best
+
+
+def rest_parts(q, req):
+    """plan_wgmma's candidate in clusters beyond one wave: one wave of them and the tiles aside,
+    in the rule's block height only (not "alt" nor "paired"), from the run's GPU's
+    rest_min_tile token tile on; None: not a candidate."""
+    tile = RUN["rest_min_tile"]
+    return plan_rest(q) if req == "split" and tile and ROWS[q[0]][0] >= tile else None
 
 
 def read_cells(path):
@@ -213,6 +256,7 @@ def read_cells(path):
     rows = [r for _, rs in runs for r in rs]
     h100 = all("H100" in m.get("gpu", "") and m.get("sms") == str(SMS) for m, _ in runs)
     RUN["alt_min_tile"] = 32 if h100 else ALT_MIN_TILE
+    RUN["rest_min_tile"] = 128 if h100 else REST_MIN_TILE
     for overlay in overlays:
         over = read_csv_with_meta(overlay)[1]
         base = {(r["proj"], r["m"]) for r in rows}
@@ -234,6 +278,8 @@ def read_cells(path):
             c["auto_rows"] = int(r["tile_n"])
             c["auto_tile"] = (int(r["tile_m"]), int(r["tile_n"]))
             c["auto_config"] = int(r["config"]) if r.get("config", "").lstrip("-").isdigit() else None
+            # its tiles aside and their split (none before session 46)
+            c["auto_rest"] = (int(r.get("plan_rest_tiles") or 0), int(r.get("plan_rest_split") or 0))
         elif r["contender"] == "wgmma":  # the wgmma family's own plan: what it ran
             c["wgmma_ran"] = (r["path"], int(r["split"]), int(r["tile_n"]))
         elif r["contender"] in FORCED:  # the mirror plans what the bench ran
@@ -268,10 +314,10 @@ def fit_wgmma(cells):
     return nonneg_lstsq(np.array([x / t for x, t in rows]), np.ones(len(rows)))
 
 
-def auto_ran(m, c, ct, s):
-    """Whether the cell's auto row ran the plan (ct, s) of auto_plan: path, split and, for the
-    wgmma kernel, its tile (tests/test_perf_fit.c measured_plan)."""
-    if "auto" not in c:
+def auto_ran(m, c, ct, s, rest=NO_REST):
+    """Whether the cell's auto row ran the plan (ct, s, rest tiles aside) of auto_plan: path,
+    split, tiles aside and, for the wgmma kernel, its tile (tests/test_perf_fit.c measured_plan)."""
+    if "auto" not in c or c.get("auto_rest", NO_REST) != rest:
         return False
     if ct in ("matvec", "dense"):
         return c["auto"][0] == ct
@@ -304,28 +350,33 @@ def evaluate(path, cells, th, residuals=False):
                                                                                   100 * (p / t - 1)))
     within15 = within5 = 0
     for (proj, m), c in sorted(cells.items(), key=lambda x: (x[0][1], x[0][0])):
-        ct, s, p = auto_plan(m, c["n"], c["k"], th)
-        t = c["t"].get((ct, s), float("nan"))
-        if auto_ran(m, c, ct, s):  # the auto row itself, as tests/test_perf_fit.c takes it
+        ct, s, p, rest = auto_plan(m, c["n"], c["k"], th)
+        # no forced contender sets tiles aside, and the runs do not say whether "wgmma" did
+        t = float("nan") if rest[0] else c["t"].get((ct, s), float("nan"))
+        same_rest = c.get("auto_rest", NO_REST) == rest
+        if auto_ran(m, c, ct, s, rest):  # the auto row itself, as tests/test_perf_fit.c takes it
             t = c["t"][("auto", 0)]
         elif ct == "alt":  # no forced contender runs the other block height: the auto row, if it
             # did, else the "wgmma" contender (the wgmma family's own plan, this one)
             rows = 64 * (3 - ROWS[schedule(m, c["n"], c["k"], "split", s)[0]][1])
-            if c["auto"] == ("wgmma", s) and c.get("auto_rows") == rows:
+            if c["auto"] == ("wgmma", s) and c.get("auto_rows") == rows and same_rest:
                 t = c["t"][("auto", 0)]
             elif c.get("wgmma_ran") == ("wgmma", s, rows):
                 t = c["t"][("wgmma", 0)]
-        elif ct == "paired" and c.get("auto") == ("wgmma", s) and c.get("auto_config") == PAIRED_64:
+        elif ct == "paired" and c.get("auto") == ("wgmma", s) and c.get("auto_config") == PAIRED_64 \
+                and same_rest:
             t = c["t"][("auto", 0)]  # no forced contender runs it: the auto row, if it did
         best, (bct, bs) = min((v, key) for key, v in c["t"].items() if key[0] not in NOT_CONTENDERS)
         e15, e5 = abs(p / t - 1) <= 0.15, t <= 1.05 * best
         within15, within5 = within15 + e15, within5 + e5
         ran = {"matvec": "matvec", "dense": "dense", "streamk": "streamk"}.get(ct, "wgmma")
-        print("  %-5s M=%-5d plan %-8s %d predicted %7.2f measured %7.2f %+6.1f %%%s"
+        aside = lambda r: " +%d aside in %d" % r if r[0] else ""
+        print("  %-5s M=%-5d plan %-8s %d%s predicted %7.2f measured %7.2f %+6.1f %%%s"
               " | best %s%s %7.2f%s%s"
-              % (proj, m, ct, s, p, t, 100 * (p / t - 1), "" if e15 else " MISS", bct,
+              % (proj, m, ct, s, aside(rest), p, t, 100 * (p / t - 1), "" if e15 else " MISS", bct,
                  bs or "", best, "" if e5 else " MISS %+.1f %%" % (100 * (t / best - 1)),
-                 "" if c["auto"] == (ran, max(s, 1)) else " (ran %s %d)" % c["auto"]))
+                 "" if c["auto"] == (ran, max(s, 1)) and same_rest else
+                 " (ran %s %d%s)" % (*c["auto"], aside(c.get("auto_rest", NO_REST)))))
     n = len(cells)
     print("  auto cells within 15 %%: %d of %d; plans within 5 %% of the best: %d of %d"
           % (within15, n, within5, n))

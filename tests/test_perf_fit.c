@@ -36,8 +36,9 @@ typedef struct cell {
     int64_t m, n, k;
     int tile_m, tile_n, split;
     int config; /* the plan's table row (-1: the run's CSV has none) */
-    int rest;   /* the plan's tiles aside (plan_rest_tiles; 0 where the CSV has none: before
-                 * session 46 no table planned them) */
+    int rest, rest_split; /* the plan's tiles aside and their split (plan_rest_tiles,
+                           * plan_rest_split; 0 where the CSV has none: before session 46 no
+                           * table planned them) */
     double meas;
 } cell;
 
@@ -76,7 +77,7 @@ static int read_cells(const char *path, cell *v, int *count)
     if (!f) return 0;
     static const char *names[] = {"proj", "k", "n", "m", "contender", "path", "tile_m", "tile_n",
                                   "graph_med_us", "status", "split"};
-    int col[11], col_config = -1, col_rest = -1, have = 0, added = 0;
+    int col[11], col_config = -1, col_rest = -1, col_rest_split = -1, have = 0, added = 0;
     char line[4096];
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#') continue;
@@ -87,6 +88,7 @@ static int read_cells(const char *path, cell *v, int *count)
             }
             col_config = column(line, "config");
             col_rest = column(line, "plan_rest_tiles");
+            col_rest_split = column(line, "plan_rest_split");
             have = 1;
             continue;
         }
@@ -102,9 +104,10 @@ static int read_cells(const char *path, cell *v, int *count)
         char cf[32] = "-1";
         if (col_config >= 0) field(line, col_config, cf, sizeof cf);
         c->config = atoi(cf);
-        char rt[32] = "0";
+        char rt[32] = "0", rs[32] = "0";
         if (col_rest >= 0) field(line, col_rest, rt, sizeof rt);
-        c->rest = atoi(rt);
+        if (col_rest_split >= 0) field(line, col_rest_split, rs, sizeof rs);
+        c->rest = atoi(rt), c->rest_split = atoi(rs);
         c->meas = atof(x[8]);
         added++;
     }
@@ -246,6 +249,7 @@ static const cell *measured_schedule(const dataset *ds, const char *proj, int64_
 static const cell *measured_plan(const dataset *ds, const cell *c, const qmm_plan *p)
 {
     if (!strcmp(c->path, qmm_path_name(p->path)) && c->split == p->split && c->rest == p->rest_tiles &&
+        c->rest_split == p->rest_split &&
         (p->path == QMM_PATH_MATVEC || p->path == QMM_PATH_DENSE ||
          (c->tile_m == p->tile_m && c->tile_n == p->tile_n && same_config(c, p))))
         return c;

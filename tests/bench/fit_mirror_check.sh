@@ -4,9 +4,10 @@
 # same cells: forced contenders within 15 %, auto cells within 15 %, plans within 5 % of the
 # best, on both passes of session 25's final run (M = 32 and 64 left out: their tiles or plans
 # changed since, tests/test_perf_fit.c's fit_run), and auto cells and plans on session 43's H200
-# run (its h200_run: q, k, o, gate, down, gate and down at 49-64 from the paired row's build). A
-# mirror that drifts from
-# the C code (or stops running, as it did for the default refit from session 25 to 28) fails here.
+# run (its h200_run: q, k, o, gate, down, gate and down at 49-64 from the paired row's build), and
+# on session 42's H100 run with session 46's at 128-512 tokens over it (its h100_run). A mirror
+# that drifts from the C code (or stops running, as it did for the default refit from session 25
+# to 28) fails here.
 # The interpreter is $PYTHON (.ci/run's venv has numpy) or python3; without numpy the test skips
 # (77), in CI (CI=true) it fails.
 # Usage: fit_mirror_check.sh <test_perf_fit binary>
@@ -23,6 +24,10 @@ c_out=$("$1")
 py_out=$(cd "$src" && "$py" bench/fit_model.py --shipped "$run/ops_final.csv~32,64" "$run/ops_new2.csv~32,64")
 h200=bench/results/2026-12-06-session43/h200
 py_h200=$(cd "$src" && "$py" bench/fit_model.py --shipped "$h200/ops_full.csv^$h200/ops_p1.csv@q,k,o,gate,down")
+# tests/test_perf_fit.c's h100_run: an H100's plans (the other height from 32 tokens, tiles aside
+# from the 128-token tile)
+h100=bench/results/2026-12-06-session42/landed/ops_full.csv^bench/results/2026-12-06-session46/r1/opsr_r1.csv
+py_h100=$(cd "$src" && "$py" bench/fit_model.py --shipped "$h100")
 
 # "X of N" counts, in order: forced, auto, plans (first pass), then the same (second pass)
 c_counts=$(printf '%s\n' "$c_out" | sed -nE \
@@ -50,5 +55,11 @@ py_h200=$(printf '%s\n' "$py_h200" | sed -nE 's/^ *auto cells within 15 %: ([0-9
 echo "H200 run: C $c_h200; Python $py_h200"
 if [ -z "$c_h200" ] || [ "$c_h200" != "$py_h200" ]; then
     echo "FAIL: the H200 run's counts differ (or one side printed none)"; exit 1
+fi
+c_h100=$(printf '%s\n' "$c_out" | sed -nE 's/^ *H100: auto cells within 15 %: ([0-9]+ of [0-9]+); plans within 5 %: ([0-9]+ of [0-9]+).*/auto \1; plans \2/p')
+py_h100=$(printf '%s\n' "$py_h100" | sed -nE 's/^ *auto cells within 15 %: ([0-9]+ of [0-9]+); plans within 5 % of the best: ([0-9]+ of [0-9]+).*/auto \1; plans \2/p')
+echo "H100 run: C $c_h100; Python $py_h100"
+if [ -z "$c_h100" ] || [ "$c_h100" != "$py_h100" ]; then
+    echo "FAIL: the H100 run's counts differ (or one side printed none)"; exit 1
 fi
 echo "ok: the mirror counts the cells the C test counts"
