@@ -6,8 +6,8 @@ slower than the auto path of commit b0fce18; both CSVs should come from one devi
 
   python3 bench/compare_auto.py BASE.csv NEW.csv [--tol 0.02] [BASE2.csv NEW2.csv ...]
 
-With several pairs, a cell's ratio is the median of its pairs' ratios. Exit status 1 when a cell
-is over the tolerance, 2 on bad input."""
+With several pairs, a cell's ratio is the median of its pairs' ratios (the times shown are the
+first pair's). Exit status 1 when a cell is over the tolerance, 2 on bad input."""
 import csv
 import statistics
 import sys
@@ -35,7 +35,9 @@ def auto_cells(path):
             t = float(r["graph_med_us"])
         except ValueError:
             continue
-        cells[(r["proj"], int(r["m"]))] = (t, f"{r['path']}/{r['split']} {r['tile_m']}x{r['tile_n']}")
+        aside = r.get("plan_rest_tiles") or "0"  # the tiles aside, from session 46's CSVs on
+        aside = f"+{aside}r{r.get('plan_rest_split')}" if aside != "0" else ""
+        cells[(r["proj"], int(r["m"]))] = (t, f"{r['path']}/{r['split']}{aside} {r['tile_m']}x{r['tile_n']}")
     return cells
 
 

@@ -49,6 +49,7 @@ WIDE_MIN_M = 1024  # src/tune/sm90.c: the 256-token tile from 1 024 tokens
 # token tile (0: never, the H200 table's; RUN: the run's GPU's)
 REST_MIN_TILE = 0
 REST_MAX_WAYS = 8  # src/tune/sm90.h QMM_SM90_REST_MAX_WAYS: the rest's split
+REST_MAX_TOKEN_TILES = 2  # src/tune/sm90.h QMM_SM90_REST_MAX_TOKEN_TILES: where AUTO weighs them
 MAX_COUNTED_TILES = 65536  # src/tune/sm90.h QMM_SM90_MAX_COUNTED_TILES
 NO_REST = (0, 0)  # a plan without tiles aside: (rest_tiles, rest_split)
 # the run being read: runs before the 256-token tile existed have none; an H100's (132 SMs) plans
@@ -191,9 +192,9 @@ def forced_schedule(m, n, k, contender, split):
 
 
 def auto_plan(m, n, k, th):
-    """The plan qmm_plan_call makes on the H200 -> (contender that ran it, split, predicted µs,
-    (tiles set aside, their split): the plan's rest_tiles / rest_split, (0, 0) but in clusters
-    beyond one wave)."""
+    """The plan qmm_plan_call makes on the run's GPU -> (contender that ran it, split,
+    predicted µs, (tiles set aside, their split): the plan's rest_tiles / rest_split, (0, 0) but
+    in clusters beyond one wave)."""
     if m <= 8:  # matvec_max_m
         mb = n * k * 0.53125 / 1e6
         return "matvec", 0, MATVEC[0] + mb / MATVEC[1] + (m - 1) * n * MATVEC[2] / 1e3, NO_REST
@@ -217,7 +218,7 @@ def auto_plan(m, n, k, th):
                 continue
             parts = (q,)
             if cap and q[3] >= cap:  # beyond one wave: the tiles aside, or not at all
-                parts = rest_parts(q, req)
+                parts = rest_parts(q, req, m)
                 if not parts:
                     continue
             t = max(features(x) @ th for x in parts)  # the slower launch (qmm_plan_predict_us)
@@ -230,12 +231,14 @@ def auto_plan(m, n, k, th):
     return best
 
 
-def rest_parts(q, req):
+def rest_parts(q, req, m):
     """plan_wgmma's candidate in clusters beyond one wave: one wave of them and the tiles aside,
     in the rule's block height only (not "alt" nor "paired"), from the run's GPU's
-    rest_min_tile token tile on; None: not a candidate."""
-    tile = RUN["rest_min_tile"]
-    return plan_rest(q) if req == "split" and tile and ROWS[q[0]][0] >= tile else None
+    rest_min_tile token tile on, over at most REST_MAX_TOKEN_TILES token tiles; None: not a
+    candidate."""
+    tile, tn = RUN["rest_min_tile"], ROWS[q[0]][0]
+    ok = req == "split" and tile and tn >= tile and cdiv(m, tn) <= REST_MAX_TOKEN_TILES
+    return plan_rest(q) if ok else None
 
 
 def read_cells(path):

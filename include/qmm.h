@@ -267,8 +267,8 @@ typedef struct qmm_device_desc {
                              * 128 weight rows) for token tiles from this size on (32, 64 or 128;
                              * 0: never) */
     int wgmma_rest_min_tile; /* AUTO also weighs clusters beyond one wave with the tiles left
-                              * aside (qmm_plan.rest_tiles) for token tiles from this size on
-                              * (0: never) */
+                              * aside (qmm_plan.rest_tiles) for token tiles from this size on, in
+                              * the rule's block height, over a few token tiles (0: never) */
     /* resident CTAs of wgmma configuration c launched in clusters of s CTAs (split-K summed in
      * the cluster), [c][s] for s = 2..QMM_MAX_WGMMA_CLUSTER: the GPCs' SM counts leave some
      * SMs idle (H200, 1 CTA a SM: 132 in pairs, 120 in fours); 0 = SMs x blocks per SM, < 0 =

@@ -284,9 +284,10 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
             /* more clusters than one wave: one wave of them and the rest aside, or not at all;
              * in the rule's block height only (o at M = 128 in the other height's clusters of 3
              * + 1 tile aside: 11.5 µs against its plan's 10.2 on an H100, where the model said
-             * 9.9; NOTES.md row 230) */
+             * 9.9; NOTES.md row 230), over a few token tiles only (tune/sm90.h) */
             if (slots > 0 && q.blocks >= slots &&
                 (kind || o->rest < 0 || !d->wgmma_rest_min_tile || q.tile_m < d->wgmma_rest_min_tile ||
+                 (m + q.tile_m - 1) / q.tile_m > QMM_SM90_REST_MAX_TOKEN_TILES ||
                  !qmm_sm90_plan_rest(d, k, &q)))
                 continue;
             qmm_sm90_config(q.config, NULL, NULL, &q.stages);

@@ -77,9 +77,10 @@ double qmm_plan_predict_us(int64_t m, int64_t n, int64_t k, const qmm_device_des
         if (slots < 0) return -1; /* such clusters do not fit this GPU: no prediction */
         if (p->rest_tiles > 0) {
             /* the clusters' wave beside the rest (plan_sm90.c), the slower of the two, the rest
-             * priced as a stream-K launch of its own (on an H100: o at M = 256 16.1 µs predicted,
-             * 13.9 measured; down 27.0 against 24.8; NOTES.md row 229: not yet fitted). The model
-             * counts tiles, so each part is given one token tile of as many weight tiles */
+             * priced as a stream-K launch of its own (on an H100: o at M = 256 14.2 µs predicted,
+             * 13.5-13.7 measured; down 27.0 against 24.1-24.4; NOTES.md rows 229-230: not fitted
+             * on its own). The model counts tiles, so each part is given one token tile of as
+             * many weight tiles */
             const int64_t first = p->base_blocks - p->rest_tiles, rows = 64 * (int64_t)wg;
             const double a = qmm_model_wgmma_us(&d->wgmma_model, d->gpu.sms, tn, first * rows, k / QMM_GROUP, tn,
                                                 wg, bps, first * split, split, slots);

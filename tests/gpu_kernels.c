@@ -326,9 +326,16 @@ static void plan_is_one_wave(void)
                 if (plan.path == QMM_PATH_WGMMA && plan.split >= 2 && plan.split <= QMM_MAX_WGMMA_CLUSTER)
                     slots = d.wgmma_cluster_ctas[plan.config][plan.split];
             }
+            /* tiles aside (an H100's plans): the clusters one wave, their CTAs beside them on
+             * the SMs left */
+            const int64_t aside = (int64_t)plan.rest_tiles * plan.rest_split, waved = plan.blocks - aside;
+            if (aside)
+                CHECKF(waved + aside <= (int64_t)info.sm_count * qmm_sm90_blocks_per_sm(plan.config),
+                       "%s M=%lld: %lld CTAs aside do not fit beside the clusters",
+                       projections[pi].name, (long long)m, (long long)aside);
             if (plan.split > 1 || plan.path == QMM_PATH_STREAMK)
-                CHECKF(plan.blocks <= slots, "%s M=%lld: %lld blocks > one wave (%lld)",
-                       projections[pi].name, (long long)m, (long long)plan.blocks, (long long)slots);
+                CHECKF(waved <= slots, "%s M=%lld: %lld blocks > one wave (%lld)", projections[pi].name,
+                       (long long)m, (long long)waved, (long long)slots);
         }
 }
 
@@ -344,6 +351,7 @@ static void plan_is_the_shipped_table(void)
     CHECK_OK(qmm_tune_desc(info.cc_major, info.cc_minor, info.sm_count, &shipped));
     qmm_tune_for_gpu(&shipped, info.name); /* what the context corrects by the GPU's name */
     CHECK(mine.wgmma_alt_min_tile == shipped.wgmma_alt_min_tile);
+    CHECK(mine.wgmma_rest_min_tile == shipped.wgmma_rest_min_tile);
     for (int c = 0; c < shipped.config_count; c++)
         CHECKF(mine.config[c].blocks_per_sm == shipped.config[c].blocks_per_sm,
                "config %d: occupancy %d blocks/SM, the table says %d", c,

@@ -174,7 +174,8 @@ int test_plan_equal(const qmm_plan *a, const qmm_plan *b)
            a->blocks == b->blocks && a->tile_m == b->tile_m && a->tile_n == b->tile_n &&
            a->k_per_split == b->k_per_split && a->predicted_us == b->predicted_us &&
            a->config == b->config && a->stages == b->stages &&
-           a->workspace_bytes == b->workspace_bytes;
+           a->workspace_bytes == b->workspace_bytes && a->rest_tiles == b->rest_tiles &&
+           a->rest_split == b->rest_split;
 }
 
 int test_make_tmpdir(char *out, size_t size, const char *tag)

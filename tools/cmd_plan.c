@@ -126,7 +126,7 @@ static void print_plan(const qmm_plan *pl)
     printf("  split         %d\n", pl->split);
     printf("  base_blocks   %lld\n", (long long)pl->base_blocks);
     printf("  blocks        %lld\n", (long long)pl->blocks);
-    if (pl->rest_tiles) printf("  rest          %d tiles aside, split %d ways\n", pl->rest_tiles, pl->rest_split);
+    if (pl->rest_tiles) printf("  aside         %d tile(s), split %d ways\n", pl->rest_tiles, pl->rest_split);
     printf("  tile          %dx%d\n", pl->tile_m, pl->tile_n);
     printf("  k_per_split   %d\n", pl->k_per_split);
     printf("  config        %d\n", pl->config);
@@ -270,12 +270,15 @@ static int device_plans(const char *table, const char *model, const int64_t *tok
         if (d.wgmma_min_m > 0 && d.wgmma_alt_min_tile > 0)
             printf("wgmma: clusters also in the other block height from %d-token tiles\n",
                    d.wgmma_alt_min_tile);
+        if (d.wgmma_min_m > 0 && d.wgmma_rest_min_tile > 0)
+            printf("wgmma: one wave of clusters and the tiles left aside from %d-token tiles\n",
+                   d.wgmma_rest_min_tile);
         if (model)
             printf("%s: cells path/split/predicted µs (wgmma, streamk: path/split/CTAs x token "
                    "tile x weight rows/predicted µs; rows p: the 64-token tile's 128-row "
                    "blocks two CTAs a SM; split+TrS: T tiles aside, split S ways)\n\n", model);
     }
-    int rc = model ? model_plans(model, tokens, nt, 28, device_plan, device_cell, &d)
+    int rc = model ? model_plans(model, tokens, nt, 30, device_plan, device_cell, &d)
                    : shape_plan(device_plan, &d, "device", m, n, k);
     if (g_json && rc == EXIT_OK) /* h100: the family's table with an H100's corrections */
         printf("], \"table\": \"%s\", \"sms\": %d}\n", table && !strcmp(table, "h100") ? "h100" : d.family,

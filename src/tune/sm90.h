@@ -70,6 +70,13 @@
  * NOTES.md row 229). */
 #define QMM_SM90_REST_MAX_WAYS 8
 
+/* AUTO weighs tiles aside only where the prompt is at most this many token tiles: where they
+ * were measured to pay (one or two 128-token tiles: o, down, q of Qwen3-4B…32B, −8…−16 % on an
+ * H100). With more token tiles the unsplit or two-way plans fill the GPU already: k at 384 / 512
+ * tokens in clusters of 5 / 4 with two tiles aside took 13.3 µs against 8.7 / 9.1, and at 640
+ * 13.4 against the dense path's 11.8 (NOTES.md row 230). */
+#define QMM_SM90_REST_MAX_TOKEN_TILES 2
+
 /* Split-K with 2 … this many partitions runs each tile's CTAs as one cluster that sums the
  * partials in distributed shared memory (8: the portable cluster size); more partitions go
  * through the workspace and the tile counters, as do all of the 256-token tile's, whose ring

@@ -89,6 +89,10 @@ expect "plan --m overflow is refused" 2 "bad value '99999999999999999999' for --
 expect "plan: a bad shape is a usage error" 2 "multiple of 128" -- "$qmm" plan --m 5 --n 5 --k 100
 expect "plan --group 64: decode takes the wgmma kernel, not the matvec" 0 "path  *(streamk|wgmma)" "!matvec" -- \
     "$qmm" plan --policy device --table sm90 --group 64 --m 1 --n 2560 --k 9728
+expect "plan --table h100: o at 256 tokens sets its 40th tile aside" 0 "o  .*wgmma/3\+1r8/125x128x128" -- \
+    "$qmm" plan --policy device --table h100 --model qwen3-4b --tokens 256
+expect "plan --table sm90: the H200's table sets no tiles aside" 0 "o  .*wgmma/2/80x128x128" "!/[0-9]+\+[0-9]+r[0-9]+/" -- \
+    "$qmm" plan --policy device --table sm90 --model qwen3-4b --tokens 256
 expect "plan --group 128: decode takes the matvec" 0 "path  *matvec" -- \
     "$qmm" plan --policy device --table sm90 --group 128 --m 1 --n 2560 --k 9728
 expect "plan --table h100: 32 tokens in 128-row clusters (an H100's correction)" 0 "tile  *32x128" -- \
