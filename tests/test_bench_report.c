@@ -151,6 +151,62 @@ static void csv_and_json_report_the_roofline(void)
     bench_results_free(&x.rs);
 }
 
+/* Field count of a CSV line (no quoted commas in these rows). */
+static int fields_of(const char *line)
+{
+    int n = 1;
+    for (const char *p = line; *p && *p != '\n'; p++) n += *p == ',';
+    return n;
+}
+
+/* The text of column `name` (of header `hdr`) in the CSV row `row`, at most cap - 1 chars. */
+static void csv_cell(const char *hdr, const char *row, const char *name, char *out, size_t cap)
+{
+    int col = -1, i = 0;
+    const size_t len = strlen(name);
+    for (const char *p = hdr; p && *p != '\n'; p = next_field(p), i++)
+        if (!strncmp(p, name, len) && (p[len] == ',' || p[len] == '\n')) col = i;
+    const char *p = col >= 0 ? row : NULL;
+    for (int c = 0; c < col && p; c++) p = next_field(p);
+    size_t n = p ? strcspn(p, ",\n") : 0;
+    if (n >= cap) n = cap - 1;
+    memcpy(out, p ? p : "", n);
+    out[n] = 0;
+}
+
+/* A plan with tiles aside (qmm_plan.rest_tiles, _split) reaches all three reports: the CSV's
+ * plan_rest_tiles / plan_rest_split (every row as wide as the header), the JSON's, and the
+ * markdown's plan cell ("wgmma/3+1r8"). */
+static void reports_carry_the_tiles_aside(void)
+{
+    fixture x;
+    fixture_init(&x);
+    for (size_t i = 0; i < x.rs.n; i++)
+        x.rs.v[i].plan_split = 3, x.rs.v[i].plan_rest_tiles = 1, x.rs.v[i].plan_rest_split = 8;
+    char *csv = written(bench_write_csv, &x.report);
+    const char *hdr = csv ? strstr(csv, "proj,k,n,m,") : NULL;
+    CHECK(hdr != NULL);
+    int rows = 0;
+    for (const char *line = hdr ? strchr(hdr, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
+        char tiles[32], ways[32];
+        csv_cell(hdr, line + 1, "plan_rest_tiles", tiles, sizeof tiles);
+        csv_cell(hdr, line + 1, "plan_rest_split", ways, sizeof ways);
+        CHECKF(fields_of(line + 1) == fields_of(hdr), "row %d: %d fields, the header %d", rows,
+               fields_of(line + 1), fields_of(hdr));
+        CHECKF(!strcmp(tiles, "1") && !strcmp(ways, "8"), "row %d: tiles aside '%s', split '%s'", rows,
+               tiles, ways);
+        rows++;
+    }
+    CHECK(rows == 4);
+    char *json = written(bench_write_json, &x.report), *md = written(bench_write_md, &x.report);
+    CHECK(json && strstr(json, "\"plan_rest_tiles\": 1") && strstr(json, "\"plan_rest_split\": 8"));
+    CHECK(md && strstr(md, "wgmma/3+1r8"));
+    free(csv);
+    free(json);
+    free(md);
+    bench_results_free(&x.rs);
+}
+
 /* The experiments' switches reach both reports when set, and neither when not (a run's files
  * must say what it ran with: README, "Experiments"). */
 static void reports_name_the_experiments_switches(void)
@@ -196,6 +252,6 @@ static void reports_name_the_experiments_switches(void)
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, markdown_rows_match_the_header, csv_and_json_report_the_roofline,
-               reports_name_the_experiments_switches);
+               reports_carry_the_tiles_aside, reports_name_the_experiments_switches);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }
