@@ -286,7 +286,8 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
              * + 1 tile aside: 11.5 µs against its plan's 10.2 on an H100, where the model said
              * 9.9; NOTES.md row 230), over a few token tiles only (tune/sm90.h) */
             if (slots > 0 && q.blocks >= slots &&
-                (kind || o->rest < 0 || !d->wgmma_rest_min_tile || q.tile_m < d->wgmma_rest_min_tile ||
+                (kind || o->rest < 0 || !d->wgmma_rest_min_tile ||
+                 q.tile_m < d->wgmma_rest_min_tile ||
                  (m + q.tile_m - 1) / q.tile_m > QMM_SM90_REST_MAX_TOKEN_TILES ||
                  !qmm_sm90_plan_rest(d, k, &q)))
                 continue;

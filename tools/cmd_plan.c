@@ -62,7 +62,8 @@ static void plan_json(const char *proj, int64_t m, int64_t n, int64_t k, const q
     printf("\"m\": %lld, \"n\": %lld, \"k\": %lld, \"path\": \"%s\", \"split\": %d, "
            "\"base_blocks\": %lld, \"blocks\": %lld, \"tile_m\": %d, \"tile_n\": %d, "
            "\"k_per_split\": %d, \"config\": %d, \"stages\": %d, \"workspace_bytes\": %zu, "
-           "\"rest_tiles\": %d, \"rest_split\": %d, \"predicted_us\": ", (long long)m, (long long)n, (long long)k,
+           "\"rest_tiles\": %d, \"rest_split\": %d, \"predicted_us\": ",
+           (long long)m, (long long)n, (long long)k,
            qmm_path_name(pl->path), pl->split, (long long)pl->base_blocks, (long long)pl->blocks,
            pl->tile_m, pl->tile_n, pl->k_per_split, pl->config, pl->stages, pl->workspace_bytes,
            pl->rest_tiles, pl->rest_split);
@@ -126,7 +127,8 @@ static void print_plan(const qmm_plan *pl)
     printf("  split         %d\n", pl->split);
     printf("  base_blocks   %lld\n", (long long)pl->base_blocks);
     printf("  blocks        %lld\n", (long long)pl->blocks);
-    if (pl->rest_tiles) printf("  aside         %d tile(s), split %d ways\n", pl->rest_tiles, pl->rest_split);
+    if (pl->rest_tiles)
+        printf("  aside         %d tile(s), split %d ways\n", pl->rest_tiles, pl->rest_split);
     printf("  tile          %dx%d\n", pl->tile_m, pl->tile_n);
     printf("  k_per_split   %d\n", pl->k_per_split);
     printf("  config        %d\n", pl->config);

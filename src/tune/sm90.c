@@ -158,11 +158,12 @@ void qmm_tune_for_gpu(qmm_device_desc *d, const char *name)
     if (!strstr(name, "H100") || d->gpu.sms != 132) return;
     d->wgmma_alt_min_tile = 32;
     /* one wave of clusters and the tiles left aside from the 128-token tile, over at most two
-     * token tiles (QMM_SM90_REST_MAX_TOKEN_TILES; NOTES.md row 230, bench/results/2026-12-06-session46/r1-r3, medians of two pairs against
-     * the plans before): Qwen3-4B o at 200 / 256 tokens 15.7 → 13.2 / 15.5 → 13.7 µs, down
-     * 26.4 → 24.2 / 27.1 → 24.3 (clusters of 3, the 40th tile split 8 ways); at 128 tokens
-     * 14B q / o 18.4 → 15.5, 32B o 24.2 → 21.6, 8B down 27.8 → 23.3 (two tiles aside); 4B's
-     * 128-token cells keep their plans, whose forced pairs lost 10-114 % */
+     * token tiles (QMM_SM90_REST_MAX_TOKEN_TILES; NOTES.md row 230: bench/results/
+     * 2026-12-06-session46/r1, r3, medians of two pairs against the plans before): Qwen3-4B o
+     * at 200 / 256 tokens 15.7 → 13.2 / 15.5 → 13.7 µs, down 26.4 → 24.2 / 27.1 → 24.3
+     * (clusters of 3, the 40th tile split 8 ways); at 128 tokens 14B q / o 18.4 → 15.5, 32B o
+     * 24.2 → 21.6, 8B down 27.8 → 23.3 (two tiles aside); 4B's 128-token cells keep their
+     * plans, whose forced pairs lost 10-114 % */
     d->wgmma_rest_min_tile = 128;
 }
 
