@@ -250,12 +250,15 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     args.by_split = sm90_div(sched.split > 0 ? sched.split : 1);
     args.by_groups = sm90_div(args.groups);
     args.by_m_tiles = sm90_div(args.m_tiles);
-    /* up to 16 tokens every first stage goes out before the dependency wait, from two warps
-     * where the launch has more than two CTAs a SM (tune/sm90.h) */
-    args.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, args.ctas, sched.sms);
-    /* 24-64 tokens in 64-row blocks at most one CTA a SM: every first stage's weights first */
-    args.all_weights_first =
-        qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, args.ctas, sched.sms);
+    /* the producer's start rules, by the launch's CTA count (tune/sm90.h): up to 16 tokens every
+     * first stage goes out before the dependency wait, from two warps where the launch has more
+     * than two CTAs a SM; 24-64 tokens in 64-row blocks at most one CTA a SM: every first
+     * stage's weights first */
+    auto start_rules = [&](Sm90Args &x) {
+        x.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, x.ctas, sched.sms);
+        x.all_weights_first = qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, x.ctas, sched.sms);
+    };
+    start_rules(args);
     args.last_rows = last_rows;
     args.tile0 = args.trigger_early = args.wait_late = 0;
 
@@ -289,10 +292,8 @@ cudaError_t launch_sm90(int config, const Sm90Schedule &sched, const DevWeight &
     aside.r = args.groups % sched.rest_split;
     aside.by_split = sm90_div(sched.rest_split);
     aside.wait_late = 1;
-    aside.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, aside.ctas, sched.sms);
-    aside.all_weights_first = qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, aside.ctas, sched.sms);
-    first.two_warp_start = qmm_sm90_two_warp_start(cf.tile_tokens, first.ctas, sched.sms);
-    first.all_weights_first = qmm_sm90_all_weights_first(cf.tile_tokens, 64 * cf.warpgroups, first.ctas, sched.sms);
+    start_rules(first);
+    start_rules(aside);
     const cudaError_t e = launch(first, pdl);
     return e == cudaSuccess ? launch(aside, true) : e;
 }
