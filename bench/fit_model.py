@@ -245,7 +245,8 @@ def read_cells(path):
     """{(proj, m): {'n', 'k', 't': {(contender, split): µs}, 'auto': (path, split)}}; path may
     join several CSVs with '+' (their cells together), then '^' and overlay CSVs ('^' between
     them), later runs of a changed kernel row whose (proj, m) pairs replace the base's in turn
-    (only pairs the base has: tests/test_perf_fit.c's overlays); a last '~' and token counts
+    (only pairs the base has: tests/test_perf_fit.c's overlays), then '|' and addition CSVs
+    whose (proj, m) pairs the cells lack so far join them (its additions); a last '~' and token counts
     (',' between them) leaves those M out (a kernel row changed since the run: the stale M of
     tests/test_perf_fit.c's datasets); before it, '@' and projections (',' between them) keeps
     only those (a dataset's projs)."""
@@ -253,6 +254,7 @@ def read_cells(path):
     path, _, projs = path.partition("@")
     projs = set(projs.split(",")) if projs else None
     stale = {int(x) for x in stale.split(",") if x}
+    path, *additions = path.split("|")
     path, *overlays = path.split("^")
     cells = {}
     runs = [read_csv_with_meta(p) for p in path.split("+")]
@@ -266,6 +268,9 @@ def read_cells(path):
         pairs = {(r["proj"], r["m"]) for r in over} & base
         rows = [r for r in rows if (r["proj"], r["m"]) not in pairs] + \
                [r for r in over if (r["proj"], r["m"]) in pairs]
+    for addition in additions:
+        held = {(r["proj"], r["m"]) for r in rows}
+        rows += [r for r in read_csv_with_meta(addition)[1] if (r["proj"], r["m"]) not in held]
     # the runs before the twenty-fifth session had no 256-token tile: the mirror plans them
     # without it (this and the following calls, until the next read_cells)
     RUN["wide_min_m"] = WIDE_MIN_M if any(r["tile_m"] == "256" for r in rows) else 0

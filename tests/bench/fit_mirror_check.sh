@@ -5,9 +5,9 @@
 # best, on both passes of session 25's final run (M = 32 and 64 left out: their tiles or plans
 # changed since, tests/test_perf_fit.c's fit_run), and auto cells and plans on session 43's H200
 # run (its h200_run: q, k, o, gate, down, gate and down at 49-64 from the paired row's build), and
-# on session 42's H100 run with session 46's at 128-512 tokens over it (its h100_run). A mirror
-# that drifts from the C code (or stops running, as it did for the default refit from session 25
-# to 28) fails here.
+# on session 42's H100 run with session 46's at 128-512 tokens over it and at 144 and 200 beside
+# it (its h100_run). A mirror that drifts from the C code (or stops running, as it did for the
+# default refit from session 25 to 28) fails here.
 # The interpreter is $PYTHON (.ci/run's venv has numpy) or python3; without numpy the test skips
 # (77), in CI (CI=true) it fails.
 # Usage: fit_mirror_check.sh <test_perf_fit binary>
@@ -25,8 +25,8 @@ py_out=$(cd "$src" && "$py" bench/fit_model.py --shipped "$run/ops_final.csv~32,
 h200=bench/results/2026-12-06-session43/h200
 py_h200=$(cd "$src" && "$py" bench/fit_model.py --shipped "$h200/ops_full.csv^$h200/ops_p1.csv@q,k,o,gate,down")
 # tests/test_perf_fit.c's h100_run: an H100's plans (the other height from 32 tokens, tiles aside
-# from the 128-token tile)
-h100=bench/results/2026-12-06-session42/landed/ops_full.csv^bench/results/2026-12-06-session46/r1/opsr_r1.csv
+# from the 128-token tile; '|' joins the run of 144 and 200 tokens, quoted)
+h100='bench/results/2026-12-06-session42/landed/ops_full.csv^bench/results/2026-12-06-session46/r1/opsr_r1.csv|bench/results/2026-12-06-session46/r4/o_n1.csv'
 py_h100=$(cd "$src" && "$py" bench/fit_model.py --shipped "$h100")
 
 # "X of N" counts, in order: forced, auto, plans (first pass), then the same (second pass)
