@@ -30,9 +30,6 @@ __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, 
     return;
 #endif
     float pq[TOKT][4] = {}, sa[TOKT][4] = {};
-#ifdef QMM_EXP_PQ2 /* experiment (NOTES row 232): the odd k16 steps on a second chain */
-    float pq2[TOKT][4] = {};
-#endif
     const uint32_t one2 = 0x3F803F80u;
 #pragma unroll
     for (int c2 = 0; c2 < 4; c2++) { /* k16 steps 2·c2 and 2·c2 + 1 */
@@ -51,11 +48,7 @@ __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, 
 #endif
 #pragma unroll
             for (int tt = 0; tt < TOKT; tt++) {
-#ifdef QMM_EXP_PQ2
-                mma_bf16_16816(h ? pq2[tt] : pq[tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
-#else
                 mma_bf16_16816(pq[tt], a0, a1, a2, a3, b[tt][2 * h], b[tt][2 * h + 1]);
-#endif
             }
         }
 #if !(defined(QMM_MV_STUB) && QMM_MV_STUB == 3) /* 3: without Σa */
@@ -84,12 +77,6 @@ __device__ __forceinline__ void mv_group(float (&acc)[TOKT][4], const uint4 lo, 
         t += __shfl_xor_sync(0xffffffffu, t, 2); /* the same bits in every lane of the quad */
         sa[0][0] = sa[0][1] = sa[0][2] = sa[0][3] = t;
     }
-#endif
-#ifdef QMM_EXP_PQ2
-#pragma unroll
-    for (int tt = 0; tt < TOKT; tt++)
-#pragma unroll
-        for (int i = 0; i < 4; i++) pq[tt][i] += pq2[tt][i];
 #endif
     const float s_l = bf16_lo(sl), b_l = bf16_hi(sl) - 128.f * s_l;
     const float s_h = bf16_lo(sh), b_h = bf16_hi(sh) - 128.f * s_h;
