@@ -246,10 +246,10 @@ def read_cells(path):
     join several CSVs with '+' (their cells together), then '^' and overlay CSVs ('^' between
     them), later runs of a changed kernel row whose (proj, m) pairs replace the base's in turn
     (only pairs the base has: tests/test_perf_fit.c's overlays), then '|' and addition CSVs
-    whose (proj, m) pairs the cells lack so far join them (its additions); a last '~' and token counts
-    (',' between them) leaves those M out (a kernel row changed since the run: the stale M of
-    tests/test_perf_fit.c's datasets); before it, '@' and projections (',' between them) keeps
-    only those (a dataset's projs)."""
+    whose (proj, m) pairs the cells lack so far join them (its additions); a last '~' and
+    token counts (',' between them) leaves those M out (a kernel row changed since the run: the
+    stale M of tests/test_perf_fit.c's datasets); before it, '@' and projections (',' between
+    them) keeps only those (a dataset's projs)."""
     path, _, stale = path.partition("~")
     path, _, projs = path.partition("@")
     projs = set(projs.split(",")) if projs else None

@@ -127,10 +127,10 @@ static qmm_cuda_options options_of(const cell *c)
 }
 
 /* The cells of one run; each overlay in turn (a later H200 run of a changed kernel row)
- * replaces every row of the (projection, M) pairs it holds, each addition brings the pairs the
- * run lacks (token counts it never timed); the token counts in `stale` (a
- * kernel row or a plan changed since the run, measured by a later run) are left out, and
- * where `projs` is set only those projections are kept (up and v repeat gate's and k's shapes). */
+ * replaces every row of the (projection, M) pairs it holds, and each addition brings the pairs
+ * the run lacks (token counts it never timed); the token counts in `stale` (a kernel row or a
+ * plan changed since the run, measured by a later run) are left out, and where `projs` is set
+ * only those projections are kept (up and v repeat gate's and k's shapes). */
 #define MAX_OVERLAYS 4
 #define MAX_STALE 4
 typedef struct dataset {
