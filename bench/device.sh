@@ -34,7 +34,8 @@
 # becomes QMM_MLX_DIR.
 # Logs back from the device tool (8 files at most): QMM_PACK=$OUT/device.tar.gz, outside OUTDIR.
 # OUTDIR is packed into it after every command and at exit (a signal too), with
-# $OUT/device.summary.txt beside it, so a run cut short still brings back what it did.
+# $OUT/device.summary.txt beside it, so a run cut short still brings back what it did. An OUTDIR
+# that already holds files is first moved to OUTDIR.old-TIME-PID (said on stdout).
 # QMM_COMMIT: the commit the benchmarks record (default: git rev-parse). QMM_TEST_S: one test
 # binary's limit (default 180 s). QMM_STDBUF=0: no line-buffered output (stdbuf) for the commands.
 # Exit code: 0 when every command passed (a test's exit 77, "skipped", counts as passed); 1 when
@@ -49,12 +50,20 @@ TEST_S=${QMM_TEST_S:-180} # one test binary (gpu_llm_soak took 122 s on 2026-12-
 SAN_S=240                 # one compute-sanitizer run
 T0=$(date +%s)
 export QMM_COMMIT=${QMM_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+# an OUTDIR holding files (a lent machine's /tmp can keep an earlier session's run under the
+# same name) is moved aside, so that what is packed is this run's alone
+stale=""
+if [ -d "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
+    stale=${out%/}.old-$(date +%s)-$$
+    mv "$out" "$stale" || exit 2
+fi
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 2
 summary=$out/summary.txt
 : >"$summary"
 ran=0 failed=0 timedout=0 skipped=0 child="" last_log=""
 
 say() { printf '%s\n' "$*" | tee -a "$summary"; } # stdout and the summary
+[ -z "$stale" ] || say "-- $out held files of an earlier run: moved to $stale"
 left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
 
 # pack: OUTDIR into QMM_PACK, written aside and renamed, so a kill mid-way keeps the last one

@@ -2,7 +2,8 @@
 # bench/device.sh without a GPU: stub binaries (one passes, one fails, one sleeps past its limit,
 # a qmm that writes benchmark tables) and a stub compute-sanitizer, carried as an archive the way
 # the lead packs them. Checks the time budget (a timeout, then skips), the summary lines, the
-# logs, the archive packed while it runs and at exit, and a run stopped by SIGTERM.
+# logs, the archive packed while it runs and at exit, a run stopped by SIGTERM, and an OUTDIR
+# left by an earlier run.
 # usage: device_sh_check.sh DEVICE_SH WORK_DIR   (bash, coreutils, tar; about 5 s)
 set -uo pipefail
 dev=$(realpath "$1")
@@ -142,6 +143,17 @@ check "  ... the bad line said" has "$o" '^-- cmds: not NAME LIMIT COMMAND: brok
 check "  ... the failure" has "$o" '^== t_llm: FAILED \(rc=1\)'
 check "  ... the file kept" has "$work/r4/cmds.txt" '^ab_new 30'
 check "  ... the counts" has "$o" '^=== done in [0-9]+ s: 3 run, 2 failed, 0 timed out, 0 skipped; exit 1$'
+
+# 5. an OUTDIR that holds an earlier run's files (a lent machine's /tmp): moved aside, not packed
+mkdir -p "$work/r5" && echo old >"$work/r5/ops_b.csv"
+QMM_CMDS=$work/cmds.txt QMM_BIN=$work/src/a QMM_PACK=$work/OUT/r5.tar.gz \
+    bash "$dev" "$work/r5" cmds >"$work/r5.out" 2>&1
+o=$work/r5.out
+check "an earlier run moved aside" has "$o" "^-- $work/r5 held files of an earlier run: moved to $work/r5.old-"
+check "  ... kept there" [ "$(cat "$work"/r5.old-*/ops_b.csv)" = old ]
+tar -tzf "$work/OUT/r5.tar.gz" >"$work/r5.tar.txt" 2>&1
+check "  ... not packed" lacks "$work/r5.tar.txt" 'ops_b.csv'
+check "  ... this run packed" has "$work/r5.tar.txt" 'r5/ab_base.md'
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
