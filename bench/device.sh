@@ -35,7 +35,8 @@
 # Logs back from the device tool (8 files at most): QMM_PACK=$OUT/device.tar.gz, outside OUTDIR.
 # OUTDIR is packed into it after every command and at exit (a signal too), with
 # $OUT/device.summary.txt beside it, so a run cut short still brings back what it did. An OUTDIR
-# that already holds files is first moved to OUTDIR.old-TIME-PID (said on stdout).
+# that already holds files is first moved to OUTDIR.old-TIME-PID (said on stdout): a second call
+# into it on a warm machine starts afresh, the first's pack having come back with that call.
 # QMM_COMMIT: the commit the benchmarks record (default: git rev-parse). QMM_TEST_S: one test
 # binary's limit (default 180 s). QMM_STDBUF=0: no line-buffered output (stdbuf) for the commands.
 # Exit code: 0 when every command passed (a test's exit 77, "skipped", counts as passed); 1 when
