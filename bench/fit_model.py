@@ -231,6 +231,11 @@ def auto_plan(m, n, k, th):
     return best
 
 
+def aside(rest):
+    """A plan's tiles aside as the evaluation prints them ('' without)."""
+    return " +%d aside in %d" % rest if rest[0] else ""
+
+
 def rest_parts(q, req, m):
     """plan_wgmma's candidate in clusters beyond one wave: one wave of them and the tiles aside,
     in the rule's block height only (not "alt" nor "paired"), from the run's GPU's
@@ -378,7 +383,6 @@ def evaluate(path, cells, th, residuals=False):
         e15, e5 = abs(p / t - 1) <= 0.15, t <= 1.05 * best
         within15, within5 = within15 + e15, within5 + e5
         ran = {"matvec": "matvec", "dense": "dense", "streamk": "streamk"}.get(ct, "wgmma")
-        aside = lambda r: " +%d aside in %d" % r if r[0] else ""
         print("  %-5s M=%-5d plan %-8s %d%s predicted %7.2f measured %7.2f %+6.1f %%%s"
               " | best %s%s %7.2f%s%s"
               % (proj, m, ct, s, aside(rest), p, t, 100 * (p / t - 1), "" if e15 else " MISS", bct,

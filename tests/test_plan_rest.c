@@ -81,9 +81,10 @@ static void refusals(void)
 /* The plan's own choice. The shipped table (the H200's) sets no tiles aside; with an H100's
  * corrections (from 128-token tiles on, over at most two token tiles, NOTES.md row 230) exactly
  * o and down at 200 and 256 tokens take them (clusters of 3, the 40th tile split 8 ways), among
- * every Qwen3-4B projection at 128 / 200 / 256 / 384 / 512 tokens. Where the plan sets them it is the forced plan of that
- * split and predicted no slower than the plan without them (rest = -1), which never sets them;
- * the other block height's clusters never set them (o at 128 tokens lost 12 % so). */
+ * every Qwen3-4B projection at 128 / 200 / 256 / 384 / 512 tokens. Where the plan sets them it
+ * is the forced plan of that split and predicted no slower than the plan without them
+ * (rest = -1), which never sets them; the other block height's clusters never set them (o at
+ * 128 tokens lost 12 % so). */
 static void auto_choice(void)
 {
     qmm_device_desc d = sm90();
