@@ -21,7 +21,9 @@
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
  * Experiment builds (timing only, wrong results; NOTES.md row 109): -DQMM_MV_STUB=1 the loads
  * alone, 2 the mma on the code words masked to finite bf16 (2 logic instructions a word pair
- * instead of the conversion's 14), 3 without the Σa mma.
+ * instead of the conversion's 14), 3 without the Σa mma, 4 token 0's activation row staged alone
+ * (rows 1 to m - 1 whatever shared memory held), 5 the sums and the epilogue of token 0 alone:
+ * the staging's and the end's shares of the several-token cost.
  * Where the time goes (bench/NOTES.md rows 27-32, 49-57): at M = 1 the loads alone run at the
  * speed of a kernel that only reads the weight; the code conversion (~1 instruction a weight
  * pair) and the mma add what the SM cannot overlap with the last bytes' arrival.
@@ -223,7 +225,12 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     __syncthreads(); /* the barrier's init before anyone waits on it */
     /* the barrier's one arrival carries every row's bytes; a row landing before it only sends
      * the transaction count below zero for a while (its phase cannot complete) */
-    if (tid == 0 && !RND) mbar_arrive_expect_tx(staged, row_bytes * (uint32_t)p.m);
+#if defined(QMM_MV_STUB) && QMM_MV_STUB == 4 /* token 0's row staged alone, whatever m */
+    const int staged_rows = 1;
+#else
+    const int staged_rows = p.m;
+#endif
+    if (tid == 0 && !RND) mbar_arrive_expect_tx(staged, row_bytes * (uint32_t)staged_rows);
     if (tid == 0 && RND)
         for (int r = 0; r < nrounds; r++) {
             int g0, g1;
@@ -235,10 +242,10 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     mv_phase_waited(p.stamp);
     /* The m activation rows of groups [c0, c1) by the copy engine (one bulk copy a row): loads
      * of this SM's threads would queue behind the weight loads already in flight. */
-    if (lane == 0 && warp < p.m) { /* row t by warp t % W: a bulk copy is issued one lane at a time */
+    if (lane == 0 && warp < staged_rows) { /* row t by warp t % W: a bulk copy is issued one lane at a time */
         if (!RND) {
             bulk_copy_u32(a_dst0, a_src0, row_bytes, bar_u32);
-            if (warp + W < p.m) bulk_copy_u32(a_dst1, a_src1, row_bytes, bar_u32);
+            if (warp + W < staged_rows) bulk_copy_u32(a_dst1, a_src1, row_bytes, bar_u32);
         } else
             for (int r = 0; r < nrounds; r++) { /* both rows' round r before round r + 1 */
                 int g0, g1;
@@ -305,28 +312,34 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     __syncthreads();
     MV_STAMP(6);
     const int rows = R * 16;
+#if defined(QMM_MV_STUB) && QMM_MV_STUB == 5 /* the sums and the epilogue of token 0 alone */
+    MatvecArgs pe = p;
+    pe.m = 1;
+#else
+    const MatvecArgs &pe = p;
+#endif
     if (lc) cluster_wait(); /* the start arrival: every CTA of the cluster is running */
     /* the other ranks' sums go to rank 0's ys[rank] by st.async, completing bytes on its
      * `summed` barrier: no cluster-wide fence (a release barrier is a MEMBAR.GPU, NOTES row 70) */
-    if (C > 1 && rank == 0 && tid == 0) mbar_arrive_expect_tx(summed, (uint32_t)((C - 1) * p.m * rows * 4));
-    for (int e = tid; e < p.m * rows; e += 32 * W) {
+    if (C > 1 && rank == 0 && tid == 0) mbar_arrive_expect_tx(summed, (uint32_t)((C - 1) * pe.m * rows * 4));
+    for (int e = tid; e < pe.m * rows; e += 32 * W) {
         const int t = e >> (lr + 4), i = (e >> 4) & (R - 1), r = e & 15;
         float s = 0.f;
         for (int q = 0; q < KW; q++) s += red[((q * R + i) * TOKS + t) * 16 + r];
-        if (rank != 0) st_async_f32(ys + (int64_t)rank * p.m * rows + e, 0, s, summed);
+        if (rank != 0) st_async_f32(ys + (int64_t)rank * pe.m * rows + e, 0, s, summed);
         else ys[e] = s;
     }
     if (C > 1) { /* rank 0 adds the ranks' sums in rank order (its own ys[e]: this thread's) */
         if (rank != 0) return;
         mbar_wait(summed, 0);
-        for (int e = tid; e < p.m * rows; e += 32 * W) {
+        for (int e = tid; e < pe.m * rows; e += 32 * W) {
             float s = ys[e];
-            for (int q = 1; q < C; q++) s += ys[(int64_t)q * p.m * rows + e];
+            for (int q = 1; q < C; q++) s += ys[(int64_t)q * pe.m * rows + e];
             ys[e] = s;
         }
     }
     __syncthreads();
-    mv_epilogue(p, ys, inv, set, lr, pre);
+    mv_epilogue(pe, ys, inv, set, lr, pre);
     MV_STAMP(7);
     if (p.stamp) { /* after every thread's last write (a cluster's other ranks ended before) */
         __syncthreads();
