@@ -8,7 +8,9 @@
  *                            (shape: auto = the launcher's choice, forced = one of the others)
  *   environment: MV_PROJ=name (one projection), MV_AUTO_ONLY=1 (the launcher's shape only),
  *                MV_WARPS4=1 (the forced shapes in CTAs of 4 warps, m <= 8), MV_HASH=1 (a hash
- *                of each output's bits on stderr, to compare two builds bit for bit; no timing)
+ *                of each output's bits on stderr, to compare two builds bit for bit; no timing),
+ *                MV_PRE_WAIT=n (groups a warp requests before the dependency wait; the kernel's
+ *                default 2)
  */
 #include <math.h>
 #include <stdio.h>
@@ -105,6 +107,7 @@ int main(int argc, char **argv)
     const char *only = getenv("MV_PROJ");       /* one projection */
     const int auto_only = getenv("MV_AUTO_ONLY") != NULL; /* the launcher's shape alone */
     const int warps4 = getenv("MV_WARPS4") != NULL;       /* forced shapes in CTAs of 4 warps */
+    const int pre_wait = getenv("MV_PRE_WAIT") ? atoi(getenv("MV_PRE_WAIT")) : 0; /* 0: the default */
     for (const Proj &pj : projs) {
         if (only && strcmp(only, pj.name)) continue;
         qmm_w4 w;
@@ -136,7 +139,7 @@ int main(int argc, char **argv)
                 auto launch = [&](int i) {
                     qmm::MatvecArgs p = qmm::matvec_args(qmm::weight_dev(cw[i]));
                     p.a = a, p.lda = pj.k, p.m = m, p.c = c, p.ldc = ncol, p.epi = pj.epi;
-                    p.tiles_per_cta = R, p.cluster = C;
+                    p.tiles_per_cta = R, p.cluster = C, p.pre_wait = pre_wait;
                     if (R && warps4) p.warps = 4;
                     return qmm::launch_matvec_ex(p, qmm::matvec_scratch(ctx), true, st);
                 };

@@ -11,5 +11,6 @@ mkdir -p /tmp/s58/s58/mvs4 /tmp/s58/s58/mvs5
 cp /tmp/var/mvs1/mv_shapes /tmp/s58/s58/mvs1/
 cp /tmp/var/mvs4/{qmm,mv_shapes} /tmp/s58/s58/mvs4/
 cp /tmp/var/mvs5/mv_shapes /tmp/s58/s58/mvs5/
+ninja -C build mv_shapes && mkdir -p /tmp/s58/s58/pw && cp build/mv_shapes /tmp/s58/s58/pw/
 (cd /tmp/s58 && tar -cf - s58 | xz -7 -T4 --lzma2=preset=7,dict=128MiB) > devbin/s58.tar.xz
 bash bench/check-cmds.sh devbin/s58.tar.xz bench/results/2026-12-06-session48/next/cmds.txt
