@@ -44,7 +44,10 @@ __device__ __forceinline__ void mv_residual_pre_x(MvResidualPre &pre)
     if (pre.ok) pre.x = *pre.xp;
 }
 
-/* The epilogue of a row set from its fp32 sums ys[t][i·16 + r] (tile i, row r), all threads. */
+/* The epilogue of a row set from its fp32 sums ys[t][i·16 + r] (tile i, row r), all threads;
+ * the store takes V = 1 or 4 consecutive rows a thread (4: one 8-byte store where the rows and
+ * the output allow it, experiment -DQMM_EXP_MV_STORE4). */
+template <int V = 1>
 static __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const float *inv, int set, int lr,
                                    const MvResidualPre &pre)
 {
@@ -58,6 +61,22 @@ static __device__ void mv_epilogue(const MatvecArgs &p, const float *ys, const f
             const float g = __bfloat162float(__float2bfloat16_rn(ys[t * rows + i * 16 + r] * inv[t]));
             const float u = __bfloat162float(__float2bfloat16_rn(ys[t * rows + (i + half) * 16 + r] * inv[t]));
             p.c[(int64_t)t * p.ldc + j] = __float2bfloat16_rn(g / (1.0f + expf(-g)) * u);
+        }
+        return;
+    }
+    if (V == 4 && p.epi == MV_EPI_STORE && p.ldc % 4 == 0 && (uintptr_t)p.c % 8 == 0) {
+        for (int e = 4 * tid; e < m * rows; e += 4 * blockDim.x) {
+            const int t = e >> (lr + 4), i = (e >> 4) & (R - 1), r = e & 15;
+            const int row = mv_tile_lg(set, i, lr) * 16 + r;
+            __nv_bfloat16 *c = p.c + (int64_t)t * p.ldc + row;
+            if (row + 3 < p.n) {
+                const __nv_bfloat162 lo = __floats2bfloat162_rn(ys[e] * inv[t], ys[e + 1] * inv[t]);
+                const __nv_bfloat162 hi = __floats2bfloat162_rn(ys[e + 2] * inv[t], ys[e + 3] * inv[t]);
+                uint2 v;
+                v.x = *reinterpret_cast<const uint32_t *>(&lo), v.y = *reinterpret_cast<const uint32_t *>(&hi);
+                *reinterpret_cast<uint2 *>(c) = v;
+            } else
+                for (int j = 0; j < 4 && row + j < p.n; j++) c[j] = __float2bfloat16_rn(ys[e + j] * inv[t]);
         }
         return;
     }
