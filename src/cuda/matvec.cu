@@ -377,11 +377,7 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
         }
     }
     __syncthreads();
-#ifdef QMM_EXP_MV_STORE4 /* experiment: the store epilogue's rows in 8-byte pieces */
-    mv_epilogue<V>(pe, ys, inv, set, lr, pre);
-#else
-    mv_epilogue(pe, ys, inv, set, lr, pre);
-#endif
+    mv_epilogue<V>(pe, ys, inv, set, lr, pre); /* the store in V-row pieces too (NOTES row 236) */
     MV_STAMP(7);
     if (p.stamp) { /* after every thread's last write (a cluster's other ranks ended before) */
         __syncthreads();
