@@ -33,7 +33,8 @@ static const op_case cases[] = {
      * and edge shapes; tolerance 1e-2 against fp64 (relative Frobenius: the N = 1 cases take 13
      * rows, not 3: three values whose terms cancel can exceed it through the bf16 weights'
      * rounding alone — seed 1796111454408511 gave 1.15e-2 on every bf16-weight path) */
-    MATMUL("q m1", 1, 4096, 2560), MATMUL("kv m8", 8, 1024, 2560), MATMUL("kv m16", 16, 1024, 2560),
+    MATMUL("q m1", 1, 4096, 2560), MATMUL("gate m2 (4-warp CTAs)", 2, 9728, 2560),
+    MATMUL("kv m8", 8, 1024, 2560), MATMUL("kv m16", 16, 1024, 2560),
     MATMUL("o m17", 17, 2560, 4096), MATMUL("down m9", 9, 2560, 9728),
     MATMUL("m65 (second tile)", 65, 512, 1024), MATMUL("m130 (third tile)", 130, 300, 512),
     MATMUL("m1030 (256-token tiles)", 1030, 130, 384),
@@ -80,6 +81,8 @@ static const op_case cases[] = {
     MVF("residual down m16", 16, 2560, 9728, 1), MVF("residual down m1", 1, 2560, 9728, 1),
     MVF("norm·W m1 ragged n1000 k1152", 1, 1000, 1152, 0),
     MVF("norm·W swiglu m1", 1, 19456, 2560, 2), MVF("norm·W swiglu m11", 11, 384, 256, 2),
+    /* two tokens where the launcher's rule takes CTAs of 4 warps (NOTES row 237) */
+    MVF("norm·W gate m2 (4 warps)", 2, 9728, 2560, 0), MVF("norm·W swiglu m2 (4 warps)", 2, 19456, 2560, 2),
     /* edges of the kernel's split (forced shapes: ops_gpu.c): one group (K = 128), rows ragged
      * inside a 16-row tile and inside a 128-row block, one row, m = 9 (two token tiles, lanes
      * clamped), m = 16 with a long K, K of 3 and 5 groups (uneven ranks, warps without groups),

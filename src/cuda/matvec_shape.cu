@@ -38,7 +38,7 @@ static int64_t mv_resident(const MatvecScratch &s, int tokt, int w, int lc, int 
     return scaled < all ? scaled : all;
 }
 
-/* The CTA shape: W warps (8, or 4 for one token), R tiles a CTA, C CTAs a cluster along K
+/* The CTA shape: W warps (8, or 4 up to two tokens), R tiles a CTA, C CTAs a cluster along K
  * (bench/probe/mv_shapes.cu times every shape): every CTA resident at once (clusters counted by
  * the occupancy API), then the least cost on the busiest SM, with more warps and then fewer
  * tiles a CTA on a tie. Up to 8 tokens the cost is, in KB of weights streamed,
@@ -69,7 +69,9 @@ void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, in
 #endif
     int64_t best_warps = -1, fewest = INT64_MAX;
     *W = 8, *R = r_min, *C = 1;
-    for (int w = 8; w >= (p.m == 1 ? 4 : 8); w /= 2)
+    /* 4 warps from three tokens on lose (NOTES rows 58, 237: qkv +6…+18 %, gate +3 %); at two
+     * the cost's 4-warp picks are gate's and gate|up's, 6 and 4 % faster */
+    for (int w = 8; w >= (p.m <= 2 ? 4 : 8); w /= 2)
         for (int r = r_min; r <= w; r *= 2)
             for (int c = 1, lc = 0; c <= c_max; c *= 2, lc++) {
                 const size_t bytes = matvec_smem_bytes(p, r, c);
