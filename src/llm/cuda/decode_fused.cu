@@ -14,7 +14,7 @@
  * the matmul instead of before the bf16 rounding of the normed row (tests: gpu_llm, the op
  * table's fused rows).
  */
-#ifdef QMM_EXP_MV_SHAPE /* the experiment below */
+#if defined(QMM_EXP_MV_SHAPE) || defined(QMM_EXP_MV_PRE) /* the experiments below */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,11 +103,32 @@ static void exp_shape(qmm::MatvecArgs &p, const char *name)
 }
 #endif
 
+#ifdef QMM_EXP_MV_PRE
+/* Experiment build (NOTES row 239): the groups a warp of one decode matvec requests before its
+ * dependency wait (MatvecArgs::pre_wait, 1-3) from QMM_QKV_PRE, QMM_O_PRE, QMM_GATEUP_PRE or
+ * QMM_DOWN_PRE. Said once on stderr. */
+static void exp_pre(qmm::MatvecArgs &p, const char *name)
+{
+    static const char *const names[4] = {"q|k|v matvec", "o matvec", "gate|up matvec", "down matvec"};
+    static const char *const envs[4] = {"QMM_QKV_PRE", "QMM_O_PRE", "QMM_GATEUP_PRE", "QMM_DOWN_PRE"};
+    static int said[4];
+    for (int i = 0; i < 4; i++) {
+        const char *v = strcmp(name, names[i]) ? NULL : getenv(envs[i]);
+        if (!v) continue;
+        p.pre_wait = atoi(v);
+        if (!said[i]++) fprintf(stderr, "QMM_EXP_MV_PRE: %s requests %d groups a warp before its wait\n", name, p.pre_wait);
+    }
+}
+#endif
+
 static qmm_status mv(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qmm_cuda_weight *w,
                      const char *name)
 {
 #ifdef QMM_EXP_MV_SHAPE
     exp_shape(p, name);
+#endif
+#ifdef QMM_EXP_MV_PRE
+    exp_pre(p, name);
 #endif
     return llm_fused_matvec(s, p, w, name, true);
 }
