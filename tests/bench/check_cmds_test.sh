@@ -55,4 +55,16 @@ expect "a name used twice fails" 1 't_mv: the name is used twice' "$work/out"
 expect "a malformed line fails" 1 'not NAME LIMIT COMMAND: broken-line' "$work/out"
 expect "a refused option fails" 1 "ops: the tool refuses its options: .*unknown option '--bad'" "$work/out"
 expect "  ... five problems counted" 1 '^check-cmds: 5 problem' "$work/out"
+# the working tree that travels with the archive (a git repository holding the cmds file)
+if command -v git >/dev/null; then
+    git init -q "$work/repo" && cp "$work/good.txt" "$work/repo/cmds.txt"
+    truncate -s 64M "$work/repo/big" # sparse: 67 108 864 bytes
+    { bash "$check" "$work/a.tar" "$work/repo/cmds.txt" >"$work/out" 2>&1; echo $? >"$work/rc"; } || true
+    expect "a working tree over 64 MB fails" 1 'the working tree \(67 MB\) and the archive \(0 MB\) exceed' "$work/out"
+    echo big >>"$work/repo/.gitignore" # ignored files do not travel
+    { bash "$check" "$work/a.tar" "$work/repo/cmds.txt" >"$work/out" 2>&1; echo $? >"$work/rc"; } || true
+    expect "  ... and passes once it is ignored" 0 '^check-cmds: ok$' "$work/out"
+else
+    echo "skip the working tree's size: no git here"
+fi
 [ "$fails" = 0 ] || exit 1
