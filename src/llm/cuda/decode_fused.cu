@@ -84,22 +84,31 @@ qmm_status llm_fused_matvec(qmm_llm_cuda_session *s, qmm::MatvecArgs p, const qm
     return QMM_OK;
 }
 
+#if defined(QMM_EXP_MV_SHAPE) || defined(QMM_EXP_MV_PRE)
+/* The experiments' index of a decode matvec: 0 q|k|v, 1 o, 2 gate|up, 3 down, -1 another. */
+static int exp_index(const char *name)
+{
+    static const char *const names[4] = {"q|k|v matvec", "o matvec", "gate|up matvec", "down matvec"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, names[i])) return i;
+    return -1;
+}
+#endif
+
 #ifdef QMM_EXP_MV_SHAPE
 /* Experiment build (NOTES row 196): a decode matvec's CTA shape forced from the environment,
  * "W,R,C" (warps, tiles a CTA, CTAs a cluster) in QMM_QKV_SHAPE, QMM_O_SHAPE, QMM_GATEUP_SHAPE
  * or QMM_DOWN_SHAPE; the launcher refuses a shape it does not take. Said once on stderr. */
 static void exp_shape(qmm::MatvecArgs &p, const char *name)
 {
-    static const char *const names[4] = {"q|k|v matvec", "o matvec", "gate|up matvec", "down matvec"};
     static const char *const envs[4] = {"QMM_QKV_SHAPE", "QMM_O_SHAPE", "QMM_GATEUP_SHAPE", "QMM_DOWN_SHAPE"};
     static int said[4];
-    for (int i = 0; i < 4; i++) {
-        const char *v = strcmp(name, names[i]) ? NULL : getenv(envs[i]);
-        int w, r, c;
-        if (!v || sscanf(v, "%d,%d,%d", &w, &r, &c) != 3) continue;
-        p.warps = w, p.tiles_per_cta = r, p.cluster = c;
-        if (!said[i]++) fprintf(stderr, "QMM_EXP_MV_SHAPE: %s forced to %d warps, R %d, C %d\n", name, w, r, c);
-    }
+    const int i = exp_index(name);
+    const char *v = i < 0 ? NULL : getenv(envs[i]);
+    int w, r, c;
+    if (!v || sscanf(v, "%d,%d,%d", &w, &r, &c) != 3) return;
+    p.warps = w, p.tiles_per_cta = r, p.cluster = c;
+    if (!said[i]++) fprintf(stderr, "QMM_EXP_MV_SHAPE: %s forced to %d warps, R %d, C %d\n", name, w, r, c);
 }
 #endif
 
@@ -109,15 +118,13 @@ static void exp_shape(qmm::MatvecArgs &p, const char *name)
  * QMM_DOWN_PRE. Said once on stderr. */
 static void exp_pre(qmm::MatvecArgs &p, const char *name)
 {
-    static const char *const names[4] = {"q|k|v matvec", "o matvec", "gate|up matvec", "down matvec"};
     static const char *const envs[4] = {"QMM_QKV_PRE", "QMM_O_PRE", "QMM_GATEUP_PRE", "QMM_DOWN_PRE"};
     static int said[4];
-    for (int i = 0; i < 4; i++) {
-        const char *v = strcmp(name, names[i]) ? NULL : getenv(envs[i]);
-        if (!v) continue;
-        p.pre_wait = atoi(v);
-        if (!said[i]++) fprintf(stderr, "QMM_EXP_MV_PRE: %s requests %d groups a warp before its wait\n", name, p.pre_wait);
-    }
+    const int i = exp_index(name);
+    const char *v = i < 0 ? NULL : getenv(envs[i]);
+    if (!v) return;
+    p.pre_wait = atoi(v);
+    if (!said[i]++) fprintf(stderr, "QMM_EXP_MV_PRE: %s requests %d groups a warp before its wait\n", name, p.pre_wait);
 }
 #endif
 
