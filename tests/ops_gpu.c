@@ -172,7 +172,8 @@ static const char *gpu_rows(op_data *d, int engine)
 
 /* variant = 16·R + C: a forced CTA shape (0: the launcher's), + 512 for CTAs of 4 warps instead
  * of 8, + 1024 for the activations staged in rounds (an experiment, from two tokens; without it
- * the row runs the default staging whatever QMM_MV_ROUNDS says); skipped where the kernel does
+ * the row runs the default staging whatever QMM_MV_ROUNDS says), + 2048 for 3 groups a warp
+ * requested before the dependency wait instead of 2; skipped where the kernel does
  * not take it: SwiGLU needs gate and up tiles (R >= 2), a rank needs a group (C <= K/128), 4 warps
  * take at most 8 tokens, and the shared memory (matvec.cu MvSmem: staged rows, warp sums, 8
  * ranks' sums) must fit 227 KB. */
@@ -392,6 +393,8 @@ static const op_backend gpu_backends[] = {
     {"cuda_mv_rounds_r4c2", OP_MATVEC_FUSED, gpu_matvec_fused, 1024 + 64 + 2, 1},
     {"cuda_mv_rounds_r8c1", OP_MATVEC_FUSED, gpu_matvec_fused, 1024 + 128 + 1, 1},
     {"cuda_mv4_rounds_r2c4", OP_MATVEC_FUSED, gpu_matvec_fused, 1024 + 512 + 32 + 4, 1},
+    /* 3 groups a warp requested before the dependency wait, as the decode step's gate|up */
+    {"cuda_mv_pre3", OP_MATVEC_FUSED, gpu_matvec_fused, 2048, 1},
     {"cuda_attn_o", OP_ATTN_O, gpu_attn_o, 0, 1},
 };
 

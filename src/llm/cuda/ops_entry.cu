@@ -180,5 +180,6 @@ extern "C" int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weigh
     p.cluster = shape % 16;
     p.warps = shape & 512 ? 4 : 0; /* + 512: CTAs of 4 warps */
     p.rounds = shape & 1024 ? 1 : 2;  /* + 1024: the staging in rounds (M >= 2), else off */
+    p.pre_wait = shape & 2048 ? 3 : 0; /* + 2048: 3 groups a warp before the wait (decode gate|up) */
     return (int)qmm::launch_matvec_ex(p, qmm::matvec_scratch(ctx), false, 0);
 }

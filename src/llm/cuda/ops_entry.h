@@ -58,7 +58,8 @@ int llm_op_swiglu(const void *gate, const void *up, int64_t rows, int64_t width,
  * ss_out[m, blocks] (residual), x[m, ldc] (fp32 store); ss_in (may be NULL) the RMSNorm sums of
  * the input rows; shape = 16·R + C forces R tiles a CTA and clusters of C, + 512 with CTAs of
  * 4 warps (0: the launcher's choice), + 1024 with the activations staged in rounds (m >= 2;
- * without it the default staging, whatever QMM_MV_ROUNDS says). */
+ * without it the default staging, whatever QMM_MV_ROUNDS says), + 2048 with 3 groups a warp
+ * requested before the dependency wait (the decode step's gate|up). */
 int llm_op_matvec_fused(const qmm_cuda_ctx *ctx, const qmm_cuda_weight *w, int m, int epi,
                         const void *a, int64_t lda, void *c, int64_t ldc, float *x,
                         const void *gamma, void *xg, float *ss_out, const float *ss_in,
