@@ -54,7 +54,7 @@
  *   environment: RF_M=16 (or 32, or "16,32": the token counts timed; 32 uses the 32-token tile)
  *                RF_CONFIGS=WG:C:D:B[:S],...  (replace the default list; S 0 = SRC_REG, the
  *                default, 1 = SRC_CPA; e.g. RF_CONFIGS=1:8:4:1,1:8:8:1:1,2:4:2:2)
- *   build: ninja -C build rf_wgmma; runtime ~10-30 s on an H100 at RF_M=16 (24 configurations
+ *   build: ninja -C build rf_wgmma; runtime 4 s on an H100 at RF_M=16 (session 53; 24 configurations
  *   a projection by default).
  *   stdout: '#' lines (device, kernels' registers, self-check, auto plans, each configuration's
  *           CTAs and residency, best per SRC, auto re-timed at the end), then CSV
