@@ -79,7 +79,7 @@ extern "C" {
 #include "harness.h"
 #include "bench_gpu.h"
 }
-#include "cuda/common.cuh"  /* dequant_pair, codes_magic */
+#include "cuda/common.cuh"  /* dequant_pair, codes_magic, ld_stream */
 #include "cuda/hopper.cuh"  /* wgmma fence/commit/wait, desc_k128b, WgmmaRS<N>, PDL */
 #include "cuda/kernels.h"   /* weight_dev: the device pointers of an uploaded weight */
 
@@ -99,21 +99,6 @@ struct RfArgs {
     uint32_t *counters;      /* [tiles], zero between launches */
     int m, n, k, n_pad, blocks, split, mode;
 };
-
-__device__ __forceinline__ uint4 ld_nc128(const uint32_t *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-__device__ __forceinline__ uint32_t ld_nc32(const uint32_t *p)
-{
-    uint32_t v;
-    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
-    return v;
-}
 
 enum { SRC_REG = 0, SRC_CPA = 1 }; /* the weights' path into registers */
 
@@ -177,8 +162,8 @@ __global__ void __launch_bounds__(128 * WG) rf_w4_bf16_kernel(const __grid_const
     uint4 lo[RSLOTS], hi[RSLOTS];
     uint32_t sl[RSLOTS], sh[RSLOTS];
     auto load = [&](int s) { /* SRC_REG: the next block into register slot s */
-        lo[s] = ld_nc128(src_w), hi[s] = ld_nc128(src_w + 128);
-        sl[s] = ld_nc32(src_s), sh[s] = ld_nc32(src_s + 8);
+        lo[s] = ld_stream(src_w), hi[s] = ld_stream(src_w + 128);
+        sl[s] = ld_stream32(src_s), sh[s] = ld_stream32(src_s + 8);
         src_w += 2048, src_s += p.n_pad;
     };
     const uint32_t ring = smem_u32(smem) + (uint32_t)(warp * D * CPA_SLOT);
@@ -407,7 +392,7 @@ __global__ __launch_bounds__(READ_THREADS) void read_kernel(const uint4 *__restr
     for (; i + (READ_DEPTH - 1) * stride < n16; i += READ_DEPTH * stride) {
         uint4 v[READ_DEPTH];
 #pragma unroll
-        for (int d = 0; d < READ_DEPTH; d++) v[d] = ld_nc128((const uint32_t *)(p + i + d * stride));
+        for (int d = 0; d < READ_DEPTH; d++) v[d] = ld_stream((const uint32_t *)(p + i + d * stride));
 #pragma unroll
         for (int d = 0; d < READ_DEPTH; d++) x ^= v[d].x ^ v[d].y ^ v[d].z ^ v[d].w;
     }

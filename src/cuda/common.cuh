@@ -9,6 +9,22 @@
 
 namespace qmm {
 
+/* 16 (4) bytes of streamed weights, not kept in L1 (an L2 policy would cost two registers). */
+__device__ __forceinline__ uint4 ld_stream(const uint32_t *p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint32_t ld_stream32(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
+    return v;
+}
+
 /* 16-byte async copy global -> shared; zero-fills the destination when !pred. */
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool pred)
 {

@@ -55,21 +55,6 @@ namespace qmm {
 __host__ __device__ constexpr int mv_depth(int tokt) { return tokt == 1 ? 3 : 4; }
 constexpr int MV_PRE_WAIT = 2;
 
-/* 16 (4) bytes of streamed weights, not kept in L1 (an L2 policy would cost two registers). */
-__device__ __forceinline__ uint4 ld_stream(const uint32_t *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-__device__ __forceinline__ uint32_t ld_stream32(const uint32_t *p)
-{
-    uint32_t v;
-    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
-    return v;
-}
 
 /* A lane's slot: its 16 bytes of rows g8 and g8 + 8 of the next (tile, group) and their scale|bias
  * words; the sources move on to the warp's next group (step_w words, step_s scale|bias words). */
