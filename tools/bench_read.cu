@@ -39,11 +39,16 @@ __global__ __launch_bounds__(READ_THREADS) void read_kernel(const uint4 *__restr
 
 } // namespace
 
-extern "C" int bench_read_weight(const qmm_cuda_weight *w, int sm_count, void *sink, void *stream)
+extern "C" int bench_read_weight_grid(const qmm_cuda_weight *w, int blocks, void *sink, void *stream)
 {
     const qmm::DevWeight &d = qmm::weight_dev(w);
     const int64_t n16 = d.n_pad * d.k / 32, q16 = d.k / d.group * d.n_pad / 4; /* sb: K/g rows */
-    read_kernel<<<sm_count * 4, READ_THREADS, 0, (cudaStream_t)stream>>>(
+    read_kernel<<<blocks, READ_THREADS, 0, (cudaStream_t)stream>>>(
         (const uint4 *)d.packed, n16, (const uint4 *)d.sb, q16, (uint32_t *)sink);
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+extern "C" int bench_read_weight(const qmm_cuda_weight *w, int sm_count, void *sink, void *stream)
+{
+    return bench_read_weight_grid(w, sm_count * 4, sink, stream);
 }

@@ -10,6 +10,8 @@ extern "C" {
 
 /* Stream every byte of w's device arrays once (grid: 4 blocks a SM); 0 or -1 (launch failed). */
 int bench_read_weight(const qmm_cuda_weight *w, int sm_count, void *sink, void *stream);
+/* The same on a grid of `blocks` blocks of 512 threads (the probes try several). */
+int bench_read_weight_grid(const qmm_cuda_weight *w, int blocks, void *sink, void *stream);
 
 #ifdef __cplusplus
 }

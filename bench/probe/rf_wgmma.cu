@@ -48,7 +48,8 @@
  * Timing: as sm90_trace / `qmm bench ops` (bench_time_calls): a CUDA graph of calls cycling
  * through ceil(400 MB / bytes) cold weight copies (so the weights come from DRAM), the median of
  * 9 replays, µs a call. Every kernel is launched with the PDL attribute, as the library's are.
- * `read` streams the same packed + scale|bias bytes with 128-bit loads: best of three grids.
+ * `read` streams the same packed + scale|bias bytes with 128-bit loads (tools/bench_read.cu's kernel,
+ * `qmm bench ops`' read contender): best of three grids.
  *
  *   rf_wgmma [PROJ ...]        PROJ: q k o gate down (default: all five)
  *   environment: RF_M=16 (or 32, or "16,32": the token counts timed; 32 uses the 32-token tile)
@@ -78,6 +79,7 @@
 extern "C" {
 #include "harness.h"
 #include "bench_gpu.h"
+#include "bench_read.h" /* the floor: tools/bench_read.cu's read kernel on a grid */
 }
 #include "cuda/common.cuh"  /* dequant_pair, codes_magic, ld_stream */
 #include "cuda/hopper.cuh"  /* wgmma fence/commit/wait, desc_k128b, WgmmaRS<N>, PDL */
@@ -380,33 +382,6 @@ __global__ void __launch_bounds__(128 * WG) rf_w4_bf16_kernel(const __grid_const
     if (tid == 0) p.counters[tile] = 0; /* ready for the next call */
 }
 
-/* The floor: stream packed (n16 vectors) then sb (q16) with 128-bit non-coherent loads, DEPTH
- * in flight a thread (tools/bench_read.cu's kernel, any grid). */
-constexpr int READ_THREADS = 512, READ_DEPTH = 4;
-__global__ __launch_bounds__(READ_THREADS) void read_kernel(const uint4 *__restrict__ p, int64_t n16,
-                                                            const uint4 *__restrict__ q, int64_t q16, uint32_t *sink)
-{
-    uint32_t x = 0;
-    const int64_t stride = (int64_t)gridDim.x * READ_THREADS;
-    int64_t i = (int64_t)blockIdx.x * READ_THREADS + threadIdx.x;
-    for (; i + (READ_DEPTH - 1) * stride < n16; i += READ_DEPTH * stride) {
-        uint4 v[READ_DEPTH];
-#pragma unroll
-        for (int d = 0; d < READ_DEPTH; d++) v[d] = ld_stream((const uint32_t *)(p + i + d * stride));
-#pragma unroll
-        for (int d = 0; d < READ_DEPTH; d++) x ^= v[d].x ^ v[d].y ^ v[d].z ^ v[d].w;
-    }
-    for (; i < n16; i += stride) {
-        const uint4 v = p[i];
-        x ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    for (int64_t j = (int64_t)blockIdx.x * READ_THREADS + threadIdx.x; j < q16; j += stride) {
-        const uint4 v = q[j];
-        x ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (x == 0x9E3779B9u) *sink = x; /* practically never: the loads stay live */
-}
-
 /* ---- the host side: kernel table, launcher ------------------------------------------------- */
 
 using RfFn = void (*)(CUtensorMap, RfArgs);
@@ -654,19 +629,15 @@ int enqueue_rf(void *user, int call, char *why, size_t why_len)
 
 struct ReadCall {
     const Copies *cp;
-    int grid, k;
+    int grid;
     uint32_t *sink;
     cudaStream_t st;
 };
 int enqueue_read(void *user, int call, char *why, size_t why_len)
 {
     ReadCall &r = *static_cast<ReadCall *>(user);
-    const DevW &d = r.cp->d[call % r.cp->d.size()];
-    read_kernel<<<r.grid, READ_THREADS, 0, r.st>>>((const uint4 *)d.packed, (int64_t)d.n_pad * r.k / 32,
-                                                   (const uint4 *)d.sb, (int64_t)(r.k / 128) * d.n_pad / 4, r.sink);
-    const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) {
-        snprintf(why, why_len, "%s", cudaGetErrorString(e));
+    if (bench_read_weight_grid(r.cp->w[call % r.cp->w.size()], r.grid, r.sink, r.st)) {
+        snprintf(why, why_len, "the read kernel's launch failed");
         return 1;
     }
     return 0;
@@ -835,9 +806,9 @@ int main(int argc, char **argv)
         /* the floor: best of three grids */
         double read_us = 1e30;
         for (int mult : {2, 4, 8}) {
-            ReadCall rc = {&cp, mult * gi.sm_count, K, sink, st};
+            ReadCall rc = {&cp, mult * gi.sm_count, sink, st};
             const double us = time_calls(st, enqueue_read, &rc, copies);
-            printf("# %s read, %d CTAs of %d threads: %.2f us\n", pj->name, rc.grid, READ_THREADS, us);
+            printf("# %s read, %d CTAs of %d threads: %.2f us\n", pj->name, rc.grid, 512, us);
             read_us = std::min(read_us, us);
         }
 
