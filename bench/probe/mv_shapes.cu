@@ -10,7 +10,8 @@
  *                MV_WARPS4=1 (the forced shapes in CTAs of 4 warps, m <= 8), MV_HASH=1 (a hash
  *                of each output's bits on stderr, to compare two builds bit for bit; no timing),
  *                MV_PRE_WAIT=n (groups a warp requests before the dependency wait; the kernel's
- *                default 2)
+ *                default 2), MV_MODELS=1 (the other Qwen3 models' projections instead of 4B's, to
+ *                check a shape rule beyond the shapes it was fitted on)
  */
 #include <math.h>
 #include <stdio.h>
@@ -65,6 +66,21 @@ static const Proj projs[] = {
     {"gate", 9728, 2560, qmm::MV_EPI_STORE},   {"gate_up", 19456, 2560, qmm::MV_EPI_SWIGLU},
     {"down", 2560, 9728, qmm::MV_EPI_STORE},   {"head", 151936, 2560, qmm::MV_EPI_STORE},
 };
+/* Qwen3-0.6B, 1.7B, 8B, 14B and 32B (hidden, q heads × 128, 8 KV heads × 128, intermediate):
+ * q, k, o, gate and down where they differ from a shape listed before */
+static const Proj other_projs[] = {
+    {"0.6b_q", 2048, 1024, qmm::MV_EPI_STORE},  {"0.6b_k", 1024, 1024, qmm::MV_EPI_STORE},
+    {"0.6b_o", 1024, 2048, qmm::MV_EPI_STORE},  {"0.6b_gate", 3072, 1024, qmm::MV_EPI_STORE},
+    {"0.6b_down", 1024, 3072, qmm::MV_EPI_STORE}, {"1.7b_q", 2048, 2048, qmm::MV_EPI_STORE},
+    {"1.7b_k", 1024, 2048, qmm::MV_EPI_STORE},  {"1.7b_gate", 6144, 2048, qmm::MV_EPI_STORE},
+    {"1.7b_down", 2048, 6144, qmm::MV_EPI_STORE}, {"8b_q", 4096, 4096, qmm::MV_EPI_STORE},
+    {"8b_k", 1024, 4096, qmm::MV_EPI_STORE},    {"8b_gate", 12288, 4096, qmm::MV_EPI_STORE},
+    {"8b_down", 4096, 12288, qmm::MV_EPI_STORE}, {"14b_q", 5120, 5120, qmm::MV_EPI_STORE},
+    {"14b_k", 1024, 5120, qmm::MV_EPI_STORE},   {"14b_gate", 17408, 5120, qmm::MV_EPI_STORE},
+    {"14b_down", 5120, 17408, qmm::MV_EPI_STORE}, {"32b_q", 8192, 5120, qmm::MV_EPI_STORE},
+    {"32b_o", 5120, 8192, qmm::MV_EPI_STORE},   {"32b_gate", 25600, 5120, qmm::MV_EPI_STORE},
+    {"32b_down", 5120, 25600, qmm::MV_EPI_STORE},
+};
 
 /* µs a launch of fn(copy) as `qmm bench ops` times it (tools/bench_timing.c): graph replays of
  * calls rotating over the cold copies, median of 7. */
@@ -108,7 +124,9 @@ int main(int argc, char **argv)
     const int auto_only = getenv("MV_AUTO_ONLY") != NULL; /* the launcher's shape alone */
     const int warps4 = getenv("MV_WARPS4") != NULL;       /* forced shapes in CTAs of 4 warps */
     const int pre_wait = getenv("MV_PRE_WAIT") ? atoi(getenv("MV_PRE_WAIT")) : 0; /* 0: the default */
-    for (const Proj &pj : projs) {
+    const bool others = getenv("MV_MODELS") != NULL;
+    for (const Proj &pj : others ? std::vector<Proj>(std::begin(other_projs), std::end(other_projs))
+                                 : std::vector<Proj>(std::begin(projs), std::end(projs))) {
         if (only && strcmp(only, pj.name)) continue;
         qmm_w4 w;
         qmm_w4_alloc(pj.n, pj.k, &w);
