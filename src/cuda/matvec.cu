@@ -47,12 +47,10 @@
 
 namespace qmm {
 
-/* Groups of loads in flight a lane (40 bytes each): 3 with one token tile (80 registers, three
- * CTAs a SM), 4 with two (two CTAs a SM). MV_PRE_WAIT of them are requested before the
+/* MV_PRE_WAIT of a lane's mv_depth groups (matvec_layout.cuh) are requested before the
  * dependency wait, the rest after the activations' copy: requested after all of them, the
  * activations queued behind every SM's weight loads (NOTES row 56: at 1 or 2, gate 7.16 → 6.7 µs
  * alone, decode +2–4 %). */
-__host__ __device__ constexpr int mv_depth(int tokt) { return tokt == 1 ? 3 : 4; }
 constexpr int MV_PRE_WAIT = 2;
 
 

@@ -42,33 +42,40 @@ static int64_t mv_resident(const MatvecScratch &s, int tokt, int w, int lc, int 
  * (bench/probe/mv_shapes.cu times every shape): every CTA resident at once (clusters counted by
  * the occupancy API), then the least cost on the busiest SM, with more warps and then fewer
  * tiles a CTA on a tie. Up to 8 tokens the cost is, in KB of weights streamed,
- *   P · (R + λ · m / 4) · ceil(groups / C)  +  μ · P  +  ν · log2 C,   P = ceil(CTAs / SMs):
+ *   P · (R + λ · m / 4) · ceil(groups / C)  +  μ · P  +  ν · log2 C  +  ρ · ⌈g / D⌉,
+ *   P = ceil(CTAs / SMs),  g = ceil(ceil(groups / C) / (W / R)):
  * the busiest SM's (tile, group) pieces of weights, its staged activations (m rows of 256 bytes
  * a group, from L2, on the path after the dependency wait) at λ of a weight KB a KB, a fixed cost
- * a CTA (its staging round trip and sums) of μ, and a cluster's DSMEM sum of ν a doubling:
- * λ = 0.5, μ = 0, ν = 5, fitted to the seven Qwen3-4B projections at M = 1, 2, 4, 8
- * (`2026-12-02-session13/r2-shapes/`, NOTES row 99): `qmm bench ops` 5 % below the previous
- * rule's total (which counted the pieces alone, then the most warps), 1.5 % above the best shape
- * of each cell; one cell lost 4.5 % (o at 8 tokens, clusters of 8). It favours fewer, larger
- * CTAs where the activations are a large share of a CTA's bytes (q at M = 1: 128 CTAs of 2
- * tiles, 3.87 µs, where 256 of 1 took 4.52). At one token λ = 0.75, μ = 3, ν = 3: the decode
- * step's four shapes alone 27.69 → 27.34 µs a layer and decode 1–1.6 % faster (rows 102–103).
- * From 9 tokens the rule counts the pieces alone, clusters of at most 4 (not refit: the planner
- * gives those sizes to the wgmma kernel). R >= 2 from two tokens on and for SwiGLU (gate and up
- * tiles together). With no single-wave shape (very large N) the fewest CTAs of 8 warps. */
+ * a CTA (its staging round trip and sums) of μ, a cluster's DSMEM sum of ν a doubling, and ρ a
+ * round of a warp's chain: a warp holds D groups in flight and requests a slot's next group only
+ * once it has multiplied the last, so g groups take ⌈g / D⌉ dependent rounds. At one token
+ * λ = 0.75, μ = 3, ν = 3 (the decode step's four shapes alone 27.69 → 27.34 µs a layer and
+ * decode 1–1.6 % faster, NOTES rows 102–103; the first fit, row 99, on the seven Qwen3-4B
+ * projections at M = 1, 2, 4, 8); ρ = 8 and, from two tokens, λ = 1, μ = 3, ν = 8, ρ = 16:
+ * refit (NOTES row 248) to every shape of the Qwen3-4B projections and of 0.6B…32B's q, k, o,
+ * gate and down at 1, 2, 4, 8 tokens on an H100, holding 4B's decode-step shapes: the rounds
+ * term is what the bytes alone missed (Qwen3-8B's down at one token in 128 CTAs of one warp a
+ * tile, 32 groups a warp: 14.7 µs, where clusters of 8 take 12.3; 4B's q in 128 CTAs of 5 groups
+ * a warp 4.24, in 256 of 3 3.99). From 9 tokens the rule counts the pieces alone, clusters of at
+ * most 4 (not refit: the planner gives those sizes to the wgmma kernel). R >= 2 from two tokens
+ * on and for SwiGLU (gate and up tiles together). With no single-wave shape (very large N) the
+ * least cost of the 8-warp shapes, resident or not (was the fewest CTAs, one warp a tile: 14B's
+ * gate at 8 tokens 38.4 µs where clusters of 8 take 22.1; row 248); from 9 tokens the fewest. */
 void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, int *R, int *C)
 {
     const int64_t tiles = p.n_pad / 16, sms = s.sm_count > 0 ? s.sm_count : 1;
-    const int tokt = p.m <= 8 ? 1 : 2, groups = p.k / 128;
+    const int tokt = p.m <= 8 ? 1 : 2, groups = p.k / 128, depth = mv_depth(tokt);
     const int r_min = p.m > 1 || p.epi == MV_EPI_SWIGLU ? 2 : 1, c_max = tokt == 1 ? 8 : 4;
-    /* the cost's constants: a staged KB against a weight KB, a CTA on the busiest SM and a
-     * cluster doubling, in weight KB (NOTES rows 99, 102) */
-    double best_cost = 1e300, lam = p.m == 1 ? 0.75 : 0.5, mu = p.m == 1 ? 3.0 : 0.0, nu = p.m == 1 ? 3.0 : 5.0;
-#ifdef QMM_MV_KNOBS /* experiment build: QMM_MV_COST="lam,mu,nu" */
-    if (const char *e = getenv("QMM_MV_COST")) sscanf(e, "%lf,%lf,%lf", &lam, &mu, &nu);
+    /* the cost's constants: a staged KB against a weight KB, a CTA on the busiest SM, a cluster
+     * doubling and a round of a warp's loads, in weight KB (NOTES rows 99, 102, 248) */
+    double lam = p.m == 1 ? 0.75 : 1.0, mu = 3.0, nu = p.m == 1 ? 3.0 : 8.0, rho = p.m == 1 ? 8.0 : 16.0;
+#ifdef QMM_MV_KNOBS /* experiment build: QMM_MV_COST="lam,mu,nu,rho" */
+    if (const char *e = getenv("QMM_MV_COST")) sscanf(e, "%lf,%lf,%lf,%lf", &lam, &mu, &nu, &rho);
 #endif
-    int64_t best_warps = -1, fewest = INT64_MAX;
+    double best_cost = 1e300, fallback_cost = 1e300;
+    int64_t best_warps = -1;
     *W = 8, *R = r_min, *C = 1;
+    int fb_r = r_min, fb_c = 1;
     /* 4 warps from three tokens on lose (NOTES rows 58, 237: qkv +6…+18 %, gate +3 %); at two
      * the cost's 4-warp picks are gate's and gate|up's, 6 and 4 % faster */
     for (int w = 8; w >= (p.m <= 2 ? 4 : 8); w /= 2)
@@ -77,14 +84,20 @@ void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, in
                 const size_t bytes = matvec_smem_bytes(p, r, c);
                 if ((c > 1 && groups < 2 * c) || bytes > (size_t)MV_SMEM_MAX) continue;
                 const int64_t ctas = tiles / r * c, per = (ctas + sms - 1) / sms, gc = (groups + c - 1) / c;
-                const double cost = tokt == 1 ? (double)per * (r + lam * p.m / 4.0) * gc + mu * per + nu * lc
+                const int64_t warp_groups = (gc + w / r - 1) / (w / r), rounds = (warp_groups + depth - 1) / depth;
+                const double cost = tokt == 1 ? (double)per * (r + lam * p.m / 4.0) * gc + mu * per + nu * lc +
+                                                    rho * (double)rounds
                                               : (double)per * r * gc;
                 const bool resident = ctas <= mv_resident(s, tokt, w, lc, mv_per_sm(p, w, bytes));
                 if (resident && (cost < best_cost - 1e-9 || (cost < best_cost + 1e-9 && ctas * w > best_warps)))
                     best_cost = cost, best_warps = ctas * w, *W = w, *R = r, *C = c;
-                if (best_warps < 0 && w == 8 && ctas < fewest) fewest = ctas, *R = r, *C = c;
+                /* several tokens a tile: the fewest CTAs, as before the refit */
+                const double fb = tokt == 1 ? cost : (double)ctas;
+                if (w == 8 && fb < fallback_cost - 1e-9) fallback_cost = fb, fb_r = r, fb_c = c;
             }
-    if (best_warps < 0 && fewest == INT64_MAX) /* a row too long to stage in 4 parts: 8 */
+    if (best_warps >= 0) return;
+    *W = 8, *R = fb_r, *C = fb_c; /* no single-wave shape: the least cost of 8 warps */
+    if (fallback_cost == 1e300) /* a row too long to stage in 4 parts: 8 */
         *C = groups >= 2 * MV_MAX_CLUSTER ? MV_MAX_CLUSTER : 1;
 }
 
