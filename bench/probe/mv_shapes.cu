@@ -67,7 +67,7 @@ static const Proj projs[] = {
     {"down", 2560, 9728, qmm::MV_EPI_STORE},   {"head", 151936, 2560, qmm::MV_EPI_STORE},
 };
 /* Qwen3-0.6B, 1.7B, 8B, 14B and 32B (hidden, q heads × 128, 8 KV heads × 128, intermediate):
- * q, k, o, gate and down where they differ from a shape listed before */
+ * q, k, o, gate and down where they differ from a shape listed before, then the stacked ones */
 static const Proj other_projs[] = {
     {"0.6b_q", 2048, 1024, qmm::MV_EPI_STORE},  {"0.6b_k", 1024, 1024, qmm::MV_EPI_STORE},
     {"0.6b_o", 1024, 2048, qmm::MV_EPI_STORE},  {"0.6b_gate", 3072, 1024, qmm::MV_EPI_STORE},
@@ -80,6 +80,12 @@ static const Proj other_projs[] = {
     {"14b_down", 5120, 17408, qmm::MV_EPI_STORE}, {"32b_q", 8192, 5120, qmm::MV_EPI_STORE},
     {"32b_o", 5120, 8192, qmm::MV_EPI_STORE},   {"32b_gate", 25600, 5120, qmm::MV_EPI_STORE},
     {"32b_down", 5120, 25600, qmm::MV_EPI_STORE},
+    /* the decode step's stacked q|k|v and gate|up (SwiGLU) of each */
+    {"0.6b_qkv", 4096, 1024, qmm::MV_EPI_STORE}, {"0.6b_gate_up", 6144, 1024, qmm::MV_EPI_SWIGLU},
+    {"1.7b_qkv", 4096, 2048, qmm::MV_EPI_STORE}, {"1.7b_gate_up", 12288, 2048, qmm::MV_EPI_SWIGLU},
+    {"8b_qkv", 6144, 4096, qmm::MV_EPI_STORE},   {"8b_gate_up", 24576, 4096, qmm::MV_EPI_SWIGLU},
+    {"14b_qkv", 7168, 5120, qmm::MV_EPI_STORE},  {"14b_gate_up", 34816, 5120, qmm::MV_EPI_SWIGLU},
+    {"32b_qkv", 10240, 5120, qmm::MV_EPI_STORE}, {"32b_gate_up", 51200, 5120, qmm::MV_EPI_SWIGLU},
 };
 
 /* µs a launch of fn(copy) as `qmm bench ops` times it (tools/bench_timing.c): graph replays of
