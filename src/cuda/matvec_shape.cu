@@ -49,26 +49,26 @@ static int64_t mv_resident(const MatvecScratch &s, int tokt, int w, int lc, int 
  * a CTA (its staging round trip and sums) of μ, a cluster's DSMEM sum of ν a doubling, and ρ a
  * round of a warp's chain: a warp holds D groups in flight and requests a slot's next group only
  * once it has multiplied the last, so g groups take ⌈g / D⌉ dependent rounds. At one token
- * λ = 0.75, μ = 3, ν = 3 (the decode step's four shapes alone 27.69 → 27.34 µs a layer and
- * decode 1–1.6 % faster, NOTES rows 102–103; the first fit, row 99, on the seven Qwen3-4B
- * projections at M = 1, 2, 4, 8); ρ = 8 and, from two tokens, λ = 1, μ = 3, ν = 8, ρ = 16:
- * refit (NOTES row 248) to every shape of the Qwen3-4B projections and of 0.6B…32B's q, k, o,
- * gate and down at 1, 2, 4, 8 tokens on an H100, holding 4B's decode-step shapes: the rounds
- * term is what the bytes alone missed (Qwen3-8B's down at one token in 128 CTAs of one warp a
- * tile, 32 groups a warp: 14.7 µs, where clusters of 8 take 12.3; 4B's q in 128 CTAs of 5 groups
- * a warp 4.24, in 256 of 3 3.99). From 9 tokens the rule counts the pieces alone, clusters of at
- * most 4 (not refit: the planner gives those sizes to the wgmma kernel). R >= 2 from two tokens
- * on and for SwiGLU (gate and up tiles together). With no single-wave shape (very large N) the
+ * λ = 0.75, μ = 6, ν = 3, ρ = 16, from two λ = 1, μ = 3, ν = 8, ρ = 16: refit (NOTES rows 248,
+ * 248b; the first fit, row 99, and the one-token constants of rows 102-103 had no ρ) to every
+ * shape of the Qwen3-4B projections and of 0.6B…32B's q, k, o, gate, down and stacked q|k|v and
+ * gate|up at 1-8 tokens on an H100, holding 4B's decode-step shapes. The rounds term is what the
+ * bytes alone missed: Qwen3-8B's down at one token in 128 CTAs of one warp a tile (32 groups a
+ * warp) took 14.7 µs, in clusters of 8 12.1; with the refit 8B decodes 19 % faster, 1.7B 7 %,
+ * 32B 5-8 %, 0.6B 2 %, 4B the same (H100, 32 positions). From 9 tokens the rule counts the
+ * pieces alone, clusters of at most 4 (not refit: the planner gives those sizes to the wgmma
+ * kernel). R >= 2 from two tokens on and for SwiGLU (gate and up tiles together). With no
+ * single-wave shape (very large N) the
  * least cost of the 8-warp shapes, resident or not (was the fewest CTAs, one warp a tile: 14B's
- * gate at 8 tokens 38.4 µs where clusters of 8 take 22.1; row 248); from 9 tokens the fewest. */
+ * gate at 8 tokens 38.3 µs where clusters of 8 take 21.8; row 248); from 9 tokens the fewest. */
 void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, int *R, int *C)
 {
     const int64_t tiles = p.n_pad / 16, sms = s.sm_count > 0 ? s.sm_count : 1;
     const int tokt = p.m <= 8 ? 1 : 2, groups = p.k / 128, depth = mv_depth(tokt);
     const int r_min = p.m > 1 || p.epi == MV_EPI_SWIGLU ? 2 : 1, c_max = tokt == 1 ? 8 : 4;
     /* the cost's constants: a staged KB against a weight KB, a CTA on the busiest SM, a cluster
-     * doubling and a round of a warp's loads, in weight KB (NOTES rows 99, 102, 248) */
-    double lam = p.m == 1 ? 0.75 : 1.0, mu = 3.0, nu = p.m == 1 ? 3.0 : 8.0, rho = p.m == 1 ? 8.0 : 16.0;
+     * doubling and a round of a warp's loads, in weight KB (NOTES rows 99, 102, 248b) */
+    double lam = p.m == 1 ? 0.75 : 1.0, mu = p.m == 1 ? 6.0 : 3.0, nu = p.m == 1 ? 3.0 : 8.0, rho = 16.0;
 #ifdef QMM_MV_KNOBS /* experiment build: QMM_MV_COST="lam,mu,nu,rho" */
     if (const char *e = getenv("QMM_MV_COST")) sscanf(e, "%lf,%lf,%lf,%lf", &lam, &mu, &nu, &rho);
 #endif
@@ -84,7 +84,8 @@ void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, in
                 const size_t bytes = matvec_smem_bytes(p, r, c);
                 if ((c > 1 && groups < 2 * c) || bytes > (size_t)MV_SMEM_MAX) continue;
                 const int64_t ctas = tiles / r * c, per = (ctas + sms - 1) / sms, gc = (groups + c - 1) / c;
-                const int64_t warp_groups = (gc + w / r - 1) / (w / r), rounds = (warp_groups + depth - 1) / depth;
+                const int64_t warp_groups = (gc + w / r - 1) / (w / r); /* W / R warps a tile */
+                const int64_t rounds = (warp_groups + depth - 1) / depth;
                 const double cost = tokt == 1 ? (double)per * (r + lam * p.m / 4.0) * gc + mu * per + nu * lc +
                                                     rho * (double)rounds
                                               : (double)per * r * gc;
