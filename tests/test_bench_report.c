@@ -208,7 +208,7 @@ static void reports_carry_the_tiles_aside(void)
 }
 
 /* The experiments' switches reach both reports when set, and neither when not (a run's files
- * must say what it ran with: README, "Experiments"). */
+ * must say what it ran with: bench/results/HISTORY.md, "Experiments and switches"). */
 static void reports_name_the_experiments_switches(void)
 {
     fixture x;
