@@ -131,8 +131,10 @@ int main(int argc, char **argv)
     const int warps4 = getenv("MV_WARPS4") != NULL;       /* forced shapes in CTAs of 4 warps */
     const int pre_wait = getenv("MV_PRE_WAIT") ? atoi(getenv("MV_PRE_WAIT")) : 0; /* 0: the default */
     const bool others = getenv("MV_MODELS") != NULL;
-    for (const Proj &pj : others ? std::vector<Proj>(std::begin(other_projs), std::end(other_projs))
-                                 : std::vector<Proj>(std::begin(projs), std::end(projs))) {
+    const Proj *first = others ? std::begin(other_projs) : std::begin(projs);
+    const Proj *last = others ? std::end(other_projs) : std::end(projs);
+    for (const Proj *it = first; it != last; ++it) {
+        const Proj &pj = *it;
         if (only && strcmp(only, pj.name)) continue;
         qmm_w4 w;
         qmm_w4_alloc(pj.n, pj.k, &w);

@@ -58,9 +58,9 @@ static int64_t mv_resident(const MatvecScratch &s, int tokt, int w, int lc, int 
  * 32B 5-8 %, 0.6B 2 %, 4B the same (H100, 32 positions). From 9 tokens the rule counts the
  * pieces alone, clusters of at most 4 (not refit: the planner gives those sizes to the wgmma
  * kernel). R >= 2 from two tokens on and for SwiGLU (gate and up tiles together). With no
- * single-wave shape (very large N) the
- * least cost of the 8-warp shapes, resident or not (was the fewest CTAs, one warp a tile: 14B's
- * gate at 8 tokens 38.3 µs where clusters of 8 take 21.8; row 248); from 9 tokens the fewest. */
+ * single-wave shape (very large N) the least cost of the 8-warp shapes, resident or not (was the
+ * fewest CTAs, one warp a tile: 14B's gate at 8 tokens 38.3 µs where clusters of 8 take 21.8;
+ * row 248); from 9 tokens the fewest. */
 void matvec_choose_shape(const MatvecArgs &p, const MatvecScratch &s, int *W, int *R, int *C)
 {
     const int64_t tiles = p.n_pad / 16, sms = s.sm_count > 0 ? s.sm_count : 1;
