@@ -14,6 +14,8 @@
 #include "llm/hf_random.h"
 
 static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 1024, 1e6, 1e-6, 1, 128};
+/* Qwen3-14B's attention geometry (5 query heads per KV head, hd 128) at a small width */
+static const qmm_llm_config tiny5 = {512, 1024, 2, 10, 2, 128, 1000, 1024, 1e6, 1e-6, 1, 128};
 
 
 static qmm_llm_cuda_session *gpu_session(const qmm_llm_model *m, int64_t max_seq, int split_k,
@@ -58,6 +60,11 @@ static void tiny_prefill_matches_cpu(void)
     compare_prefill(m, 13, "tiny");
     compare_prefill(m, 100, "tiny");
     qmm_llm_model_destroy(m);
+    m = test_checkpoint_model(&tiny5);
+    if (!m) return;
+    compare_prefill(m, 13, "tiny5 (5 query heads per KV head)");
+    compare_prefill(m, 200, "tiny5 (5 query heads per KV head)");
+    qmm_llm_model_destroy(m);
 }
 
 static void untied_mha_hd128_matches_cpu(void)
@@ -73,11 +80,11 @@ static void untied_mha_hd128_matches_cpu(void)
 }
 
 /* 16 greedy steps: the GPU's chained generate against the CPU's, step by step. */
-static void greedy_tokens_match_cpu(void)
+static void greedy_tokens_match_cpu_on(const qmm_llm_config *c)
 {
     enum { N = 7, STEPS = 16 };
     test_llm f;
-    if (!test_llm_init(&f, test_checkpoint_model(&tiny), N)) return;
+    if (!test_llm_init(&f, test_checkpoint_model(c), N)) return;
     int32_t gpu[STEPS], cpu[STEPS];
     qmm_llm_cuda_session *gs = gpu_session(f.m, N + STEPS, 1, 1, 0);
     qmm_llm_cpu_session *cs = NULL;
@@ -102,11 +109,18 @@ static void greedy_tokens_match_cpu(void)
                           gpu[i], cpu[i], gap);
             if (i + 1 < STEPS) CHECK_OK(qmm_llm_cpu_decode(cs, gpu[i], logits));
         }
-        printf("    %d of %d greedy tokens identical\n", same, STEPS);
+        printf("    %lld/%lld heads: %d of %d greedy tokens identical\n", (long long)c->num_heads,
+               (long long)c->num_kv_heads, same, STEPS);
     }
     qmm_llm_cuda_session_destroy(gs);
     qmm_llm_cpu_session_destroy(cs);
     test_llm_free(&f);
+}
+
+static void greedy_tokens_match_cpu(void)
+{
+    greedy_tokens_match_cpu_on(&tiny);
+    greedy_tokens_match_cpu_on(&tiny5);
 }
 
 /* prefill(n) + decode == prefill(n + 1) at the last position, on the GPU */
@@ -136,10 +150,10 @@ static void decode_equals_longer_prefill(void)
 }
 
 /* The graph replays exactly the eager kernels: bitwise equal logits and tokens. */
-static void graph_decode_equals_eager(void)
+static void graph_decode_equals_eager_on(const qmm_llm_config *c)
 {
     test_llm f;
-    if (!test_llm_init(&f, test_checkpoint_model(&tiny), 5)) return;
+    if (!test_llm_init(&f, test_checkpoint_model(c), 5)) return;
     qmm_llm_cuda_session *g = gpu_session(f.m, 64, 1, 1, 0), *e = gpu_session(f.m, 64, 1, 0, 0);
     if (g && e) {
         int32_t tg = 0, te = 0;
@@ -166,6 +180,12 @@ static void graph_decode_equals_eager(void)
     qmm_llm_cuda_session_destroy(g);
     qmm_llm_cuda_session_destroy(e);
     test_llm_free(&f);
+}
+
+static void graph_decode_equals_eager(void)
+{
+    graph_decode_equals_eager_on(&tiny);
+    graph_decode_equals_eager_on(&tiny5);
 }
 
 static void split_k_off_and_chunking(void)

@@ -31,6 +31,8 @@ int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not fou
 static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 12000, 1e6, 1e-6, 1, 128};
 /* Qwen3-4B's attention geometry (4 query heads per KV head, hd 128) at a small width */
 static const qmm_llm_config tiny4 = {512, 1024, 2, 8, 2, 128, 2000, 4096, 1e6, 1e-6, 1, 128};
+/* Qwen3-14B's (5 query heads per KV head, hd 128): heads the mma's columns do not divide */
+static const qmm_llm_config tiny5 = {512, 1024, 2, 10, 2, 128, 2000, 4096, 1e6, 1e-6, 1, 128};
 
 static qmm_llm_cuda_session *session(const qmm_llm_model *m, int64_t max_seq, int pdl, int graph,
                                      int attention_ref)
@@ -47,8 +49,8 @@ static qmm_llm_model *synthetic(const qmm_llm_config *c)
 
 static void pdl_on_off_bitwise(void)
 {
-    const qmm_llm_config *cfgs[2] = {&tiny, &tiny4};
-    for (int ci = 0; ci < 2; ci++) {
+    const qmm_llm_config *cfgs[3] = {&tiny, &tiny4, &tiny5};
+    for (int ci = 0; ci < 3; ci++) {
         test_llm f;
         if (!test_llm_init(&f, synthetic(cfgs[ci]), 150)) continue;
         const int64_t V = f.V;
@@ -86,8 +88,8 @@ static void pdl_on_off_bitwise(void)
 /* Teacher-forced decode from one token: every position goes through the decode path. */
 static void fused_attention_matches_reference(void)
 {
-    const qmm_llm_config *cfgs[2] = {&tiny, &tiny4};
-    for (int ci = 0; ci < 2; ci++) {
+    const qmm_llm_config *cfgs[3] = {&tiny, &tiny4, &tiny5};
+    for (int ci = 0; ci < 3; ci++) {
         enum { STEPS = 300 };
         test_llm f;
         if (!test_llm_init(&f, synthetic(cfgs[ci]), STEPS)) continue;
@@ -218,22 +220,23 @@ static int same(const test_llm *f, int32_t tg, int32_t te)
  * the 16 splits). Then sized for 1100 positions with QMM_DECODE_ATTN=cluster (set here): the
  * eager step and the full graph run the cluster-merged kernel (32 or 16 splits, session.cu),
  * which the bucket graphs (clusters of 2 to 8 CTAs; the fused kernel's one-head blocks at one
- * split) must match bit for bit up to their reach, and the
+ * split, and at 4 splits for tiny5, whose 5 one-head halves a cluster of 2 cannot hold) must
+ * match bit for bit up to their reach, and the
  * teacher-forced steps go on to 1090 positions, where the full graph replays. Teacher-forced
  * steps (logits and tokens), then, on the same sessions after a reset (twice), generation from
  * position 0 and continued from its end (the host's count of the position picks the graph) and
  * the logits of one more step (the cache generation left). */
 static void bucket_graphs_equal_eager(void)
 {
-    const qmm_llm_config *cfgs[2] = {&tiny, &tiny4};
+    const qmm_llm_config *cfgs[3] = {&tiny, &tiny4, &tiny5};
     enum { P1 = 100, N1 = 60, P2 = 90, N2 = 300 };
     int sms = 0, major = 0;
     CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
     const char *env = getenv("QMM_DECODE_ATTN");
     char *saved = env ? strdup(env) : NULL;
-    for (int run_case = 0; run_case < 4; run_case++) {
-        const int ci = run_case % 2, cluster = run_case >= 2;
+    for (int run_case = 0; run_case < 6; run_case++) {
+        const int ci = run_case % 3, cluster = run_case >= 3;
         const int MAX_SEQ = cluster ? 1100 : 1000, LONG = cluster ? 1090 : 540;
         const int kvh = (int)cfgs[ci]->num_kv_heads;
         if (cluster) setenv("QMM_DECODE_ATTN", "cluster", 1);
@@ -307,13 +310,13 @@ static void bucket_graphs_equal_eager(void)
  * split, so sessions of at most 128 positions): on tiny4 (Qwen3-4B's attention geometry) its
  * graph and eager steps bit for bit, and both against the reference session's unfused steps
  * (logits within 2e-2, tokens equal or a near tie) over 120 teacher-forced steps; tiny (hd 64)
- * keeps the fused kernel. */
+ * and tiny5 (5 query heads per KV head: no instance) keep the fused kernel. */
 static void attention_o_fused_matches_reference(void)
 {
     char *saved = getenv("QMM_DECODE_ATTN_O") ? strdup(getenv("QMM_DECODE_ATTN_O")) : NULL;
     setenv("QMM_DECODE_ATTN_O", "fused", 1);
-    const qmm_llm_config *cfgs[2] = {&tiny4, &tiny};
-    for (int ci = 0; ci < 2; ci++) {
+    const qmm_llm_config *cfgs[3] = {&tiny4, &tiny, &tiny5};
+    for (int ci = 0; ci < 3; ci++) {
         enum { STEPS = 120 };
         test_llm f;
         if (!test_llm_init(&f, synthetic(cfgs[ci]), STEPS)) continue;

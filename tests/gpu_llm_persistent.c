@@ -1,8 +1,8 @@
 /*
  * The persistent decode step (one kernel for all layers and the head, decode_persistent.cu) on
  * synthetic Qwen3 models: one with hd 64 and 2 query heads a KV head, one with hd 128 and 4,
- * and one wide enough that row blocks are split over several CTAs (the last-arriving CTA's
- * fixup in CTA order):
+ * one wide enough that row blocks are split over several CTAs (the last-arriving CTA's
+ * fixup in CTA order), and one with Qwen3-14B's 5 query heads a KV head (hd 128):
  *   - against the reference step (unfused kernels, reference attention) over 300 teacher-forced
  *     positions, one attention block and then split contexts: logits within 2e-2, greedy
  *     tokens equal or a near tie;
@@ -26,7 +26,10 @@ int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not fou
 static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 12000, 1e6, 1e-6, 1, 128};
 static const qmm_llm_config tiny4 = {512, 1024, 2, 8, 2, 128, 2000, 4096, 1e6, 1e-6, 1, 128};
 static const qmm_llm_config wide = {1024, 2816, 3, 8, 2, 128, 3000, 4096, 1e6, 1e-6, 0, 128};
-static const qmm_llm_config *const cfgs[3] = {&tiny, &tiny4, &wide};
+/* Qwen3-14B's attention geometry: 5 query heads per KV head, hd 128 */
+static const qmm_llm_config tiny5 = {512, 1024, 2, 10, 2, 128, 2000, 4096, 1e6, 1e-6, 1, 128};
+#define NCFGS 4
+static const qmm_llm_config *const cfgs[NCFGS] = {&tiny, &tiny4, &wide, &tiny5};
 
 static qmm_llm_cuda_session *session(const qmm_llm_model *m, int64_t max_seq, int persistent,
                                      int graph, int attention_ref)
@@ -43,7 +46,7 @@ static qmm_llm_model *synthetic(const qmm_llm_config *c)
 
 static void matches_reference_step(void)
 {
-    for (int ci = 0; ci < 3; ci++) {
+    for (int ci = 0; ci < NCFGS; ci++) {
         enum { STEPS = 300 };
         test_llm f;
         if (!test_llm_init(&f, synthetic(cfgs[ci]), STEPS)) continue;
@@ -58,7 +61,7 @@ static void matches_reference_step(void)
 
 static void bitwise_between_sessions_and_modes(void)
 {
-    for (int ci = 0; ci < 3; ci++) {
+    for (int ci = 0; ci < NCFGS; ci++) {
         test_llm f;
         if (!test_llm_init(&f, synthetic(cfgs[ci]), 150)) continue;
         qmm_llm_cuda_session *g = session(f.m, 400, 1, 1, 0), *e = session(f.m, 400, 1, 0, 0);

@@ -213,6 +213,10 @@ static void launch(int ranks, const char *preset)
 
 static void fused_t2_matches_t1_and_unfused_t2_on_qwen3_8b_shapes(void) { launch(2, "qwen3-8b"); }
 
+/* Qwen3-14B: 20 query heads over 4 KV heads a rank, 5 a KV head (no divisor of the attention
+ * mma's 8 head columns) */
+static void fused_t2_matches_t1_and_unfused_t2_on_qwen3_14b_shapes(void) { launch(2, "qwen3-14b"); }
+
 /* One rank (a communicator of one, every collective a copy): the TP step on one GPU against the
  * single-GPU fused step; they differ only in where Σx² is summed (the add kernel instead of the
  * matvec's residual epilogue). The TP step's plumbing, tested on any machine with one GPU. */
@@ -229,7 +233,8 @@ int main(int argc, char **argv)
         test_skip_all(msg);
     }
     TEST_TABLE(two, fused_tp_on_one_rank_matches_the_single_gpu_step,
-               fused_t2_matches_t1_and_unfused_t2_on_qwen3_8b_shapes);
+               fused_t2_matches_t1_and_unfused_t2_on_qwen3_8b_shapes,
+               fused_t2_matches_t1_and_unfused_t2_on_qwen3_14b_shapes);
     TEST_TABLE(one, fused_tp_on_one_rank_matches_the_single_gpu_step);
     if (ndev >= 2) return test_main(argc, argv, two, TEST_COUNT(two));
     printf("NOTE: one CUDA device: the t = 2 case (fused_t2_matches_t1_and_unfused_t2_on_"

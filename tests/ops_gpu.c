@@ -371,7 +371,8 @@ static const op_backend gpu_backends[] = {
     ENGINE("engine_wgmma_pipe_pdl", OP_ATTN_PREFILL, 6),
     ENGINE("engine_split1", OP_ATTN_DECODE, 1), ENGINE("engine_split4", OP_ATTN_DECODE, 4),
     ENGINE("engine_fused_s1", OP_DECODE_FUSED, 1), ENGINE("engine_fused_s8", OP_DECODE_FUSED, 8),
-    ENGINE("engine_cluster_s4", OP_DECODE_FUSED, 104), ENGINE("engine_cluster", OP_DECODE_FUSED, 100),
+    ENGINE("engine_cluster_s4", OP_DECODE_FUSED, 104), ENGINE("engine_cluster_s8", OP_DECODE_FUSED, 108),
+    ENGINE("engine_cluster", OP_DECODE_FUSED, 100),
     ENGINE("engine", OP_ARGMAX, 0), ENGINE("engine_2stage", OP_ARGMAX, 1),
     {"cuda_matvec", OP_MATVEC_FUSED, gpu_matvec_fused, 0, 1},
     /* forced (R tiles, C ranks): the tile map, the SwiGLU pairing, ranks and warps without groups */

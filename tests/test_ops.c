@@ -62,6 +62,8 @@ static const op_case cases[] = {
     ROPE("rope 32/8 m2048 pos3", 2048, 32, 8, 128, 3), ROPE("rope 4/2 hd64 m37", 37, 4, 2, 64, 9),
     ROPE("rope 3/1 hd96 m5", 5, 3, 1, 96, 2), ROPE("rope 2/2 hd256 m3", 3, 2, 2, 256, 1),
     ROPE("rope 1/1 hd2 m4", 4, 1, 1, 2, 0), ROPE("rope 5/3 hd1024 m2", 2, 5, 3, 1024, 11),
+    /* Qwen3-14B's 5 query heads a KV head (40/8; 10/2 at hd 64) */
+    ROPE("rope 40/8 m37 pos5", 37, 40, 8, 128, 5), ROPE("rope 10/2 hd64 m6", 6, 10, 2, 64, 3),
     SWIGLU("swiglu 9728 m1", 1, 9728), SWIGLU("swiglu 100 m3", 3, 100),
     PREFILL("prefill 32/8 m16", 16, 32, 8, 128, 0), PREFILL("prefill 32/8 m70 pos5", 70, 32, 8, 128, 5),
     PREFILL("prefill 8/8 hd64 m9", 9, 8, 8, 64, 3),
@@ -70,10 +72,22 @@ static const op_case cases[] = {
      * blocks without GQA */
     PREFILL("prefill 32/8 m129", 129, 32, 8, 128, 0), PREFILL("prefill 32/8 m200 pos40", 200, 32, 8, 128, 40),
     PREFILL("prefill 8/2 m300 pos77", 300, 8, 2, 128, 77), PREFILL("prefill 4/4 m256", 256, 4, 4, 128, 0),
+    /* 5 query heads a KV head (Qwen3-14B: 40/8): ragged row blocks of each kernel, a second
+     * 128-row block at an odd position, hd 64 */
+    PREFILL("prefill 40/8 m70 pos5", 70, 40, 8, 128, 5), PREFILL("prefill 40/8 m129", 129, 40, 8, 128, 0),
+    PREFILL("prefill 10/2 m200 pos41", 200, 10, 2, 128, 41), PREFILL("prefill 10/2 hd64 m37 pos9", 37, 10, 2, 64, 9),
     DECODE("decode 32/8 pos0", 32, 8, 128, 0), DECODE("decode 32/8 pos300", 32, 8, 128, 300),
     DECODE("decode 16/4 hd64 pos37", 16, 4, 64, 37),
+    DECODE("decode 40/8 pos0", 40, 8, 128, 0), DECODE("decode 40/8 pos300", 40, 8, 128, 300),
+    DECODE("decode 10/2 hd64 pos37", 10, 2, 64, 37),
     FUSED("fused 32/8 pos0", 32, 8, 128, 0), FUSED("fused 32/8 pos200", 32, 8, 128, 200),
     FUSED("fused 16/4 hd64 pos37", 16, 4, 64, 37), FUSED("fused 32/8 pos1100", 32, 8, 128, 1100),
+    /* 5 query heads a KV head: one split (a block a query head), the splits' merge at 8 splits
+     * (s8) and at the cluster kernel's 8 (clusters of 4, the fewest that hold 5 one-head
+     * halves) and its most; hd 64 */
+    FUSED("fused 40/8 pos0", 40, 8, 128, 0), FUSED("fused 40/8 pos127", 40, 8, 128, 127),
+    FUSED("fused 40/8 pos200", 40, 8, 128, 200), FUSED("fused 40/8 pos1100", 40, 8, 128, 1100),
+    FUSED("fused 10/2 hd64 pos37", 10, 2, 64, 37), FUSED("fused 10/2 hd64 pos700", 10, 2, 64, 700),
     ARGMAX("argmax vocab 151936", 1, 151936, 4), ARGMAX("argmax ties m3", 3, 1000, 0),
     /* the fused decode step's matvecs (decode_fused.cu) against the composition of CPU ops */
     MVF("norm·W qkv m1", 1, 6144, 2560, 0), MVF("norm·W head m5 ragged", 5, 1000, 1024, 0),
@@ -100,6 +114,9 @@ static const op_case cases[] = {
     ATTN_O("attn+o 32/8 pos0 n2560", 32, 8, 0, 2560), ATTN_O("attn+o 32/8 pos100 n2560", 32, 8, 100, 2560),
     ATTN_O("attn+o 32/8 pos255 n2560", 32, 8, 255, 2560), ATTN_O("attn+o 32/8 pos7 n2600", 32, 8, 7, 2600),
     ATTN_O("attn+o 8/2 pos37 n520", 8, 2, 37, 520),
+    /* 5 query heads a KV head: the kernel refuses it (a skip; the session keeps the fused
+     * attention and the o matvec) */
+    ATTN_O("attn+o 10/2 pos37 n520 (G 5)", 10, 2, 37, 520),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

@@ -224,6 +224,15 @@ static void shards_reproduce_the_whole_model(void)
         compare_shards(full, ids, N);
         qmm_llm_model_destroy(full);
     }
+    /* Qwen3-14B's 5 query heads a KV head: 10 over 2, so 5 over 1 a rank at t = 2 */
+    qmm_llm_config c5 = {256, 512, 3, 10, 2, 64, 1000, 64, 1e6, 1e-6, 0, 64};
+    qmm_llm_model *full = test_synthetic_model(&c5, 23);
+    if (!full) return;
+    int32_t ids[7];
+    test_random_ids(ids, 7, c5.vocab_size);
+    printf("    10 query heads over 2 KV heads:\n");
+    compare_shards(full, ids, 7);
+    qmm_llm_model_destroy(full);
 }
 
 /* QMM_TP_SIM_PRESET=NAME [QMM_TP_SIM_LAYERS=L]: the comparison on that preset's shapes, 3

@@ -277,9 +277,14 @@ __global__ void attn_combine_kernel(const float *__restrict__ partials, int nspl
     out[(int64_t)h * hd + d] = __float2bfloat16_rn(O / L);
 }
 
+/* The decode kernels are instantiated per group. 5 is Qwen3-14B's (40 query heads over 8 KV
+ * heads, 20 over 4 a rank at t = 2): the kernels bound their head loops by G, and the tensor-core
+ * ones (attention_decode_block.cuh) take the heads as the mma's 8 columns with columns >= G
+ * zeroed and never stored, so no instance assumes that G divides 8. */
 int attention_supported(int hd, int group)
 {
-    return (hd == 64 || hd == 128) && (group == 1 || group == 2 || group == 4 || group == 8);
+    return (hd == 64 || hd == 128) &&
+           (group == 1 || group == 2 || group == 4 || group == 5 || group == 8);
 }
 
 template <int HD, int G>
@@ -300,6 +305,7 @@ static cudaError_t launch_decode_hd(int group, dim3 grid, const bf16 *q, const b
     case 1: launch_decode_inst<HD, 1>(grid, q, kc, vc, pos, max_seq, nsplit, partials, out, stream); break;
     case 2: launch_decode_inst<HD, 2>(grid, q, kc, vc, pos, max_seq, nsplit, partials, out, stream); break;
     case 4: launch_decode_inst<HD, 4>(grid, q, kc, vc, pos, max_seq, nsplit, partials, out, stream); break;
+    case 5: launch_decode_inst<HD, 5>(grid, q, kc, vc, pos, max_seq, nsplit, partials, out, stream); break;
     case 8: launch_decode_inst<HD, 8>(grid, q, kc, vc, pos, max_seq, nsplit, partials, out, stream); break;
     default: return cudaErrorInvalidValue;
     }

@@ -203,6 +203,7 @@ static cudaError_t launch_fused_hd(int group, int kv_heads, int nsplit, const bf
         AD_CASE(1)
         AD_CASE(2)
         AD_CASE(4)
+        AD_CASE(5)
         AD_CASE(8)
     default: return cudaErrorInvalidValue;
     }

@@ -225,10 +225,12 @@ static cudaError_t adc_launch(int kv_heads, int csize, const bf16 *q, const bf16
         case 64 * 16 + 1: { constexpr int HD = 64, G = 1; return __VA_ARGS__; }                          \
         case 64 * 16 + 2: { constexpr int HD = 64, G = 2; return __VA_ARGS__; }                          \
         case 64 * 16 + 4: { constexpr int HD = 64, G = 4; return __VA_ARGS__; }                          \
+        case 64 * 16 + 5: { constexpr int HD = 64, G = 5; return __VA_ARGS__; }                          \
         case 64 * 16 + 8: { constexpr int HD = 64, G = 8; return __VA_ARGS__; }                          \
         case 128 * 16 + 1: { constexpr int HD = 128, G = 1; return __VA_ARGS__; }                        \
         case 128 * 16 + 2: { constexpr int HD = 128, G = 2; return __VA_ARGS__; }                        \
         case 128 * 16 + 4: { constexpr int HD = 128, G = 4; return __VA_ARGS__; }                        \
+        case 128 * 16 + 5: { constexpr int HD = 128, G = 5; return __VA_ARGS__; }                        \
         case 128 * 16 + 8: { constexpr int HD = 128, G = 8; return __VA_ARGS__; }                        \
         default: return fallback;                                                                  \
         }                                                                                          \

@@ -181,7 +181,10 @@ __global__ void __launch_bounds__(AO_THREADS, 1) attn_o_fused_kernel(const AoArg
 
 /* kv_heads <= 8: a portable cluster, and K = heads · 128 <= 4 096 (AO_MAX_K: the shared memory
  * opted in once); n_pad a multiple of 128, as the device layout pads it, so that the row sets'
- * tile map (mv_tile_lg) covers every tile; the bulk copies' 16-byte alignment */
+ * tile map (mv_tile_lg) covers every tile; the bulk copies' 16-byte alignment. Only the <128, 4>
+ * instance is built (Qwen3-4B's geometry, the experiment's subject): other groups, Qwen3-14B's
+ * 5 among them (its K = 5 120 is past AO_MAX_K too), are refused, and the session keeps the
+ * fused attention kernel and the o matvec for them (llm_attention_o_fusable). */
 constexpr int AO_MAX_K = 4096;
 int attention_o_fused_supported(int hd, int heads, int kv_heads, const qmm::MatvecArgs &o)
 {

@@ -117,8 +117,8 @@ static void (*pd_pick(int hd, int group, size_t *attn_bytes))(const PdArgs)
         *attn_bytes = ad_layout<HD_, G_>::BYTES;                                                 \
         return pd_kernel_of<HD_, G_>();                                                          \
     }
-    PD_CASE(128, 1) PD_CASE(128, 2) PD_CASE(128, 4) PD_CASE(128, 8)
-    PD_CASE(64, 1) PD_CASE(64, 2) PD_CASE(64, 4) PD_CASE(64, 8)
+    PD_CASE(128, 1) PD_CASE(128, 2) PD_CASE(128, 4) PD_CASE(128, 5) PD_CASE(128, 8)
+    PD_CASE(64, 1) PD_CASE(64, 2) PD_CASE(64, 4) PD_CASE(64, 5) PD_CASE(64, 8)
 #undef PD_CASE
     return nullptr;
 }

@@ -114,7 +114,7 @@ int attention_supported(int hd, int group);
  * over positions 0..p. Grid (kv_heads, max(nsplit, heads/kv_heads)): up to 128 positions one
  * block per query head, beyond that splits of >= 64 rows, merged by the last block of each KV head (partials
  * [heads, nsplit, hd + 2]; counters [kv_heads], zero before the first launch and after every
- * launch). hd 64 or 128, heads/kv_heads in {1, 2, 4, 8}, nsplit in [1, 64]. */
+ * launch). hd 64 or 128, heads/kv_heads in {1, 2, 4, 5, 8}, nsplit in [1, 64]. */
 cudaError_t launch_attention_decode_fused(
     const bf16 *q, const bf16 *k, const bf16 *v,                          /* the new row */
     const bf16 *qw, const bf16 *kw, const float *cos_t, const float *sin_t, float eps, /* norm, RoPE */
@@ -154,7 +154,8 @@ int attention_decode_cluster_splits(int kv_heads, int hd, int group, int sm_coun
  * projection with its residual epilogue (o: a MatvecArgs of the o weight with MV_EPI_RESIDUAL,
  * as the fused decode step's o matvec), in one kernel: clusters of kv_heads CTAs, each CTA one KV
  * head's attention and 32 rows of o over the whole attention output (gathered through
- * distributed shared memory). hd 128, heads = 4 · kv_heads, kv_heads <= 8, groups of 128. */
+ * distributed shared memory). hd 128, heads = 4 · kv_heads, kv_heads <= 8, groups of 128 (other
+ * groups, Qwen3-14B's 5 among them, keep the fused attention and the o matvec). */
 int attention_o_fused_supported(int hd, int heads, int kv_heads, const qmm::MatvecArgs &o);
 cudaError_t launch_attention_o_fused(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *qw,
                                      const bf16 *kw, const float *cos_t, const float *sin_t, float eps,

@@ -368,7 +368,7 @@ static qmm_status check_make(const qmm_llm_config *c, int64_t max_seq, const qmm
     int group = (int)(c->num_heads / c->num_kv_heads);
     if (!attention_supported((int)c->head_dim, group))
         return qmm_fail(QMM_ERR_UNSUPPORTED, "the CUDA attention handles head_dim 64 or 128 with "
-                        "1, 2, 4 or 8 query heads per KV head (got %lld, %d)",
+                        "1, 2, 4, 5 or 8 query heads per KV head (got %lld, %d)",
                         (long long)c->head_dim, group);
     if (o->max_chunk < 0) return qmm_fail(QMM_ERR_ARG, "max_chunk = %lld", (long long)o->max_chunk);
     if (o->offload_weights && o->offload_buffers < 1)
