@@ -41,7 +41,9 @@ static void usage(FILE *f)
             "  each repeat runs in a fresh process; variants alternate; medians are reported\n"
             "  --max-seq sizes every session for N positions (default: prompt + new - 1, the\n"
             "  least; an application sized for the model's context passes that)\n"
-            "  --device cpu times the CPU reference forward instead (split-K does not apply)\n");
+            "  --device cpu times the CPU reference forward instead (split-K does not apply)\n"
+            "  --tp 1,2 runs the tensor-parallel driver, with options of its own (see\n"
+            "  `qmm bench e2e --tp 1,2 --help`)\n");
 }
 
 static int parse_list(const char *s, int64_t *out, int max)

@@ -69,12 +69,22 @@ static int parse_e2e(int argc, char **argv, tpb_args *a)
     a->out_len = 65, a->warmup = 1, a->repeats = 3, a->seed = 1, a->fuse = 1;
     a->link_gbs = TP_LINK_GBS_MEASURED, a->link_us = TP_LINK_US_MEASURED;
     const char *cmd = "bench e2e";
+    /* the single-GPU driver's own options: `qmm bench e2e --help` lists them beside --tp */
+    static const char *const single_gpu[] = {"--no-verify", "--verify", "--profile", "--split-k",
+                                             "--out", "--json", "--device", "--pdl", "--decode",
+                                             "--max-seq"};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (cli_is_help(o)) {
             e2e_usage(stdout);
             return 0;
         }
+        for (size_t j = 0; j < sizeof single_gpu / sizeof single_gpu[0]; j++)
+            if (!strcmp(o, single_gpu[j])) {
+                fprintf(stderr, "qmm %s: %s is not an option with --tp (the tensor-parallel "
+                                "driver's are listed by `qmm bench e2e --tp 1,2 --help`)\n", cmd, o);
+                return EXIT_USAGE;
+            }
         const char *v = cli_value(cmd, argc, argv, &i);
         if (!v) return EXIT_USAGE;
         int ok = 1;

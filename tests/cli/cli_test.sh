@@ -145,6 +145,11 @@ expect "bench e2e --json records --max-seq (cpu)" 0 "" -- \
     "$qmm" bench e2e --model "$tiny" --device cpu --input-len 4 --output-len 3 --warmup 0 \
     --repeats 1 --max-seq 64 --json "$work/e2e_maxseq.json"
 expect "... as \"max_seq\": 64" 0 '"max_seq": 64,' -- cat "$work/e2e_maxseq.json"
+expect "bench e2e --tp names a single-GPU option it does not take" 2 \
+    "--no-verify is not an option with --tp .*--tp 1,2 --help" -- \
+    "$qmm" bench e2e --model "$tiny" --tp 1,2 --no-verify
+expect "bench e2e --help points at the tensor-parallel driver's options" 0 \
+    "options of its own" -- "$qmm" bench e2e --help
 expect "run --decode fused is accepted (cpu)" 0 "generated \(2\)" -- \
     "$qmm" run --model "$tiny" --prompt-ids 1,2 --max-new-tokens 2 --device cpu --decode fused
 expect "chat --decode persistent is accepted (cpu)" 0 "turn 1: fed" -- \
