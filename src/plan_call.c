@@ -302,6 +302,28 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     return QMM_OK;
 }
 
+/* From the wide tile's M on, the 128-token tile's plan where it is one wave of clusters, if the
+ * model prefers it to the 256-token tile's: what the plan takes a token below wgmma_wide_min_m
+ * (k/v at 1 024 tokens: 64 tiles in clusters of 2, 11.8-12.0 µs measured against the dense
+ * path's 12.9-14.3, where 1 023 tokens already ran them; NOTES.md rows 176, 251). Its unsplit
+ * and stream-K schedules stay out: the model is 8-16 % optimistic for long 128-token launches
+ * there (row 176: k at 2 048, q at 1 536). */
+static void wide_or_clusters(const qmm_device_desc *d, int64_t m, int64_t n, int64_t k,
+                             const qmm_cuda_options *o, qmm_plan *w)
+{
+    if (d->wgmma_wide_min_m <= 0 || m < d->wgmma_wide_min_m || w->predicted_us <= 0) return;
+    qmm_device_desc narrow = *d;
+    narrow.wgmma_wide_min_m = 0;
+    qmm_plan c;
+    if (plan_wgmma(&narrow, m, n, k, o, &c) != QMM_OK) {
+        qmm_clear_error();
+        return;
+    }
+    if (c.path == QMM_PATH_WGMMA && qmm_sm90_cluster(c.tile_m, c.split) > 1 && !c.rest_tiles &&
+        c.predicted_us > 0 && c.predicted_us < w->predicted_us * 0.999)
+        *w = c;
+}
+
 /* ---- the call ---- */
 
 qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t k,
@@ -324,6 +346,7 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     int have_w = 0; /* w holds the kernel's plan, to weigh against the dense path */
     if (longp) {
         st = plan_wgmma(d, m, n, k, &o, &w);
+        if (st == QMM_OK) wide_or_clusters(d, m, n, k, &o, &w);
         if (st == QMM_OK && (d->dense_tflops <= 0 || m < d->dense_min_m)) {
             *out = w;
             return QMM_OK;

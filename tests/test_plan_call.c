@@ -285,12 +285,13 @@ static void paired_64(void)
 
 /* Long prompts (NOTES.md row 173): beyond the table's wgmma range (M > wgmma_max_m) AUTO takes
  * the faster predicted of the wgmma kernel's own plan (path WGMMA, split 0: 128-token tiles, 256
- * from wgmma_wide_min_m) and the dense path, the kernel on a tie; dense_force_m, where a table
- * sets it, still says dense. Forced splits of the 256-token tile go through the workspace (no
- * clusters). */
+ * from wgmma_wide_min_m, where the 128-token tile's one wave of clusters is weighed too: row 251)
+ * and the dense path, the kernel on a tie; dense_force_m, where a table sets it, still says
+ * dense. Forced splits of the 256-token tile go through the workspace (no clusters). */
 static void long_prompts(void)
 {
-    qmm_device_desc d = sm90();
+    qmm_device_desc d = sm90(), narrow = d;
+    narrow.wgmma_wide_min_m = 0;
     static const int64_t ms[] = {513, 640, 768, 1000, 1023, 1024, 1536, 2048, 3000, 4096, 8192};
     static const int64_t shapes[][2] = {{2560, 4096}, {2560, 1024}, {4096, 2560},
                                         {2560, 9728}, {9728, 2560}, {2560, 6144}}; /* K, N */
@@ -299,16 +300,20 @@ static void long_prompts(void)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
             const int64_t m = ms[i], k = shapes[s][0], n = shapes[s][1];
-            qmm_plan p, w, dn;
+            qmm_plan p, w, dn, c;
             CHECK_OK(qmm_plan_call(&d, m, n, k, NULL, &p));
             CHECK_OK(qmm_plan_call(&d, m, n, k, &family, &w));
             CHECK_OK(qmm_plan_call(&d, m, n, k, &dense, &dn));
             CHECK(w.predicted_us > 0 && dn.predicted_us > 0);
+            CHECK(w.tile_m == (m < d.wgmma_wide_min_m ? 128 : 256));
+            CHECK_OK(qmm_plan_call(&narrow, m, n, k, &family, &c)); /* the 128-token tile's plan */
+            if (m >= d.wgmma_wide_min_m && c.path == QMM_PATH_WGMMA && c.split > 1 &&
+                !c.workspace_bytes && !c.rest_tiles && c.predicted_us < w.predicted_us * 0.999)
+                w = c; /* one wave of clusters (no workspace): weighed from the wide tile on */
             CHECKF(test_plan_equal(&p, w.predicted_us <= dn.predicted_us ? &w : &dn),
                    "M=%lld N=%lld K=%lld: %s %.1f µs, kernel %.1f, dense %.1f", (long long)m,
                    (long long)n, (long long)k, qmm_path_name(p.path), p.predicted_us, w.predicted_us,
                    dn.predicted_us);
-            CHECK(w.tile_m == (m < d.wgmma_wide_min_m ? 128 : 256));
         }
     /* the shipped table's choices on the Qwen3-4B cells measured in session 30 (NOTES.md row 173,
      * bench/results/2026-12-05-session30/r1-long-prompts/, two passes, µs) */
@@ -329,6 +334,8 @@ static void long_prompts(void)
         {2048, 2560, 9728, QMM_PATH_DENSE, 0},     /* down */
         {2048, 2560, 4096, QMM_PATH_DENSE, 0},     /* o */
         {2048, 1024, 2560, QMM_PATH_DENSE, 0},     /* k */
+        {1024, 1024, 2560, QMM_PATH_WGMMA, 128},   /* k: clusters of 2, as at 1 023 (row 251) */
+        {1025, 1024, 2560, QMM_PATH_DENSE, 0},     /* k: 72 tiles in pairs exceed one wave */
     };
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         qmm_plan p;
