@@ -202,7 +202,19 @@ def auto_plan(m, n, k, th):
     # before the twenty-fifth session (no 256-token tile) ran the table's dense path from 513
     if not RUN["wide_min_m"] and m >= 513:
         return "dense", 0, dense_us(m, n, k, *DENSE), NO_REST
-    p = schedule(m, n, k, "auto")
+    best = kernel_plan(m, n, k, th)
+    if RUN["wide_min_m"] and m >= RUN["wide_min_m"]:  # the 128-token tile's one wave of clusters
+        c = kernel_plan(m, n, k, th, narrow=True)     # (plan_call.c wide_or_clusters, row 251)
+        if c[0] in ("cluster", "alt") and c[3] == NO_REST and 0 < c[2] < best[2] * 0.999:
+            best = ("t128" if c[0] == "cluster" else "t128_alt", c[1], c[2], NO_REST)
+    if m > 512 and best[2] > dense_us(m, n, k, *DENSE):  # the kernel on a tie
+        return "dense", 0, dense_us(m, n, k, *DENSE), NO_REST
+    return best
+
+
+def kernel_plan(m, n, k, th, narrow=False):
+    """plan_wgmma's AUTO plan (narrow: on 128-token tiles at any M) -> as auto_plan."""
+    p = schedule(m, n, k, "auto", narrow=narrow)
     best = ("wgmma_s1" if p[4] == 1 else "streamk", 0, features(p) @ th, NO_REST)
     if p[4] == 0:  # stream-K: unsplit or split-K in clusters where predicted faster, one wave;
         # token tiles from ALT_MIN_TILE on: clusters also in the other block height ("alt")
@@ -212,7 +224,7 @@ def auto_plan(m, n, k, th):
                 [("paired", s) for s in range(2, 9)]:
             if s > k // 128 or (req == "alt" and not both) or (req == "paired" and not paired):
                 continue
-            q = schedule(m, n, k, req, s)
+            q = schedule(m, n, k, req, s, narrow)
             cap = CLUSTER_CTAS[q[0]][s] if s >= 2 else 0  # clusters leave a slot free (row 207)
             if not cap and q[3] > SMS * ROWS[q[0]][2]:
                 continue
@@ -226,8 +238,6 @@ def auto_plan(m, n, k, th):
                 rest = (parts[1][1], parts[1][3] // parts[1][1]) if len(parts) > 1 else NO_REST
                 best = ({"split": "cluster"}.get(req, req), s, t, rest) if s >= 2 else \
                     ("wgmma_s1", 0, t, NO_REST)
-    if m > 512 and best[2] > dense_us(m, n, k, *DENSE):  # the kernel on a tie
-        return "dense", 0, dense_us(m, n, k, *DENSE), NO_REST
     return best
 
 
@@ -295,6 +305,8 @@ def read_cells(path):
             c["auto_rest"] = (int(r.get("plan_rest_tiles") or 0), int(r.get("plan_rest_split") or 0))
         elif r["contender"] == "wgmma":  # the wgmma family's own plan: what it ran
             c["wgmma_ran"] = (r["path"], int(r["split"]), int(r["tile_n"]))
+        elif r["contender"] == "t128":  # the family's plan on 128-token tiles (from wide_min_m)
+            c["t128_ran"] = (r["path"], int(r["split"]), int(r["tile_m"]), int(r["tile_n"]))
         elif r["contender"] in FORCED:  # the mirror plans what the bench ran
             sched = forced_schedule(int(r["m"]), c["n"], c["k"], r["contender"], int(r["split"]))
             tn, wg, _ = ROWS[sched[0]]
@@ -334,10 +346,10 @@ def auto_ran(m, c, ct, s, rest=NO_REST):
         return False
     if ct in ("matvec", "dense"):
         return c["auto"][0] == ct
-    if ct in ("alt", "paired"):
+    if ct in ("alt", "paired", "t128_alt"):
         return False  # evaluate looks its row up by block height
     sched = schedule(m, c["n"], c["k"], "streamk") if ct == "streamk" else \
-        schedule(m, c["n"], c["k"], "split", 1 if ct == "wgmma_s1" else s)
+        schedule(m, c["n"], c["k"], "split", 1 if ct == "wgmma_s1" else s, ct == "t128")
     tn, wg, _ = ROWS[sched[0]]
     path, split = ("streamk", 1) if ct == "streamk" else ("wgmma", 1 if ct == "wgmma_s1" else s)
     if c.get("auto_config") == PAIRED_64 and sched[0] != PAIRED_64:
@@ -369,6 +381,10 @@ def evaluate(path, cells, th, residuals=False):
         same_rest = c.get("auto_rest", NO_REST) == rest
         if auto_ran(m, c, ct, s, rest):  # the auto row itself, as tests/test_perf_fit.c takes it
             t = c["t"][("auto", 0)]
+        elif ct == "t128":  # the "t128" contender, where it ran this schedule
+            tn, wg, _ = ROWS[schedule(m, c["n"], c["k"], "split", s, True)[0]]
+            ok = c.get("t128_ran") == ("wgmma", s, tn, 64 * wg)
+            t = c["t"][("t128", 0)] if ok else float("nan")
         elif ct == "alt":  # no forced contender runs the other block height: the auto row, if it
             # did, else the "wgmma" contender (the wgmma family's own plan, this one)
             rows = 64 * (3 - ROWS[schedule(m, c["n"], c["k"], "split", s)[0]][1])
