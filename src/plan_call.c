@@ -304,8 +304,8 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
 
 /* From the wide tile's M on, the 128-token tile's plan where it is one wave of clusters, if the
  * model prefers it to the 256-token tile's: what the plan takes a token below wgmma_wide_min_m
- * (k/v at 1 024 tokens: 64 tiles in clusters of 2, 11.8-12.0 µs measured against the dense
- * path's 12.9-14.3, where 1 023 tokens already ran them; NOTES.md rows 176, 251). Its unsplit
+ * (N = 1 024 at 1 024 tokens: 64 tiles in clusters of 2 instead of the dense path, on an H100
+ * −19 % for Qwen3-4B's k/v, −17…−28 % at K = 2 048…5 120; NOTES.md rows 176, 251). Its unsplit
  * and stream-K schedules stay out: the model is 8-16 % optimistic for long 128-token launches
  * there (row 176: k at 2 048, q at 1 536). */
 static void wide_or_clusters(const qmm_device_desc *d, int64_t m, int64_t n, int64_t k,
