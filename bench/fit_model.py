@@ -203,10 +203,12 @@ def auto_plan(m, n, k, th):
     if not RUN["wide_min_m"] and m >= 513:
         return "dense", 0, dense_us(m, n, k, *DENSE), NO_REST
     best = kernel_plan(m, n, k, th)
-    if RUN["wide_min_m"] and m >= RUN["wide_min_m"]:  # the 128-token tile's one wave of clusters
-        c = kernel_plan(m, n, k, th, narrow=True)     # (plan_call.c wide_or_clusters, row 251)
-        if c[0] in ("cluster", "alt") and c[3] == NO_REST and 0 < c[2] < best[2] * 0.999:
-            best = ("t128" if c[0] == "cluster" else "t128_alt", c[1], c[2], NO_REST)
+    if RUN["wide_min_m"] and m >= RUN["wide_min_m"]:
+        # the 128-token tile's one wave of clusters of 128-row blocks (plan_call.c
+        # wide_or_clusters, NOTES.md row 251); its 64-row blocks ("alt") are not weighed there
+        c = kernel_plan(m, n, k, th, narrow=True)
+        if c[0] == "cluster" and c[3] == NO_REST and 0 < c[2] < best[2] * 0.999:
+            best = ("t128", c[1], c[2], NO_REST)
     if m > 512 and best[2] > dense_us(m, n, k, *DENSE):  # the kernel on a tie
         return "dense", 0, dense_us(m, n, k, *DENSE), NO_REST
     return best
@@ -346,7 +348,7 @@ def auto_ran(m, c, ct, s, rest=NO_REST):
         return False
     if ct in ("matvec", "dense"):
         return c["auto"][0] == ct
-    if ct in ("alt", "paired", "t128_alt"):
+    if ct in ("alt", "paired"):
         return False  # evaluate looks its row up by block height
     sched = schedule(m, c["n"], c["k"], "streamk") if ct == "streamk" else \
         schedule(m, c["n"], c["k"], "split", 1 if ct == "wgmma_s1" else s, ct == "t128")

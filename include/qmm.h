@@ -259,10 +259,11 @@ typedef struct qmm_device_desc {
     /* the Hopper wgmma kernel (tile rows: tune/sm90.h QMM_SM90_CONFIGS, plan_sm90.c) */
     int wgmma_min_m;      /* AUTO under the device policy takes it for wgmma_min_m <= M <= */
     int wgmma_max_m;      /* wgmma_max_m; wgmma_min_m = 0: never */
-    int wgmma_wide_min_m; /* from this M on the kernel's token tile is 256 (plan_sm90.c); 0: none.
-                           * Beyond wgmma_max_m AUTO under the device policy takes the kernel or
-                           * the dense path, whichever the model predicts faster (unless
-                           * dense_force_m says dense) */
+    int wgmma_wide_min_m; /* from this M on the kernel's token tile is 256 (plan_sm90.c), or the
+                           * 128-token tile's one wave of clusters where predicted faster; 0:
+                           * none. Beyond wgmma_max_m AUTO under the device policy takes the
+                           * kernel or the dense path, whichever the model predicts faster
+                           * (unless dense_force_m says dense) */
     int wgmma_alt_min_tile; /* AUTO also weighs split-K clusters in the other block height (64 <->
                              * 128 weight rows) for token tiles from this size on (32, 64 or 128;
                              * 0: never) */

@@ -125,11 +125,11 @@ static int should_use_wgmma(const qmm_device_desc *d, const qmm_cuda_options *o,
 }
 
 /* AUTO under the device policy beyond the table's wgmma range, where the table does not want
- * dense: the model chooses between the kernel's plan (128-token tiles, 256 from
- * wgmma_wide_min_m) and the dense path. The rules it replaced (dense from 513 tokens; from
- * 1 024 the kernel where its tiles filled 3/4 of their waves) left the kernel's faster plans
- * unused: down at 513-1 024 tokens 7-16 %, o at 640-768 10-16 %, the stacked gate|up at 768
- * 9.5 % (NOTES.md row 173). */
+ * dense: the model chooses between the kernel's plan (128-token tiles; 256 from
+ * wgmma_wide_min_m, or there the 128-token tile's one wave of clusters: wide_or_clusters) and
+ * the dense path. The rules it replaced (dense from 513 tokens; from 1 024 the kernel where its
+ * tiles filled 3/4 of their waves) left the kernel's faster plans unused: down at 513-1 024
+ * tokens 7-16 %, o at 640-768 10-16 %, the stacked gate|up at 768 9.5 % (NOTES.md row 173). */
 static int long_prompt(const qmm_device_desc *d, const qmm_cuda_options *o, int64_t m, int64_t n)
 {
     return o->path == QMM_PATH_AUTO && o->policy == QMM_POLICY_DEVICE && d->wgmma_min_m > 0 &&
@@ -302,12 +302,14 @@ static qmm_status plan_wgmma(const qmm_device_desc *d, int64_t m, int64_t n, int
     return QMM_OK;
 }
 
-/* From the wide tile's M on, the 128-token tile's plan where it is one wave of clusters, if the
- * model prefers it to the 256-token tile's: what the plan takes a token below wgmma_wide_min_m
- * (N = 1 024 at 1 024 tokens: 64 tiles in clusters of 2 instead of the dense path, on an H100
- * −19 % for Qwen3-4B's k/v, −17…−28 % at K = 2 048…5 120; NOTES.md rows 176, 251). Its unsplit
- * and stream-K schedules stay out: the model is 8-16 % optimistic for long 128-token launches
- * there (row 176: k at 2 048, q at 1 536). */
+/* From the wide tile's M on, the 128-token tile's plan where it is one wave of clusters of
+ * 128-row blocks, if the model prefers it to the 256-token tile's: what the plan takes a token
+ * below wgmma_wide_min_m (N = 1 024 at 1 024 tokens: 64 tiles in clusters of 2 instead of the
+ * dense path, on an H100 −19 % for Qwen3-4B's k/v, −17…−28 % at K = 2 048…5 120; NOTES.md rows
+ * 176, 251). Its unsplit and stream-K schedules stay out: the model is 8-16 % optimistic for
+ * long 128-token launches there (row 176: k at 2 048, q at 1 536); so do its 64-row blocks'
+ * clusters, never timed beyond 512 tokens (k/v of a rank at t = 2, N = 512, would take them at
+ * 1 024 tokens by 1.3 %, inside the model's error). */
 static void wide_or_clusters(const qmm_device_desc *d, int64_t m, int64_t n, int64_t k,
                              const qmm_cuda_options *o, qmm_plan *w)
 {
@@ -319,8 +321,8 @@ static void wide_or_clusters(const qmm_device_desc *d, int64_t m, int64_t n, int
         qmm_clear_error();
         return;
     }
-    if (c.path == QMM_PATH_WGMMA && qmm_sm90_cluster(c.tile_m, c.split) > 1 && !c.rest_tiles &&
-        c.predicted_us > 0 && c.predicted_us < w->predicted_us * 0.999)
+    if (c.path == QMM_PATH_WGMMA && c.tile_n == 128 && qmm_sm90_cluster(c.tile_m, c.split) > 1 &&
+        !c.rest_tiles && c.predicted_us > 0 && c.predicted_us < w->predicted_us * 0.999)
         *w = c;
 }
 
@@ -337,7 +339,13 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
     st = check_options(&o);
     if (st != QMM_OK) return st;
-    if (should_use_wgmma(d, &o, m, n)) return plan_wgmma(d, m, n, k, &o, out);
+    if (should_use_wgmma(d, &o, m, n)) {
+        /* a table whose wide tile starts inside its wgmma range weighs the clusters there too */
+        st = plan_wgmma(d, m, n, k, &o, out);
+        if (st == QMM_OK && o.path == QMM_PATH_AUTO && o.policy == QMM_POLICY_DEVICE)
+            wide_or_clusters(d, m, n, k, &o, out);
+        return st;
+    }
     /* a long prompt: the wgmma kernel's plan, against the dense path's below where there is one
      * (the dense path alone where the kernel has no plan: more tiles than a split schedule
      * counts) */

@@ -38,7 +38,8 @@ typedef struct op_case {
     int heads, kv_heads, hd;   /* attention and RoPE */
     int64_t pos;               /* positions already in the cache / token offset */
     int flag;                  /* OP_ADD_RMSNORM: 1 = with the residual add, 2 = an fp32 one;
-                                  OP_MATVEC_FUSED: epilogue */
+                                  OP_MATVEC_FUSED: epilogue; OP_ATTN_O: 2 = a shape the kernel
+                                  must refuse */
     double tol;                /* relative Frobenius error vs the reference; 0 = bitwise */
     int group;                 /* OP_MATMUL, OP_ROWS: the weight's group size (0 = 128) */
 } op_case;

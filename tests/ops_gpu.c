@@ -223,9 +223,17 @@ static const char *gpu_attn_o(op_data *d, int variant)
     dev_tensors dv;
     const char *err = upload_weight_and_tensors(d, &w, &dv);
     if (err) return err;
-    if (!llm_op_attention_o_fused_supported(w, c->heads, c->kv_heads, c->hd)) {
-        snprintf(msg, sizeof msg, OP_SKIP_PREFIX "heads %d/%d, hd %d, n %lld: not the kernel's shapes",
-                 c->heads, c->kv_heads, c->hd, (long long)c->n);
+    /* the kernel's support is a rule on the shapes: a case says which answer it expects (flag
+     * 2: refused), so a shape it should take and refuses fails instead of skipping */
+    const int supported = llm_op_attention_o_fused_supported(w, c->heads, c->kv_heads, c->hd);
+    if (!supported || c->flag == 2) {
+        if (supported)
+            snprintf(msg, sizeof msg, "heads %d/%d, hd %d, n %lld: the kernel takes a shape it must refuse",
+                     c->heads, c->kv_heads, c->hd, (long long)c->n);
+        else
+            snprintf(msg, sizeof msg, "%sheads %d/%d, hd %d, n %lld: %s", c->flag == 2 ? OP_SKIP_PREFIX : "",
+                     c->heads, c->kv_heads, c->hd, (long long)c->n,
+                     c->flag == 2 ? "refused, as it must be" : "the kernel refuses one of its own shapes");
         dev_free(d, &dv);
         qmm_cuda_weight_free(w);
         return msg;
@@ -275,7 +283,9 @@ static const char *gpu_engine(op_data *d, int variant)
     const int most = cluster ? llm_op_attention_decode_cluster_splits(c->kv_heads, c->hd,
                                                                        c->heads / c->kv_heads)
                              : 0;
-    if (cluster && (most == 0 || variant - 100 > most || (variant > 100 && variant - 100 < c->heads / c->kv_heads)))
+    if (cluster && variant > 100 && variant - 100 < c->heads / c->kv_heads)
+        return OP_SKIP_PREFIX "the cluster kernel takes at least as many splits as query heads a KV head";
+    if (cluster && (most == 0 || variant - 100 > most))
         return OP_SKIP_PREFIX "this GPU does not hold the cluster kernel's clusters";
     if (c->op == OP_ATTN_PREFILL && variant >= 3 && !llm_op_attention_prefill_wgmma_supported(c->hd))
         return OP_SKIP_PREFIX "the warpgroup-MMA prefill attention takes hd 128 on sm_90 only";

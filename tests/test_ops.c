@@ -27,6 +27,7 @@
 #define ARGMAX(name, m, vocab, pos) {name, OP_ARGMAX, m, vocab, 0, 0, 0, 0, pos, 0, 0, 0}
 #define MVF(name, m, n, k, epi) {name, OP_MATVEC_FUSED, m, n, k, 0, 0, 0, 0, epi, 1e-2, 0}
 #define ATTN_O(name, heads, kv, pos, n) {name, OP_ATTN_O, 1, n, (heads) * 128, heads, kv, 128, pos, 1, 1e-2, 0}
+#define ATTN_O_REFUSED(name, heads, kv, pos, n) {name, OP_ATTN_O, 1, n, (heads) * 128, heads, kv, 128, pos, 2, 1e-2, 0}
 
 static const op_case cases[] = {
     /* matmul: Qwen3-4B projections at decode and prefill sizes, each tile configuration, ragged
@@ -114,9 +115,9 @@ static const op_case cases[] = {
     ATTN_O("attn+o 32/8 pos0 n2560", 32, 8, 0, 2560), ATTN_O("attn+o 32/8 pos100 n2560", 32, 8, 100, 2560),
     ATTN_O("attn+o 32/8 pos255 n2560", 32, 8, 255, 2560), ATTN_O("attn+o 32/8 pos7 n2600", 32, 8, 7, 2600),
     ATTN_O("attn+o 8/2 pos37 n520", 8, 2, 37, 520),
-    /* 5 query heads a KV head: the kernel refuses it (a skip; the session keeps the fused
-     * attention and the o matvec) */
-    ATTN_O("attn+o 10/2 pos37 n520 (G 5)", 10, 2, 37, 520),
+    /* 5 query heads a KV head: the kernel must refuse it (flag 2: a skip when it does, a failure
+     * when it takes it; the session keeps the fused attention and the o matvec) */
+    ATTN_O_REFUSED("attn+o 10/2 pos37 n520 (G 5)", 10, 2, 37, 520),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

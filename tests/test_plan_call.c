@@ -285,9 +285,10 @@ static void paired_64(void)
 
 /* Long prompts (NOTES.md row 173): beyond the table's wgmma range (M > wgmma_max_m) AUTO takes
  * the faster predicted of the wgmma kernel's own plan (path WGMMA, split 0: 128-token tiles, 256
- * from wgmma_wide_min_m, where the 128-token tile's one wave of clusters is weighed too: row 251)
- * and the dense path, the kernel on a tie; dense_force_m, where a table sets it, still says
- * dense. Forced splits of the 256-token tile go through the workspace (no clusters). */
+ * from wgmma_wide_min_m, where the 128-token tile's one wave of clusters of 128-row blocks is
+ * weighed too: rows 251, 254) and the dense path, the kernel on a tie; dense_force_m, where a
+ * table sets it, still says dense. Forced splits of the 256-token tile go through the workspace
+ * (no clusters). */
 static void long_prompts(void)
 {
     qmm_device_desc d = sm90(), narrow = d;
@@ -307,9 +308,11 @@ static void long_prompts(void)
             CHECK(w.predicted_us > 0 && dn.predicted_us > 0);
             CHECK(w.tile_m == (m < d.wgmma_wide_min_m ? 128 : 256));
             CHECK_OK(qmm_plan_call(&narrow, m, n, k, &family, &c)); /* the 128-token tile's plan */
-            if (m >= d.wgmma_wide_min_m && c.path == QMM_PATH_WGMMA && c.split > 1 &&
-                !c.workspace_bytes && !c.rest_tiles && c.predicted_us < w.predicted_us * 0.999)
-                w = c; /* one wave of clusters (no workspace): weighed from the wide tile on */
+            if (m >= d.wgmma_wide_min_m && c.path == QMM_PATH_WGMMA && c.tile_n == 128 &&
+                c.split > 1 && !c.workspace_bytes && !c.rest_tiles &&
+                c.predicted_us < w.predicted_us * 0.999)
+                w = c; /* one wave of clusters of 128-row blocks (no workspace): weighed from the
+                        * wide tile on */
             CHECKF(test_plan_equal(&p, w.predicted_us <= dn.predicted_us ? &w : &dn),
                    "M=%lld N=%lld K=%lld: %s %.1f µs, kernel %.1f, dense %.1f", (long long)m,
                    (long long)n, (long long)k, qmm_path_name(p.path), p.predicted_us, w.predicted_us,
@@ -336,6 +339,8 @@ static void long_prompts(void)
         {2048, 1024, 2560, QMM_PATH_DENSE, 0},     /* k */
         {1024, 1024, 2560, QMM_PATH_WGMMA, 128},   /* k: clusters of 2, as at 1 023 (row 251) */
         {1025, 1024, 2560, QMM_PATH_DENSE, 0},     /* k: 72 tiles in pairs exceed one wave */
+        {1024, 512, 2560, QMM_PATH_DENSE, 0},      /* k of a rank at t = 2: not the 64-row
+                                                    * blocks' clusters, untimed there */
     };
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         qmm_plan p;
@@ -373,6 +378,32 @@ static void long_prompts(void)
     d.dense_tflops = 0;
     CHECK_OK(qmm_plan_call(&d, 2048, 2560, 9728, NULL, &f));
     CHECK(f.path == QMM_PATH_WGMMA || f.path == QMM_PATH_STREAMK);
+    /* a table whose wide tile starts inside its wgmma range (256 <= wgmma_max_m) weighs the
+     * 128-token tile's clusters there too: AUTO is the family's plan or those clusters, the
+     * faster predicted (q and o at 256 tokens, o and down at 384 take clusters of 2 of 128-token
+     * tiles, predicted 13.3-36.1 µs against the 256-token tile's 23.2-49.5) */
+    d = sm90();
+    d.wgmma_wide_min_m = 256;
+    qmm_device_desc narrow_d = d;
+    narrow_d.wgmma_wide_min_m = 0;
+    int took_clusters = 0;
+    static const int64_t in_range[] = {256, 384, 512};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t i = 0; i < sizeof in_range / sizeof in_range[0]; i++) {
+            const int64_t m = in_range[i], k = shapes[s][0], n = shapes[s][1];
+            qmm_plan p, w, c;
+            CHECK_OK(qmm_plan_call(&d, m, n, k, NULL, &p));
+            CHECK_OK(qmm_plan_call(&d, m, n, k, &family, &w));
+            CHECK(w.tile_m == 256);
+            CHECK_OK(qmm_plan_call(&narrow_d, m, n, k, &family, &c));
+            const int clusters = c.path == QMM_PATH_WGMMA && c.tile_n == 128 && c.split > 1 &&
+                                 !c.workspace_bytes && !c.rest_tiles &&
+                                 c.predicted_us < w.predicted_us * 0.999;
+            took_clusters += clusters;
+            CHECKF(test_plan_equal(&p, clusters ? &c : &w), "wide from 256, M=%lld N=%lld K=%lld: %s %dx%d split %d",
+                   (long long)m, (long long)n, (long long)k, qmm_path_name(p.path), p.tile_m, p.tile_n, p.split);
+        }
+    CHECK(took_clusters > 0);
 }
 
 /* The plan is complete: configuration, stages and workspace are what the kernels will use. */

@@ -85,7 +85,10 @@ static int parse_e2e(int argc, char **argv, tpb_args *a)
                                 "driver's are listed by `qmm bench e2e --tp 1,2 --help`)\n", cmd, o);
                 return EXIT_USAGE;
             }
-        const char *v = cli_value(cmd, argc, argv, &i);
+        static const char *const known[] = {"--model",   "--csv",  "--input-len", "--output-len",
+                                            "--warmup",  "--repeats", "--seed",   "--link-gbs",
+                                            "--link-us", "--fuse",    NULL};
+        const char *v = cli_known_value(cmd, known, argc, argv, &i); /* unknown before "needs a value" */
         if (!v) return EXIT_USAGE;
         int ok = 1;
         if (!strcmp(o, "--model")) a->model = v;
@@ -274,7 +277,8 @@ int bench_allreduce_main(int argc, char **argv)
             ar_usage(stdout);
             return 0;
         }
-        const char *o = argv[i], *v = cli_value("bench allreduce", argc, argv, &i);
+        static const char *const known[] = {"--csv", "--repeats", NULL};
+        const char *o = argv[i], *v = cli_known_value("bench allreduce", known, argc, argv, &i);
         if (!v) return EXIT_USAGE;
         if (!strcmp(o, "--csv")) csv = v;
         else if (!strcmp(o, "--repeats")) {

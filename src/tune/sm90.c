@@ -71,9 +71,10 @@ static qmm_device_desc sm90(void)
      * 37.6 / 65.4 and cuBLAS's 28.6 / 58.4; gate at 2 048 147.5 against 169.9 and 154.9). 512
      * tokens stay with the 128-token tile: 256 lost there on q, k, o (2 token tiles). Beyond
      * wgmma_max_m AUTO takes the kernel's plan or the dense path, whichever the model predicts
-     * faster (plan_call.c, long_prompt; NOTES.md row 173). 128-token tiles from 1 024 tokens
-     * are not weighed: the model was 8-16 % optimistic for them there (k at 2 048 20.0 µs
-     * measured, 17.5 predicted; q at 1 536 55.7-59.7 against 51.4; row 176) */
+     * faster (plan_call.c, long_prompt; NOTES.md row 173). From 1 024 tokens the 128-token
+     * tile is weighed only as one wave of clusters of 128-row blocks (row 251: k/v at 1 024
+     * tokens), not unsplit or stream-K: the model was 8-16 % optimistic for those there (k at
+     * 2 048 20.0 µs measured, 17.5 predicted; q at 1 536 55.7-59.7 against 51.4; row 176) */
     d.wgmma_wide_min_m = 1024;
     /* clusters in the other block height from the 64-token tiles on (NOTES.md rows 112, 114);
      * the 32-token tile's 128-row row (row 204) was measured on an H100 only, which takes it

@@ -148,6 +148,9 @@ expect "... as \"max_seq\": 64" 0 '"max_seq": 64,' -- cat "$work/e2e_maxseq.json
 expect "bench e2e --tp names a single-GPU option it does not take" 2 \
     "--no-verify is not an option with --tp .*--tp 1,2 --help" -- \
     "$qmm" bench e2e --model "$tiny" --tp 1,2 --no-verify
+expect "bench e2e --tp: an unknown option is named so (not as one that needs a value)" 2 \
+    "unknown option --bogus" -- "$qmm" bench e2e --model "$tiny" --tp 1,2 --bogus
+expect "bench allreduce: the same" 2 "unknown option --bogus" -- "$qmm" bench allreduce --tp 2 --bogus
 expect "bench e2e --help points at the tensor-parallel driver's options" 0 \
     "options of its own" -- "$qmm" bench e2e --help
 expect "run --decode fused is accepted (cpu)" 0 "generated \(2\)" -- \
