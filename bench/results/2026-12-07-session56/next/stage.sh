@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds devbin/s79.tar.xz, the archive of this folder's three command lists, from the
-# repository root at the commit it is run on (b4c5a75 or later with the same library):
+# Builds devbin/s79.tar.xz, the archive of this folder's four command lists, from the
+# repository root, of the commit it is run on (HEAD):
 #   s79/      qmm, mv_shapes, sm90_trace, test_ops, gpu_tp_fused, gpu_tp of that commit (Ninja,
 #             Release, in build/);
 #   s79/h2/   qmm of the same tree with the H200 table's wgmma_rest_min_tile = 128 (the tiles-aside
@@ -18,8 +18,12 @@ cd "$root"
 [ -f build/build.ninja ] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C build qmm mv_shapes sm90_trace test_ops gpu_tp_fused gpu_tp
 h2=/tmp/s79-h2
-if [ ! -d "$h2" ]; then
-    git worktree add --detach "$h2" HEAD >/dev/null
+rev=$(git rev-parse HEAD)
+if [ -d "$h2" ]; then
+    git -C "$h2" checkout -q -f --detach "$rev" # the worktree of an earlier run, at this commit
+else
+    git worktree prune
+    git worktree add -q --detach "$h2" "$rev"
 fi
 tune="$h2/src/tune/sm90.c"
 grep -q '^    d.wgmma_rest_min_tile = 0;$' "$tune" && sed -i 's/^    d.wgmma_rest_min_tile = 0;$/    d.wgmma_rest_min_tile = 128;/' "$tune"
