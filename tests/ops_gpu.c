@@ -226,14 +226,13 @@ static const char *gpu_attn_o(op_data *d, int variant)
     /* the kernel's support is a rule on the shapes: a case says which answer it expects (flag
      * 2: refused), so a shape it should take and refuses fails instead of skipping */
     const int supported = llm_op_attention_o_fused_supported(w, c->heads, c->kv_heads, c->hd);
-    if (!supported || c->flag == 2) {
-        if (supported)
-            snprintf(msg, sizeof msg, "heads %d/%d, hd %d, n %lld: the kernel takes a shape it must refuse",
-                     c->heads, c->kv_heads, c->hd, (long long)c->n);
-        else
-            snprintf(msg, sizeof msg, "%sheads %d/%d, hd %d, n %lld: %s", c->flag == 2 ? OP_SKIP_PREFIX : "",
-                     c->heads, c->kv_heads, c->hd, (long long)c->n,
-                     c->flag == 2 ? "refused, as it must be" : "the kernel refuses one of its own shapes");
+    const int must_refuse = c->flag == 2;
+    if (!supported || must_refuse) {
+        const char *what = !must_refuse ? "the kernel refuses one of its own shapes"
+                           : supported  ? "the kernel takes a shape it must refuse"
+                                        : "refused, as it must be";
+        snprintf(msg, sizeof msg, "%sheads %d/%d, hd %d, n %lld: %s", must_refuse && !supported ? OP_SKIP_PREFIX : "",
+                 c->heads, c->kv_heads, c->hd, (long long)c->n, what);
         dev_free(d, &dv);
         qmm_cuda_weight_free(w);
         return msg;
