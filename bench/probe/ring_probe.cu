@@ -16,6 +16,10 @@
  *             codes and scale|bias, and release it on its empty barrier; sources L2-resident
  *   ring-hbm  as ring, each k-block's codes a fresh 8 KB piece of a large buffer (HBM, with the
  *             kernel's evict-first hint), as the kernel's weights
+ *   lock      as fixed, the two consumer warpgroups meeting at a named barrier before each
+ *             k-block's conversion (the lockstep one full barrier imposes, without copies)
+ *   ring-w    as ring, but only the codes and scale|bias are copied a stage (8.5 KB); every slot's
+ *             B written once at the start
  * with STAGES slots and, at N = 128, the kernel's pipe (two fragment buffers, one k-block's
  * wgmmas in flight, the stage released a k-block late) or drain (wait 0, one buffer; the
  * kernel's 256-token loop).
@@ -52,8 +56,8 @@
 namespace {
 using namespace qmm;
 
-enum { FIXED = 0, LAND = 1, RING = 2, RING_HBM = 3 };
-const char *const mode_names[4] = {"fixed", "land", "ring", "ring-hbm"};
+enum { FIXED = 0, LAND = 1, RING = 2, RING_HBM = 3, LOCK = 4, RING_W = 5 };
+const char *const mode_names[6] = {"fixed", "land", "ring", "ring-hbm", "lock", "ring-w"};
 constexpr int W_BYTES = 8192, SB_BYTES = 512; /* 128 rows: the kernel's WG = 2 stage */
 template <int N> struct Stage {
     static constexpr int B = N * 256; /* two 64-wide k boxes of N rows, TMA's 128-byte swizzle */
@@ -87,21 +91,26 @@ __global__ void __launch_bounds__(384, 1)
         for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 8);
         mbar_fence_init();
     }
-    if (MODE == FIXED || MODE == LAND) { /* stage 0 holds the operands for the whole launch */
+    if (MODE == FIXED || MODE == LAND || MODE == LOCK) { /* stage 0 holds the operands for the whole launch */
         for (int i = tid; i < S::TX / 16; i += blockDim.x) ((uint4 *)smem)[i] = ((const uint4 *)img)[i];
         fence_proxy_async_shared(); /* generic stores before the wgmmas' async-proxy reads */
+    }
+    if (MODE == RING_W) { /* every slot's B, once */
+        for (int s = 0; s < STAGES; s++)
+            for (int i = tid; i < S::B / 16; i += blockDim.x) ((uint4 *)(smem + s * S::BYTES))[i] = ((const uint4 *)img)[i];
+        fence_proxy_async_shared();
     }
     __syncthreads();
     const int wg = __shfl_sync(0xFFFFFFFFu, tid / 128, 0);
 
     if (wg == 0) { /* ---- producer: lane 0 of warp 0 issues every copy ---- */
         regs_dealloc<40>();
-        if (tid != 0 || MODE == FIXED) return;
+        if (tid != 0 || MODE == FIXED || MODE == LOCK) return;
         const uint64_t pol = policy_evict_first();
         auto copy_stage = [&](int slot, int j) {
             uint8_t *st = smem + slot * S::BYTES;
-            mbar_arrive_expect_tx(&full[slot], S::TX);
-            bulk_copy_plain(st, img, S::B, &full[slot]);
+            mbar_arrive_expect_tx(&full[slot], MODE == RING_W ? S::TX - S::B : S::TX);
+            if (MODE != RING_W) bulk_copy_plain(st, img, S::B, &full[slot]);
             if (MODE == RING_HBM)
                 bulk_copy(st + S::B, wbig + (((long long)blockIdx.x * iters + j) % nbig) * W_BYTES, W_BYTES,
                           &full[slot], pol);
@@ -138,12 +147,14 @@ __global__ void __launch_bounds__(384, 1)
     for (int i = 0; i < N / 2; i++) acc[i] = 0.f;
     uint32_t fa[8][4], fb[8][4];
     /* the slot k-block j reads, and the slot whose empty barrier its end releases */
-    auto read_slot = [&](int j) { return MODE == FIXED || MODE == LAND ? 0 : j % STAGES; };
+    constexpr bool RINGED = MODE == RING || MODE == RING_HBM || MODE == RING_W, RELEASES = MODE != FIXED && MODE != LOCK;
+    auto read_slot = [&](int j) { return RINGED ? j % STAGES : 0; };
     auto free_slot = [&](int j) { return MODE == LAND ? 1 + j % (STAGES > 1 ? STAGES - 1 : 1) : j % STAGES; };
     /* the kernel's prepare(): wait for the stage, build the eight k16 A fragments */
     auto prepare = [&](uint32_t (&f)[8][4], int j) {
         const int s = read_slot(j);
-        if (MODE == RING || MODE == RING_HBM) mbar_spin(&full[s], (j / STAGES) & 1);
+        if (RINGED) mbar_spin(&full[s], (j / STAGES) & 1);
+        if (MODE == LOCK) named_barrier(2, 256);
         const uint8_t *st = smem + s * S::BYTES;
         const uint32_t *wt = (const uint32_t *)(st + S::B) + (c * 4 + warp) * 256;
         const uint32_t *sbt = (const uint32_t *)(st + S::B + W_BYTES) + c * 64 + warp * 16;
@@ -179,7 +190,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                 for (int i = 0; i < 4; i++) fence_reg(nxt[kk][i]);
             __syncwarp();
-            if (pending >= 0 && MODE != FIXED && lane == 0) mbar_arrive(&empty[free_slot(pending)]);
+            if (pending >= 0 && RELEASES && lane == 0) mbar_arrive(&empty[free_slot(pending)]);
             pending = j;
             if (j + 1 < iters) prepare(nxt, j + 1);
             return;
@@ -192,7 +203,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
             for (int i = 0; i < 4; i++) fence_reg(cur[kk][i]);
         __syncwarp();
-        if (MODE != FIXED && lane == 0) mbar_arrive(&empty[free_slot(j)]);
+        if (RELEASES && lane == 0) mbar_arrive(&empty[free_slot(j)]);
         if (j + 1 < iters) prepare(cur, j + 1);
     };
 
@@ -208,7 +219,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int i = 0; i < N / 2; i++) fence_reg(acc[i]);
         __syncwarp();
-        if (MODE != FIXED && lane == 0) mbar_arrive(&empty[free_slot(pending)]);
+        if (RELEASES && lane == 0) mbar_arrive(&empty[free_slot(pending)]);
     }
     const long long t1 = clock64();
     if (ct == 0) times[blockIdx.x * 2 + c] = (unsigned long long)(t1 - t0);
@@ -233,11 +244,12 @@ struct Cfg {
 #define CFG(M, N, ST, P) {M, N, ST, P, ring_kernel<N, ST, M, P>, ST * Stage<N>::BYTES + 1024 + 2 * ST * 8}
 const Cfg cfgs[] = {
     /* 128 tokens: the kernel's loop (pipe, 5 stages), then the ring's depth and the drain */
-    CFG(FIXED, 128, 1, true), CFG(FIXED, 128, 1, false), CFG(LAND, 128, 5, true), CFG(LAND, 128, 5, false),
+    CFG(FIXED, 128, 1, true), CFG(FIXED, 128, 1, false), CFG(LOCK, 128, 1, true), CFG(LAND, 128, 5, true),
+    CFG(LAND, 128, 5, false), CFG(RING_W, 128, 5, true),
     CFG(RING, 128, 5, true), CFG(RING, 128, 4, true), CFG(RING, 128, 3, true), CFG(RING, 128, 5, false),
     CFG(RING_HBM, 128, 5, true), CFG(RING_HBM, 128, 4, true), CFG(RING_HBM, 128, 5, false),
     /* 256 tokens: the kernel's loop (drain, 3 stages) */
-    CFG(FIXED, 256, 1, false), CFG(LAND, 256, 3, false), CFG(RING, 256, 3, false), CFG(RING, 256, 2, false),
+    CFG(FIXED, 256, 1, false), CFG(LOCK, 256, 1, false), CFG(LAND, 256, 3, false), CFG(RING_W, 256, 3, false), CFG(RING, 256, 3, false), CFG(RING, 256, 2, false),
     CFG(RING_HBM, 256, 3, false)};
 
 double median(std::vector<double> v)
