@@ -26,7 +26,7 @@
  * Timing (clock64, thread 0 of each consumer warpgroup, first wait to last drain) divided by
  * ITER; the SM clock from clock64 against %globaltimer; medians over every CTA's warpgroups of
  * REPS launches after one warm-up. Before timing, every configuration runs ITER = 3 on one CTA
- * with exact data (the products and sums exact in fp32) against the CPU.
+ * with exact data (w4_probe_data.h) against the CPU.
  *
  *   ring_probe [ITER [REPS]]           defaults 200 and 5 (build: ninja -C build ring_probe)
  *   stdout: '#' lines (device, checks, clock), then
@@ -43,6 +43,7 @@
 
 #include "cuda/common.cuh" /* dequant_pair, codes_magic: the kernel's conversion */
 #include "cuda/hopper.cuh" /* mbarriers, bulk copies, wgmma fence/commit/wait, WgmmaRS<N>, desc_k128b */
+#include "w4_probe_data.h"
 
 #define PCK(x)                                                                                       \
     do {                                                                                             \
@@ -249,23 +250,8 @@ const Cfg cfgs[] = {
     CFG(RING, 128, 5, true), CFG(RING, 128, 4, true), CFG(RING, 128, 3, true), CFG(RING, 128, 5, false),
     CFG(RING_HBM, 128, 5, true), CFG(RING_HBM, 128, 4, true), CFG(RING_HBM, 128, 5, false),
     /* 256 tokens: the kernel's loop (drain, 3 stages) */
-    CFG(FIXED, 256, 1, false), CFG(LOCK, 256, 1, false), CFG(LAND, 256, 3, false), CFG(RING_W, 256, 3, false), CFG(RING, 256, 3, false), CFG(RING, 256, 2, false),
-    CFG(RING_HBM, 256, 3, false)};
-
-double median(std::vector<double> v)
-{
-    if (v.empty()) return NAN;
-    std::sort(v.begin(), v.end());
-    const size_t h = v.size() / 2;
-    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
-uint16_t bf16_bits(float x) /* x exactly representable in bf16 */
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return (uint16_t)(u >> 16);
-}
+    CFG(FIXED, 256, 1, false), CFG(LOCK, 256, 1, false), CFG(LAND, 256, 3, false), CFG(RING_W, 256, 3, false),
+    CFG(RING, 256, 3, false), CFG(RING, 256, 2, false), CFG(RING_HBM, 256, 3, false)};
 
 } // namespace
 
@@ -287,48 +273,15 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    /* Exact data (as wgmma_issue's): codes 0…15, scales 0.5/1/2, biases -8/-4/0/2, activations
-     * multiples of 0.5 in [-2, 2]; three k-blocks' sums are multiples of 0.25 below 2^15. */
-    const int ROWS = 128, K = 128, NMAX = 256;
-    std::vector<int> code(ROWS * K);
-    std::vector<float> scale(ROWS), bias(ROWS), wa(ROWS * K), act(NMAX * K);
-    uint32_t seed = 12345u;
-    auto rnd = [&]() { return seed = seed * 1664525u + 1013904223u, (int)(seed >> 8); };
-    const float scales[3] = {0.5f, 1.f, 2.f}, biases[4] = {-8.f, -4.f, 0.f, 2.f};
-    for (int r = 0; r < ROWS; r++) scale[r] = scales[rnd() % 3], bias[r] = biases[rnd() % 4];
-    for (int r = 0; r < ROWS; r++)
-        for (int k = 0; k < K; k++) code[r * K + k] = rnd() % 16, wa[r * K + k] = code[r * K + k] * scale[r] + bias[r];
-    for (auto &x : act) x = 0.5f * (float)(rnd() % 9 - 4);
-    /* the stage's codes (the kernel's layout: warp tile r / 16 at word 256·(r / 16), row r % 16 at
-     * 16·(r % 16), thread t4's four words at 4·t4; word jj's byte kp, nibble h: k = 16·(2·jj + kp)
-     * + 2·t4 + 8·h, bits 16 higher k + 1) and scale|bias words, a row each */
-    std::vector<uint32_t> packed(ROWS * 16, 0u), sbw(ROWS);
-    for (int r = 0; r < ROWS; r++) {
-        for (int t4 = 0; t4 < 4; t4++)
-            for (int jj = 0; jj < 4; jj++) {
-                uint32_t w = 0;
-                for (int kp = 0; kp < 2; kp++)
-                    for (int h = 0; h < 2; h++) {
-                        const int k = 16 * (2 * jj + kp) + 2 * t4 + 8 * h, sh = 8 * kp + 4 * h;
-                        w |= (uint32_t)code[r * K + k] << sh;
-                        w |= (uint32_t)code[r * K + k + 1] << (sh + 16);
-                    }
-                packed[(r / 16) * 256 + 16 * (r % 16) + 4 * t4 + jj] = w;
-            }
-        sbw[r] = bf16_bits(scale[r]) | (uint32_t)bf16_bits(bias[r]) << 16;
-    }
-    /* a stage image for N tokens: B (element (n, k) at box k / 64 of N·128 bytes, row n, chunk
-     * (k % 64) / 8 ^ (n % 8)), then the codes, then the scale|bias words */
+    const ProbeData data; /* w4_probe_data.h: exact products and sums */
+    const int NMAX = ProbeData::NMAX;
+    /* a stage image for N tokens: B, then the codes, then the scale|bias words */
     auto stage_image = [&](int n_tok) {
         std::vector<uint8_t> img((size_t)n_tok * 256 + W_BYTES + SB_BYTES);
-        for (int n = 0; n < n_tok; n++)
-            for (int k = 0; k < K; k++) {
-                const size_t byte = (size_t)(k / 64) * n_tok * 128 + n * 128 + ((((k % 64) / 8) ^ (n % 8)) * 16) + (k % 8) * 2;
-                const uint16_t v = bf16_bits(act[n * K + k]);
-                memcpy(&img[byte], &v, 2);
-            }
-        memcpy(&img[(size_t)n_tok * 256], packed.data(), W_BYTES);
-        memcpy(&img[(size_t)n_tok * 256 + W_BYTES], sbw.data(), SB_BYTES);
+        const std::vector<uint16_t> b = data.b_image(n_tok);
+        memcpy(img.data(), b.data(), b.size() * 2);
+        memcpy(&img[(size_t)n_tok * 256], data.packed.data(), W_BYTES);
+        memcpy(&img[(size_t)n_tok * 256 + W_BYTES], data.sbw.data(), SB_BYTES);
         return img;
     };
 
@@ -342,7 +295,7 @@ int main(int argc, char **argv)
     PCK(cudaMalloc(&d_out, 256 * (NMAX / 2) * sizeof(float)));
     PCK(cudaMalloc(&d_times, (size_t)sms * 2 * sizeof(unsigned long long)));
     PCK(cudaMalloc(&d_clocks, (size_t)sms * CLK_SLOTS * sizeof(unsigned long long)));
-    PCK(cudaMemcpy(d_big, packed.data(), W_BYTES, cudaMemcpyHostToDevice));
+    PCK(cudaMemcpy(d_big, data.packed.data(), W_BYTES, cudaMemcpyHostToDevice));
     for (long long have = 1; have < nbig; have *= 2) /* doubling copies of the first piece */
         PCK(cudaMemcpy(d_big + have * W_BYTES, d_big, (size_t)std::min(have, nbig - have) * W_BYTES,
                        cudaMemcpyDeviceToDevice));
@@ -363,12 +316,10 @@ int main(int argc, char **argv)
         int bad = 0;
         double max_err = 0;
         for (int t = 0; t < 256; t++) {
-            const int wg = t / 128, warp = (t % 128) / 32, lane = t % 32, g = lane / 4, t4 = lane % 4;
-            for (int i = 0; i < c.n / 2; i++) { /* accumulator i: token 8·(i/4) + 2·t4 + i%2, row g (+8 for i%4 >= 2) */
-                const int e = i % 4, row = 64 * wg + 16 * warp + g + (e >= 2 ? 8 : 0), tok = 8 * (i / 4) + 2 * t4 + (e & 1);
-                double ref = 0;
-                for (int k = 0; k < K; k++) ref += (double)wa[row * K + k] * act[tok * K + k];
-                const double err = fabs(out[t * (c.n / 2) + i] - 3 * ref);
+            for (int i = 0; i < c.n / 2; i++) {
+                int row, tok;
+                ProbeData::acc_place(t, i, &row, &tok);
+                const double err = fabs(out[t * (c.n / 2) + i] - 3 * data.dot(row, tok));
                 if (!(err <= 1e-3)) bad++;
                 if (!(err <= max_err)) max_err = err; /* NaN counts */
             }
@@ -403,14 +354,14 @@ int main(int argc, char **argv)
                 if (k[3] > k[2]) ghz.push_back((double)(k[1] - k[0]) / (double)(k[3] - k[2]));
             }
         }
-        const double cyc = median(tot), clk = median(ghz);
+        const double cyc = probe_median(tot), clk = probe_median(ghz);
         all_ghz.push_back(clk);
         printf("%s,%d,%d,%s,%.1f,%.1f\n", mode_names[c.mode], c.n, c.stages, c.pipe ? "pipe" : "drain", cyc, cyc / clk);
         fflush(stdout);
     }
     std::sort(all_ghz.begin(), all_ghz.end());
     printf("# SM clock (clock64 / globaltimer, median over CTAs): %.3f GHz (configurations' range %.3f-%.3f)\n",
-           median(all_ghz), all_ghz.front(), all_ghz.back());
+           probe_median(all_ghz), all_ghz.front(), all_ghz.back());
     printf("# tensor bound: %d cycles a k-block at N = 128, %d at N = 256 (two warpgroups, 1 024 FMA a cycle a "
            "sub-partition's share: 128 rows x N x 128 k / 2 048)\n", 128 * 128 * 128 / 2048, 128 * 256 * 128 / 2048);
     cudaFree(d_img), cudaFree(d_big), cudaFree(d_out), cudaFree(d_times), cudaFree(d_clocks);

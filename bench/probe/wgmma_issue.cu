@@ -43,6 +43,7 @@
 
 #include "cuda/common.cuh" /* dequant_pair, codes_magic: the kernel's conversion (sm90_convert) */
 #include "cuda/hopper.cuh" /* wgmma fence/commit/wait, desc_k128b, named_barrier, WgmmaRS<N>, lds128 */
+#include "w4_probe_data.h"
 
 #define PCK(x)                                                                                       \
     do {                                                                                             \
@@ -320,21 +321,6 @@ void variant_name(const Cfg &c, char *buf, size_t len)
     else snprintf(buf, len, "%s", base);
 }
 
-double median(std::vector<double> v)
-{
-    if (v.empty()) return NAN;
-    std::sort(v.begin(), v.end());
-    const size_t h = v.size() / 2;
-    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
-uint16_t bf16_bits(float x) /* x exactly representable in bf16 */
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return (uint16_t)(u >> 16);
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -355,36 +341,9 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    /* Data with exact products and sums: codes 0…15, scales 0.5/1/2, biases -8/-4/0/2 (weights
-     * in [-8, 32], exact in bf16), activations multiples of 0.5 in [-2, 2]; a dot product over
-     * 128 k is a multiple of 0.25 below 2^13 in magnitude, exact in fp32. */
-    const int ROWS = 128, K = 128, NMAX = 256;
-    std::vector<int> code(ROWS * K);
-    std::vector<float> scale(ROWS), bias(ROWS), wa(ROWS * K), act(NMAX * K);
-    uint32_t seed = 12345u;
-    auto rnd = [&]() { return seed = seed * 1664525u + 1013904223u, (int)(seed >> 8); };
-    const float scales[3] = {0.5f, 1.f, 2.f}, biases[4] = {-8.f, -4.f, 0.f, 2.f};
-    for (int r = 0; r < ROWS; r++) scale[r] = scales[rnd() % 3], bias[r] = biases[rnd() % 4];
-    for (int r = 0; r < ROWS; r++)
-        for (int k = 0; k < K; k++) code[r * K + k] = rnd() % 16, wa[r * K + k] = code[r * K + k] * scale[r] + bias[r];
-    for (auto &x : act) x = 0.5f * (float)(rnd() % 9 - 4);
-    /* the packed words: row r = 64·wg + 16·w + rr, thread t4's word jj holds steps kk = 2·jj + kp;
-     * bits 8·kp + 4·h hold k = 16·kk + 2·t4 + 8·h, bits 16 higher k + 1 (dequant_pair's pairs) */
-    std::vector<uint32_t> packed(ROWS * 16, 0u), sbw(ROWS);
-    for (int r = 0; r < ROWS; r++) {
-        for (int t4 = 0; t4 < 4; t4++)
-            for (int jj = 0; jj < 4; jj++) {
-                uint32_t w = 0;
-                for (int kp = 0; kp < 2; kp++)
-                    for (int h = 0; h < 2; h++) {
-                        const int kk = 2 * jj + kp, k = 16 * kk + 2 * t4 + 8 * h, sh = 8 * kp + 4 * h;
-                        w |= (uint32_t)code[r * K + k] << sh;
-                        w |= (uint32_t)code[r * K + k + 1] << (sh + 16);
-                    }
-                packed[(r / 16) * 256 + 16 * (r % 16) + 4 * t4 + jj] = w;
-            }
-        sbw[r] = bf16_bits(scale[r]) | (uint32_t)bf16_bits(bias[r]) << 16;
-    }
+    const ProbeData data; /* w4_probe_data.h: exact products and sums */
+    const int NMAX = ProbeData::NMAX;
+    const std::vector<uint32_t> &packed = data.packed, &sbw = data.sbw;
 
     uint32_t *d_packed, *d_sb;
     uint4 *d_b;
@@ -403,12 +362,7 @@ int main(int argc, char **argv)
     /* B's shared-memory image for N tokens: element (n, k) at box k / 64 (N·128 bytes each), row
      * n, chunk (k % 64) / 8 ^ (n % 8), 2·(k % 8) into the chunk: TMA's 128-byte swizzle */
     auto upload_b = [&](int n_tok) {
-        std::vector<uint16_t> img((size_t)n_tok * K);
-        for (int n = 0; n < n_tok; n++)
-            for (int k = 0; k < K; k++) {
-                const size_t byte = (size_t)(k / 64) * n_tok * 128 + n * 128 + ((((k % 64) / 8) ^ (n % 8)) * 16) + (k % 8) * 2;
-                img[byte / 2] = bf16_bits(act[n * K + k]);
-            }
+        const std::vector<uint16_t> img = data.b_image(n_tok);
         PCK(cudaMemcpy(d_b, img.data(), img.size() * 2, cudaMemcpyHostToDevice));
     };
 
@@ -426,12 +380,10 @@ int main(int argc, char **argv)
             double max_err = 0;
             int bad = 0;
             for (int t = 0; t < 128 * wgs; t++) {
-                const int wg = t / 128, warp = (t % 128) / 32, lane = t % 32, g = lane / 4, t4 = lane % 4;
-                for (int i = 0; i < c.n / 2; i++) { /* accumulator i: token 8·(i/4) + 2·t4 + i%2, row g (+8 for i%4 >= 2) */
-                    const int e = i % 4, row = 64 * wg + 16 * warp + g + (e >= 2 ? 8 : 0), tok = 8 * (i / 4) + 2 * t4 + (e & 1);
-                    double ref = 0;
-                    for (int k = 0; k < K; k++) ref += (double)wa[row * K + k] * act[tok * K + k];
-                    const double v = out[t * (c.n / 2) + i], err = fabs(v - ref);
+                for (int i = 0; i < c.n / 2; i++) {
+                    int row, tok;
+                    ProbeData::acc_place(t, i, &row, &tok);
+                    const double v = out[t * (c.n / 2) + i], err = fabs(v - data.dot(row, tok));
                     if (!(err <= 1e-3)) bad++;
                     if (!(err <= max_err)) max_err = err; /* NaN counts */
                 }
@@ -476,7 +428,7 @@ int main(int argc, char **argv)
                     if (seen[k[4] % 1024]++) shared_sm = true;
                 }
             }
-            const double cyc = median(tot), ic = median(iss), clk = median(ghz);
+            const double cyc = probe_median(tot), ic = probe_median(iss), clk = probe_median(ghz);
             all_ghz.push_back(clk);
             char vn[32];
             variant_name(c, vn, sizeof vn);
@@ -486,7 +438,7 @@ int main(int argc, char **argv)
         }
     std::sort(all_ghz.begin(), all_ghz.end());
     printf("# SM clock (clock64 / globaltimer, median over CTAs): %.3f GHz (configurations' range %.3f-%.3f)\n",
-           median(all_ghz), all_ghz.front(), all_ghz.back());
+           probe_median(all_ghz), all_ghz.front(), all_ghz.back());
     cudaFree(d_packed), cudaFree(d_sb), cudaFree(d_b), cudaFree(d_out), cudaFree(d_times), cudaFree(d_clocks);
     return failed[0] || failed[1] ? 1 : 0;
 }
