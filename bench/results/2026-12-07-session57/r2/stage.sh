@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds devbin/s81.tar.xz for r2/cmds.txt (NOTES row 257), from the repository root:
-#   s81/ring_probe   bench/probe/ring_probe.cu at HEAD (build/)
+#   s81/ring_probe, s81/wgmma_issue   the probes at HEAD (build/)
 #   s81/tr/          sm90_trace of HEAD built -DQMM_SM90_TRACE (the per-CTA phase trace), in a
 #                    worktree at /tmp/s81-tr
 #   bash bench/results/2026-12-07-session57/r2/stage.sh
@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 cd "$root"
 [ -f build/build.ninja ] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-ninja -C build ring_probe
+ninja -C build ring_probe wgmma_issue
 tr=/tmp/s81-tr
 rev=$(git rev-parse HEAD)
 if [ -d "$tr" ]; then
@@ -27,7 +27,7 @@ ninja -C "$tr/build" sm90_trace
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/s81/tr"
-cp build/ring_probe "$tmp/s81/"
+cp build/ring_probe build/wgmma_issue "$tmp/s81/"
 cp "$tr/build/sm90_trace" "$tmp/s81/tr/"
 mkdir -p "$tmp/s81/lib" # the libraries bench/carry-libs.sh carries, found from the probe (no qmm here)
 ldd build/ring_probe "$tr/build/sm90_trace" | awk '/libpcre2-8|libutf8proc|libcjson/ { print $3 }' | sort -u |
