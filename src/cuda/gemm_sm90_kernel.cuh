@@ -504,11 +504,6 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     int s = 0, phase = 0;
     int pending = -1; /* PIPE: the stage whose wgmmas may still run */
     Frag fa, fb;
-#ifdef QMM_SM90_STAGGER
-    /* experiment build (NOTES row 258): warpgroup 1 starts its first k-block once warpgroup 0
-     * has issued its own, half a k-block apart instead of converting in lockstep */
-    bool staggered = WG != 2;
-#endif
     auto step = [&](Frag &cur, Frag &nxt, int it) {
         const uint32_t act = smem_u32(smem + s * S::STAGE_BYTES);
         SM90_TRACE(tr_t = clock64());
@@ -520,12 +515,6 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         }
         wgmma_commit();
         SM90_TRACE(tr[SM90_TR_C_ISSUE] += clock64() - tr_t);
-#ifdef QMM_SM90_STAGGER
-        if (!staggered) { /* warpgroup 0's first k-block is issued: warpgroup 1 may start */
-            named_barrier_arrive(3, 256);
-            staggered = true;
-        }
-#endif
         const int done = s;
         if (++s == STAGES) s = 0, phase ^= 1;
         if (PIPE) {
@@ -567,12 +556,6 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * stream-K share (DP). */
     auto run_range = [&](const int rb, const int re) {
     int tile = args.by_groups.div(rb);
-#ifdef QMM_SM90_STAGGER
-    if (c == 1 && !staggered && rb < re) {
-        named_barrier(3, 256);
-        staggered = true;
-    }
-#endif
     if (rb < re) prepare(fa, s, phase);
     for (int it = rb; it < re;) {
         const int tile_stop = (tile + 1) * args.groups, stop = min(re, tile_stop);

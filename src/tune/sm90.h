@@ -59,12 +59,9 @@
  * the one-a-SM row, whose stream-K and few-CTA launches it loses; H100 and H200, NOTES.md rows
  * 206, 208, 219).
  * Rows keep their index (new ones last). */
-#ifndef QMM_EXP_TN128_STAGES /* experiment builds (NOTES row 259): the 128-token row's ring depth */
-#define QMM_EXP_TN128_STAGES 5
-#endif
 #define QMM_SM90_CONFIGS(X)                                                                        \
     X(8, 1, 10, 3) X(16, 1, 8, 3) X(32, 1, 5, 3)                                                    \
-    X(64, 2, 8, 1) X(128, 2, QMM_EXP_TN128_STAGES, 1) X(64, 1, 5, 2) X(128, 1, 5, 1) X(256, 2, 3, 1) \
+    X(64, 2, 8, 1) X(128, 2, 5, 1) X(64, 1, 5, 2) X(128, 1, 5, 1) X(256, 2, 3, 1)                   \
     X(32, 2, 4, 2) X(64, 2, 4, 2) X(24, 1, 6, 3) X(48, 1, 4, 3)
 
 /* The tiles left aside by a split in clusters beyond one wave (plan_sm90.c) split at most this
