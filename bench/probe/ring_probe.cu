@@ -24,13 +24,14 @@
  * wgmmas in flight, the stage released a k-block late) or drain (wait 0, one buffer; the
  * kernel's 256-token loop).
  * Timing (clock64, thread 0 of each consumer warpgroup, first wait to last drain) divided by
- * ITER; the SM clock from clock64 against %globaltimer; medians over every CTA's warpgroups of
+ * ITER, with the part of it spent spinning on full barriers and issuing the wgmmas (fence to
+ * commit: it includes waiting for the conversion's results); the SM clock from clock64 against %globaltimer; medians over every CTA's warpgroups of
  * REPS launches after one warm-up. Before timing, every configuration runs ITER = 3 on one CTA
  * with exact data (w4_probe_data.h) against the CPU.
  *
  *   ring_probe [ITER [REPS]]           defaults 200 and 5 (build: ninja -C build ring_probe)
  *   stdout: '#' lines (device, checks, clock), then
- *           mode,N,stages,loop,cycles_per_kblock,ns_per_kblock
+ *           mode,N,stages,loop,cycles_per_kblock,ns_per_kblock,wait_full_cycles,issue_cycles
  *   exit status 1 when a check failed.
  */
 #include <math.h>
@@ -147,6 +148,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
     for (int i = 0; i < N / 2; i++) acc[i] = 0.f;
     uint32_t fa[8][4], fb[8][4];
+    long long t_wait = 0, t_issue = 0; /* cycles spinning on full barriers; issuing the wgmmas */
     /* the slot k-block j reads, and the slot whose empty barrier its end releases */
     constexpr bool RINGED = MODE == RING || MODE == RING_HBM || MODE == RING_W, RELEASES = MODE != FIXED && MODE != LOCK;
     auto read_slot = [&](int j) { return RINGED ? j % STAGES : 0; };
@@ -154,7 +156,11 @@ __global__ void __launch_bounds__(384, 1)
     /* the kernel's prepare(): wait for the stage, build the eight k16 A fragments */
     auto prepare = [&](uint32_t (&f)[8][4], int j) {
         const int s = read_slot(j);
-        if (RINGED) mbar_spin(&full[s], (j / STAGES) & 1);
+        if (RINGED) {
+            const long long w0 = clock64();
+            mbar_spin(&full[s], (j / STAGES) & 1);
+            t_wait += clock64() - w0;
+        }
         if (MODE == LOCK) named_barrier(2, 256);
         const uint8_t *st = smem + s * S::BYTES;
         const uint32_t *wt = (const uint32_t *)(st + S::B) + (c * 4 + warp) * 256;
@@ -178,12 +184,14 @@ __global__ void __launch_bounds__(384, 1)
     int pending = -1; /* pipe: the k-block whose wgmmas may still run */
     auto step = [&](uint32_t (&cur)[8][4], uint32_t (&nxt)[8][4], int j) {
         const uint32_t b = smem_u32(smem + read_slot(j) * S::BYTES);
+        const long long i0 = clock64();
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < 8; kk++)
             WgmmaRS<N>::mma(acc, cur[kk][0], cur[kk][1], cur[kk][2], cur[kk][3],
                             desc_k128b(b + (kk / 4) * N * 128 + (kk % 4) * 32));
         wgmma_commit();
+        t_issue += clock64() - i0;
         if (PIPE) {
             wgmma_wait<1>();
 #pragma unroll
@@ -223,7 +231,10 @@ __global__ void __launch_bounds__(384, 1)
         if (RELEASES && lane == 0) mbar_arrive(&empty[free_slot(pending)]);
     }
     const long long t1 = clock64();
-    if (ct == 0) times[blockIdx.x * 2 + c] = (unsigned long long)(t1 - t0);
+    if (ct == 0) {
+        unsigned long long *tm = times + (blockIdx.x * 2 + c) * 3;
+        tm[0] = (unsigned long long)(t1 - t0), tm[1] = (unsigned long long)t_wait, tm[2] = (unsigned long long)t_issue;
+    }
     if (blockIdx.x == 0)
 #pragma unroll
         for (int i = 0; i < N / 2; i++) out[(c * 128 + ct) * (N / 2) + i] = acc[i];
@@ -293,7 +304,7 @@ int main(int argc, char **argv)
     PCK(cudaMalloc(&d_img, (size_t)NMAX * 256 + W_BYTES + SB_BYTES));
     PCK(cudaMalloc(&d_big, (size_t)nbig * W_BYTES));
     PCK(cudaMalloc(&d_out, 256 * (NMAX / 2) * sizeof(float)));
-    PCK(cudaMalloc(&d_times, (size_t)sms * 2 * sizeof(unsigned long long)));
+    PCK(cudaMalloc(&d_times, (size_t)sms * 6 * sizeof(unsigned long long)));
     PCK(cudaMalloc(&d_clocks, (size_t)sms * CLK_SLOTS * sizeof(unsigned long long)));
     PCK(cudaMemcpy(d_big, data.packed.data(), W_BYTES, cudaMemcpyHostToDevice));
     for (long long have = 1; have < nbig; have *= 2) /* doubling copies of the first piece */
@@ -334,13 +345,13 @@ int main(int argc, char **argv)
            (int)(sizeof cfgs / sizeof cfgs[0]) - failed, sizeof cfgs / sizeof cfgs[0]);
 
     /* ---- timing: one CTA a SM on every SM ---- */
-    printf("mode,N,stages,loop,cycles_per_kblock,ns_per_kblock\n");
-    std::vector<unsigned long long> times((size_t)sms * 2), clocks((size_t)sms * CLK_SLOTS);
+    printf("mode,N,stages,loop,cycles_per_kblock,ns_per_kblock,wait_full_cycles,issue_cycles\n");
+    std::vector<unsigned long long> times((size_t)sms * 6), clocks((size_t)sms * CLK_SLOTS);
     std::vector<double> all_ghz;
     for (const Cfg &c : cfgs) {
         const std::vector<uint8_t> img = stage_image(c.n);
         PCK(cudaMemcpy(d_img, img.data(), img.size(), cudaMemcpyHostToDevice));
-        std::vector<double> tot, ghz;
+        std::vector<double> tot, wait, iss, ghz;
         for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
             c.fn<<<sms, 384, c.smem>>>(d_img, d_big, nbig, iters, 0, d_out, d_times, d_clocks);
             PCK(cudaGetLastError());
@@ -349,14 +360,19 @@ int main(int argc, char **argv)
             PCK(cudaMemcpy(times.data(), d_times, times.size() * sizeof(times[0]), cudaMemcpyDeviceToHost));
             PCK(cudaMemcpy(clocks.data(), d_clocks, clocks.size() * sizeof(clocks[0]), cudaMemcpyDeviceToHost));
             for (int b = 0; b < sms; b++) {
-                for (int w = 0; w < 2; w++) tot.push_back((double)times[b * 2 + w] / iters);
+                for (int w = 0; w < 2; w++) {
+                    const unsigned long long *tm = &times[(size_t)(b * 2 + w) * 3];
+                    tot.push_back((double)tm[0] / iters), wait.push_back((double)tm[1] / iters);
+                    iss.push_back((double)tm[2] / iters);
+                }
                 const unsigned long long *k = &clocks[(size_t)b * CLK_SLOTS];
                 if (k[3] > k[2]) ghz.push_back((double)(k[1] - k[0]) / (double)(k[3] - k[2]));
             }
         }
         const double cyc = probe_median(tot), clk = probe_median(ghz);
         all_ghz.push_back(clk);
-        printf("%s,%d,%d,%s,%.1f,%.1f\n", mode_names[c.mode], c.n, c.stages, c.pipe ? "pipe" : "drain", cyc, cyc / clk);
+        printf("%s,%d,%d,%s,%.1f,%.1f,%.1f,%.1f\n", mode_names[c.mode], c.n, c.stages, c.pipe ? "pipe" : "drain", cyc,
+               cyc / clk, probe_median(wait), probe_median(iss));
         fflush(stdout);
     }
     std::sort(all_ghz.begin(), all_ghz.end());
