@@ -7,7 +7,7 @@
  * the kernel's ring back piece by piece: a CTA of the kernel's shape (a producer warpgroup whose
  * lane 0 issues every copy, two consumer warpgroups of 64 weight rows, setmaxnreg 40 / 232, one
  * CTA a SM on every SM), the kernel's conversion (dequant_pair) and register-A wgmmas, ITER
- * k-blocks a CTA, in four modes:
+ * k-blocks a CTA, in six modes:
  *   fixed     the stage's bytes copied once; every k-block reads stage 0 (row 175's floor)
  *   land      as fixed, while the producer copies a stage's bytes (B, codes, scale|bias) into
  *             the other slots at the consumers' pace (each k-block's end frees a slot): the
@@ -25,9 +25,10 @@
  * kernel's 256-token loop).
  * Timing (clock64, thread 0 of each consumer warpgroup, first wait to last drain) divided by
  * ITER, with the part of it spent spinning on full barriers and issuing the wgmmas (fence to
- * commit: it includes waiting for the conversion's results); the SM clock from clock64 against %globaltimer; medians over every CTA's warpgroups of
- * REPS launches after one warm-up. Before timing, every configuration runs ITER = 3 on one CTA
- * with exact data (w4_probe_data.h) against the CPU.
+ * commit: it includes waiting for the conversion's results); the SM clock from clock64 against
+ * %globaltimer; medians over every CTA's warpgroups of REPS launches after one warm-up. Before
+ * timing, every configuration runs ITER = 3 on one CTA with exact data (w4_probe_data.h)
+ * against the CPU.
  *
  *   ring_probe [ITER [REPS]]           defaults 200 and 5 (build: ninja -C build ring_probe)
  *   stdout: '#' lines (device, checks, clock), then
@@ -99,7 +100,8 @@ __global__ void __launch_bounds__(384, 1)
     }
     if (MODE == RING_W) { /* every slot's B, once */
         for (int s = 0; s < STAGES; s++)
-            for (int i = tid; i < S::B / 16; i += blockDim.x) ((uint4 *)(smem + s * S::BYTES))[i] = ((const uint4 *)img)[i];
+            for (int i = tid; i < S::B / 16; i += blockDim.x)
+                ((uint4 *)(smem + s * S::BYTES))[i] = ((const uint4 *)img)[i];
         fence_proxy_async_shared();
     }
     __syncthreads();
@@ -150,7 +152,8 @@ __global__ void __launch_bounds__(384, 1)
     uint32_t fa[8][4], fb[8][4];
     long long t_wait = 0, t_issue = 0; /* cycles spinning on full barriers; issuing the wgmmas */
     /* the slot k-block j reads, and the slot whose empty barrier its end releases */
-    constexpr bool RINGED = MODE == RING || MODE == RING_HBM || MODE == RING_W, RELEASES = MODE != FIXED && MODE != LOCK;
+    constexpr bool RINGED = MODE == RING || MODE == RING_HBM || MODE == RING_W;
+    constexpr bool RELEASES = MODE != FIXED && MODE != LOCK;
     auto read_slot = [&](int j) { return RINGED ? j % STAGES : 0; };
     auto free_slot = [&](int j) { return MODE == LAND ? 1 + j % (STAGES > 1 ? STAGES - 1 : 1) : j % STAGES; };
     /* the kernel's prepare(): wait for the stage, build the eight k16 A fragments */

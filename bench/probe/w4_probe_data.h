@@ -48,7 +48,8 @@ struct ProbeData {
         const float scales[3] = {0.5f, 1.f, 2.f}, biases[4] = {-8.f, -4.f, 0.f, 2.f};
         for (int r = 0; r < ROWS; r++) scale[r] = scales[rnd() % 3], bias[r] = biases[rnd() % 4];
         for (int r = 0; r < ROWS; r++)
-            for (int k = 0; k < K; k++) code[r * K + k] = rnd() % 16, wa[r * K + k] = code[r * K + k] * scale[r] + bias[r];
+            for (int k = 0; k < K; k++)
+                code[r * K + k] = rnd() % 16, wa[r * K + k] = code[r * K + k] * scale[r] + bias[r];
         for (auto &x : act) x = 0.5f * (float)(rnd() % 9 - 4);
         for (int r = 0; r < ROWS; r++) {
             for (int t4 = 0; t4 < 4; t4++)
@@ -74,7 +75,8 @@ struct ProbeData {
         std::vector<uint16_t> img((size_t)n_tok * K);
         for (int n = 0; n < n_tok; n++)
             for (int k = 0; k < K; k++) {
-                const size_t byte = (size_t)(k / 64) * n_tok * 128 + n * 128 + ((((k % 64) / 8) ^ (n % 8)) * 16) + (k % 8) * 2;
+                const size_t byte = (size_t)(k / 64) * n_tok * 128 + n * 128 + ((((k % 64) / 8) ^ (n % 8)) * 16) +
+                                    (k % 8) * 2;
                 img[byte / 2] = probe_bf16_bits(act[n * K + k]);
             }
         return img;
