@@ -27,8 +27,9 @@
  * ITER, with the part of it spent spinning on full barriers and issuing the wgmmas (fence to
  * commit: it includes waiting for the conversion's results); the SM clock from clock64 against
  * %globaltimer; medians over every CTA's warpgroups of REPS launches after one warm-up. Before
- * timing, every configuration runs ITER = 3 on one CTA with exact data (w4_probe_data.h)
- * against the CPU.
+ * timing, every configuration runs 11 k-blocks on one CTA with exact data (w4_probe_data.h,
+ * each copied k-block's scale|bias one of seven exact multiples, the ring poisoned first)
+ * against the CPU: a stage read before its copy landed or from another lap fails it.
  *
  *   ring_probe [ITER [REPS]]           defaults 200 and 5 (build: ninja -C build ring_probe)
  *   stdout: '#' lines (device, checks, clock), then
@@ -62,6 +63,12 @@ using namespace qmm;
 enum { FIXED = 0, LAND = 1, RING = 2, RING_HBM = 3, LOCK = 4, RING_W = 5 };
 const char *const mode_names[6] = {"fixed", "land", "ring", "ring-hbm", "lock", "ring-w"};
 constexpr int W_BYTES = 8192, SB_BYTES = 512; /* 128 rows: the kernel's WG = 2 stage */
+/* k-block j's copies take scale|bias variant j % SB_VARIANTS (scales and biases times
+ * sb_mult[v]: exact, so a k-block's product is sb_mult[v] times variant 0's), so that a stage read
+ * before its copy landed, or a slot's copy from another lap of the ring, changes the sum the
+ * check compares; 7 is prime to every stage count the probe runs */
+constexpr int SB_VARIANTS = 7;
+const float sb_mult[SB_VARIANTS] = {1.f, -1.f, 2.f, -2.f, 4.f, -4.f, 0.5f};
 template <int N> struct Stage {
     static constexpr int B = N * 256; /* two 64-wide k boxes of N rows, TMA's 128-byte swizzle */
     static constexpr int TX = B + W_BYTES + SB_BYTES;
@@ -70,7 +77,8 @@ template <int N> struct Stage {
 constexpr int SMEM_MAX = 227 * 1024;
 constexpr int CLK_SLOTS = 4; /* per CTA: clock64 and globaltimer at entry and exit */
 
-/* img: one stage's bytes (B image, codes, scale|bias); wbig: nbig copies of the codes (ring-hbm);
+/* img: one stage's bytes (B image, codes, scale|bias variant 0) then the other SB_VARIANTS - 1
+ * scale|bias variants; wbig: nbig copies of the codes (ring-hbm);
  * out (CTA 0): consumer thread t's N/2 accumulators at t·N/2; times: per (CTA, consumer
  * warpgroup) the loop's cycles; clocks: CLK_SLOTS a CTA. */
 template <int N, int STAGES, int MODE, bool PIPE>
@@ -79,11 +87,15 @@ __global__ void __launch_bounds__(384, 1)
                 int magic_src, float *out, unsigned long long *times, unsigned long long *clocks)
 {
     using S = Stage<N>;
-    static_assert(STAGES * S::BYTES + 1024 + 2 * STAGES * 8 <= SMEM_MAX, "shared memory");
+    static_assert(STAGES * S::BYTES + 1024 + 2 * STAGES * 8 + 16 <= SMEM_MAX, "shared memory");
+    constexpr bool RINGED = MODE == RING || MODE == RING_HBM || MODE == RING_W;
+    constexpr bool RELEASES = MODE != FIXED && MODE != LOCK;
     static_assert(MODE != LAND || STAGES >= 2, "land copies into slots 1 and up");
+    static_assert(!RINGED || !PIPE || STAGES >= 2, "the pipe holds two stages");
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint64_t *full = (uint64_t *)(smem + STAGES * S::BYTES), *empty = full + STAGES;
+    int *done = (int *)(empty + STAGES); /* land: warps' finished k-blocks (lane 0 of each adds 1) */
     const int tid = threadIdx.x;
     unsigned long long c_entry = 0, g_entry = 0;
     if (tid == 128) { /* the consumer thread that writes the clocks at the end */
@@ -92,8 +104,15 @@ __global__ void __launch_bounds__(384, 1)
     }
     if (tid == 0) {
         for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 8);
+        *done = 0;
         mbar_fence_init();
     }
+    /* the ring poisoned (NaN codes' neighbours: 0xFF bytes), so that a stage read before its copy
+     * lands cannot pass the check on an earlier launch's bytes */
+    for (int i = tid; i < STAGES * S::BYTES / 16; i += blockDim.x)
+        ((uint4 *)smem)[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
+    fence_proxy_async_shared(); /* before the copies that overwrite it */
+    __syncthreads();            /* before other threads' stores below */
     if (MODE == FIXED || MODE == LAND || MODE == LOCK) { /* stage 0 holds the operands for the whole launch */
         for (int i = tid; i < S::TX / 16; i += blockDim.x) ((uint4 *)smem)[i] = ((const uint4 *)img)[i];
         fence_proxy_async_shared(); /* generic stores before the wgmmas' async-proxy reads */
@@ -120,15 +139,21 @@ __global__ void __launch_bounds__(384, 1)
                           &full[slot], pol);
             else
                 bulk_copy_plain(st + S::B, img + S::B, W_BYTES, &full[slot]);
-            bulk_copy_plain(st + S::B + W_BYTES, img + S::B + W_BYTES, SB_BYTES, &full[slot]);
+            bulk_copy_plain(st + S::B + W_BYTES, img + S::B + W_BYTES + (j % SB_VARIANTS) * SB_BYTES, SB_BYTES,
+                            &full[slot]);
         };
         if (MODE == LAND) {
-            /* copy j into slot 1 + j % (STAGES − 1), once k-block j − (STAGES − 1) is done and
-             * the slot's last copy has landed */
+            /* copy j into slot 1 + j % (STAGES − 1), once k-block j − (STAGES − 1) is done (a
+             * count that only grows: the consumers never wait here, so the producer may lag
+             * them by any number of k-blocks) and the slot's last copy has landed */
             constexpr int NS = STAGES > 1 ? STAGES - 1 : 1; /* (STAGES ≥ 2 in land) */
             for (int j = 0; j < iters; j++) {
                 const int slot = 1 + j % NS, u = j / NS;
-                if (u > 0) mbar_wait(&empty[slot], (u - 1) & 1), mbar_wait(&full[slot], (u - 1) & 1);
+                if (u > 0) {
+                    while (*(volatile int *)done < 8 * (j - NS + 1)) {
+                    }
+                    mbar_wait(&full[slot], (u - 1) & 1);
+                }
                 copy_stage(slot, j);
             }
             for (int j = max(0, iters - NS); j < iters; j++) mbar_wait(&full[1 + j % NS], (j / NS) & 1);
@@ -150,12 +175,13 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
     for (int i = 0; i < N / 2; i++) acc[i] = 0.f;
     uint32_t fa[8][4], fb[8][4];
-    long long t_wait = 0, t_issue = 0; /* cycles spinning on full barriers; issuing the wgmmas */
-    /* the slot k-block j reads, and the slot whose empty barrier its end releases */
-    constexpr bool RINGED = MODE == RING || MODE == RING_HBM || MODE == RING_W;
-    constexpr bool RELEASES = MODE != FIXED && MODE != LOCK;
+    long long t0 = 0, t_wait = 0, t_issue = 0; /* the loop's start; cycles spinning on full barriers; issuing */
+    /* the slot k-block j reads; the end of k-block j: its stage's empty barrier, or land's count */
     auto read_slot = [&](int j) { return RINGED ? j % STAGES : 0; };
-    auto free_slot = [&](int j) { return MODE == LAND ? 1 + j % (STAGES > 1 ? STAGES - 1 : 1) : j % STAGES; };
+    auto release = [&](int j) {
+        if (MODE == LAND) atomicAdd(done, 1);
+        else mbar_arrive(&empty[j % STAGES]);
+    };
     /* the kernel's prepare(): wait for the stage, build the eight k16 A fragments */
     auto prepare = [&](uint32_t (&f)[8][4], int j) {
         const int s = read_slot(j);
@@ -164,6 +190,7 @@ __global__ void __launch_bounds__(384, 1)
             mbar_spin(&full[s], (j / STAGES) & 1);
             t_wait += clock64() - w0;
         }
+        if (j == 0) t0 = clock64(); /* the loop from its first stage on, as sm90_trace's */
         if (MODE == LOCK) named_barrier(2, 256);
         const uint8_t *st = smem + s * S::BYTES;
         const uint32_t *wt = (const uint32_t *)(st + S::B) + (c * 4 + warp) * 256;
@@ -202,7 +229,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                 for (int i = 0; i < 4; i++) fence_reg(nxt[kk][i]);
             __syncwarp();
-            if (pending >= 0 && RELEASES && lane == 0) mbar_arrive(&empty[free_slot(pending)]);
+            if (pending >= 0 && RELEASES && lane == 0) release(pending);
             pending = j;
             if (j + 1 < iters) prepare(nxt, j + 1);
             return;
@@ -215,11 +242,10 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
             for (int i = 0; i < 4; i++) fence_reg(cur[kk][i]);
         __syncwarp();
-        if (RELEASES && lane == 0) mbar_arrive(&empty[free_slot(j)]);
+        if (RELEASES && lane == 0) release(j);
         if (j + 1 < iters) prepare(cur, j + 1);
     };
 
-    const long long t0 = clock64();
     prepare(fa, 0);
 #pragma unroll 1
     for (int j = 0; j < iters; j++) {
@@ -231,7 +257,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int i = 0; i < N / 2; i++) fence_reg(acc[i]);
         __syncwarp();
-        if (RELEASES && lane == 0) mbar_arrive(&empty[free_slot(pending)]);
+        if (RELEASES && lane == 0) release(pending);
     }
     const long long t1 = clock64();
     if (ct == 0) {
@@ -256,7 +282,7 @@ struct Cfg {
     KernelFn fn;
     int smem;
 };
-#define CFG(M, N, ST, P) {M, N, ST, P, ring_kernel<N, ST, M, P>, ST * Stage<N>::BYTES + 1024 + 2 * ST * 8}
+#define CFG(M, N, ST, P) {M, N, ST, P, ring_kernel<N, ST, M, P>, ST * Stage<N>::BYTES + 1024 + 2 * ST * 8 + 16}
 const Cfg cfgs[] = {
     /* 128 tokens: the kernel's loop (pipe, 5 stages), then the ring's depth and the drain */
     CFG(FIXED, 128, 1, true), CFG(FIXED, 128, 1, false), CFG(LOCK, 128, 1, true), CFG(LAND, 128, 5, true),
@@ -272,8 +298,8 @@ const Cfg cfgs[] = {
 int main(int argc, char **argv)
 {
     const int iters = argc > 1 ? atoi(argv[1]) : 200, reps = argc > 2 ? atoi(argv[2]) : 5;
-    if (iters < 3 || reps < 1) {
-        fprintf(stderr, "usage: ring_probe [ITER >= 3 [REPS]]\n");
+    if (iters < 1 || reps < 1) {
+        fprintf(stderr, "usage: ring_probe [ITER [REPS]]\n");
         return 2;
     }
     int dev = 0, sms = 0;
@@ -289,13 +315,27 @@ int main(int argc, char **argv)
 
     const ProbeData data; /* w4_probe_data.h: exact products and sums */
     const int NMAX = ProbeData::NMAX;
-    /* a stage image for N tokens: B, then the codes, then the scale|bias words */
+    /* a stage image for N tokens: B, then the codes, then the scale|bias words' SB_VARIANTS
+     * variants (scale and bias times sb_mult[v], exact in bf16) */
+    auto bf16_of = [](uint32_t h) {
+        const uint32_t u = h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    };
     auto stage_image = [&](int n_tok) {
-        std::vector<uint8_t> img((size_t)n_tok * 256 + W_BYTES + SB_BYTES);
+        std::vector<uint8_t> img((size_t)n_tok * 256 + W_BYTES + SB_VARIANTS * SB_BYTES);
         const std::vector<uint16_t> b = data.b_image(n_tok);
         memcpy(img.data(), b.data(), b.size() * 2);
         memcpy(&img[(size_t)n_tok * 256], data.packed.data(), W_BYTES);
-        memcpy(&img[(size_t)n_tok * 256 + W_BYTES], data.sbw.data(), SB_BYTES);
+        for (int v = 0; v < SB_VARIANTS; v++) {
+            std::vector<uint32_t> sbv(ProbeData::ROWS);
+            for (int r = 0; r < ProbeData::ROWS; r++) {
+                const float sc = bf16_of(data.sbw[r] & 0xFFFFu) * sb_mult[v], bi = bf16_of(data.sbw[r] >> 16) * sb_mult[v];
+                sbv[r] = probe_bf16_bits(sc) | (uint32_t)probe_bf16_bits(bi) << 16;
+            }
+            memcpy(&img[(size_t)n_tok * 256 + W_BYTES + v * SB_BYTES], sbv.data(), SB_BYTES);
+        }
         return img;
     };
 
@@ -304,7 +344,7 @@ int main(int argc, char **argv)
     uint8_t *d_img, *d_big;
     float *d_out;
     unsigned long long *d_times, *d_clocks;
-    PCK(cudaMalloc(&d_img, (size_t)NMAX * 256 + W_BYTES + SB_BYTES));
+    PCK(cudaMalloc(&d_img, (size_t)NMAX * 256 + W_BYTES + SB_VARIANTS * SB_BYTES));
     PCK(cudaMalloc(&d_big, (size_t)nbig * W_BYTES));
     PCK(cudaMalloc(&d_out, 256 * (NMAX / 2) * sizeof(float)));
     PCK(cudaMalloc(&d_times, (size_t)sms * 6 * sizeof(unsigned long long)));
@@ -316,24 +356,30 @@ int main(int argc, char **argv)
     for (const Cfg &c : cfgs)
         PCK(cudaFuncSetAttribute(c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, c.smem));
 
-    /* ---- checks: ITER = 3 on one CTA, every configuration ---- */
+    /* ---- checks: CHECK_ITER k-blocks on one CTA, every configuration: every ring wraps twice,
+     * and each k-block's scale|bias variant weighs its product (the ring modes copy k-block j's
+     * variant j % SB_VARIANTS; the others read stage 0, variant 0, throughout) ---- */
+    const int CHECK_ITER = 11;
     int failed = 0;
     std::vector<float> out(256 * (NMAX / 2));
     for (const Cfg &c : cfgs) {
         const std::vector<uint8_t> img = stage_image(c.n);
         PCK(cudaMemcpy(d_img, img.data(), img.size(), cudaMemcpyHostToDevice));
         PCK(cudaMemset(d_out, 0xFF, out.size() * sizeof(float))); /* NaN: a thread that wrote nothing fails */
-        c.fn<<<1, 384, c.smem>>>(d_img, d_big, nbig, 3, 0, d_out, d_times, d_clocks);
+        c.fn<<<1, 384, c.smem>>>(d_img, d_big, nbig, CHECK_ITER, 0, d_out, d_times, d_clocks);
         PCK(cudaGetLastError());
         PCK(cudaDeviceSynchronize());
         PCK(cudaMemcpy(out.data(), d_out, 256 * (c.n / 2) * sizeof(float), cudaMemcpyDeviceToHost));
+        const bool ringed = c.mode == RING || c.mode == RING_HBM || c.mode == RING_W;
+        double weight = 0; /* Σ over the k-blocks of the variant's multiple */
+        for (int j = 0; j < CHECK_ITER; j++) weight += ringed ? sb_mult[j % SB_VARIANTS] : 1.0;
         int bad = 0;
         double max_err = 0;
         for (int t = 0; t < 256; t++) {
             for (int i = 0; i < c.n / 2; i++) {
                 int row, tok;
                 ProbeData::acc_place(t, i, &row, &tok);
-                const double err = fabs(out[t * (c.n / 2) + i] - 3 * data.dot(row, tok));
+                const double err = fabs(out[t * (c.n / 2) + i] - weight * data.dot(row, tok));
                 if (!(err <= 1e-3)) bad++;
                 if (!(err <= max_err)) max_err = err; /* NaN counts */
             }
@@ -344,8 +390,8 @@ int main(int argc, char **argv)
                     mode_names[c.mode], c.n, c.stages, c.pipe ? "pipe" : "drain", bad, 256 * c.n / 2, max_err);
         }
     }
-    printf("# check: %s (%d of %zu configurations right: three k-blocks against the CPU)\n", failed ? "FAIL" : "PASS",
-           (int)(sizeof cfgs / sizeof cfgs[0]) - failed, sizeof cfgs / sizeof cfgs[0]);
+    printf("# check: %s (%d of %zu configurations right: %d k-blocks against the CPU)\n", failed ? "FAIL" : "PASS",
+           (int)(sizeof cfgs / sizeof cfgs[0]) - failed, sizeof cfgs / sizeof cfgs[0], CHECK_ITER);
 
     /* ---- timing: one CTA a SM on every SM ---- */
     printf("mode,N,stages,loop,cycles_per_kblock,ns_per_kblock,wait_full_cycles,issue_cycles\n");
