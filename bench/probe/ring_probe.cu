@@ -297,21 +297,8 @@ const Cfg cfgs[] = {
 
 int main(int argc, char **argv)
 {
-    const int iters = argc > 1 ? atoi(argv[1]) : 200, reps = argc > 2 ? atoi(argv[2]) : 5;
-    if (iters < 1 || reps < 1) {
-        fprintf(stderr, "usage: ring_probe [ITER [REPS]]\n");
-        return 2;
-    }
-    int dev = 0, sms = 0;
-    PCK(cudaGetDevice(&dev));
-    PCK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    cudaDeviceProp prop;
-    PCK(cudaGetDeviceProperties(&prop, dev));
-    printf("# device %s, %d SMs, sm_%d%d; ITER %d, REPS %d\n", prop.name, sms, prop.major, prop.minor, iters, reps);
-    if (prop.major != 9) {
-        fprintf(stderr, "ring_probe: needs an sm_90 GPU\n");
-        return 1;
-    }
+    int iters, reps, sms;
+    if (const int st = probe_sm90_start("ring_probe", argc, argv, &iters, &reps, &sms)) return st;
 
     const ProbeData data; /* w4_probe_data.h: exact products and sums */
     const int NMAX = ProbeData::NMAX;

@@ -9,11 +9,41 @@
 #ifndef QMM_BENCH_PROBE_W4_PROBE_DATA_H
 #define QMM_BENCH_PROBE_W4_PROBE_DATA_H
 
+#include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <algorithm>
 #include <vector>
+
+/* The probes' start: `NAME [ITER [REPS]]` (defaults 200 and 5) on device 0, which must be an
+ * sm_90 GPU; prints the '#' device line. Returns 0 to go on, else the exit status (2 for bad
+ * arguments, 1 for a CUDA error or another GPU). */
+inline int probe_sm90_start(const char *name, int argc, char **argv, int *iters, int *reps, int *sms)
+{
+    *iters = argc > 1 ? atoi(argv[1]) : 200, *reps = argc > 2 ? atoi(argv[2]) : 5;
+    if (*iters < 1 || *reps < 1) {
+        fprintf(stderr, "usage: %s [ITER [REPS]]\n", name);
+        return 2;
+    }
+    int dev = 0;
+    cudaDeviceProp prop;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, dev);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "%s: %s\n", name, cudaGetErrorString(e));
+        return 1;
+    }
+    printf("# device %s, %d SMs, sm_%d%d; ITER %d, REPS %d\n", prop.name, *sms, prop.major, prop.minor, *iters, *reps);
+    if (prop.major != 9) {
+        fprintf(stderr, "%s: needs an sm_90 GPU\n", name);
+        return 1;
+    }
+    return 0;
+}
 
 inline double probe_median(std::vector<double> v)
 {
