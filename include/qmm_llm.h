@@ -119,7 +119,8 @@ qmm_status qmm_llm_model_load_mode(const char *path, qmm_llm_load_mode mode, qmm
  * biases centring the codes (so each projection keeps activations near unit RMS), norms near 1.
  * The same seed gives the same weights. Uses all cores to fill qwen3-4b (2.2 GB) quickly. */
 qmm_status qmm_llm_model_synthetic(const qmm_llm_config *c, uint64_t seed, qmm_llm_model **out);
-/* spec: "synthetic:NAME" (a preset's shapes with synthetic weights from seed), a path as in
+/* spec: "synthetic:NAME" (a preset's shapes with synthetic weights from seed; NAME-g64 or NAME-g32
+ * quantized in groups of 64 or 32 instead of 128), a path as in
  * qmm_llm_model_load, or a bare preset NAME when no file or directory of that name exists (an
  * existing path always wins). */
 qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **out);

@@ -28,9 +28,6 @@ void qmm_tune_for_gpu(qmm_device_desc *d, const char *name);
 /* The device description is usable (counts, tiles, rates in range). */
 qmm_status qmm_check_desc(const qmm_device_desc *d);
 
-/* 1 when the matvec kernel reads weights of this group size (128 only, for now). */
-int qmm_matvec_takes_group(int group);
-
 /* First tiled configuration whose max_m covers M (the last one covers the rest). */
 int qmm_choose_config(const qmm_device_desc *d, int64_t m);
 

@@ -64,26 +64,10 @@ static qmm_status check_options(const qmm_cuda_options *o)
         return qmm_fail(QMM_ERR_ARG, "rest = 1 sets a split in clusters aside: path WGMMA with a split >= 2");
     if (o->group != 0 && !QMM_GROUP_OK(o->group))
         return qmm_fail(QMM_ERR_ARG, "group = %d: use 0 (any), 32, 64 or 128", o->group);
-    if (o->path == QMM_PATH_MATVEC && !qmm_matvec_takes_group(o->group ? o->group : QMM_GROUP))
-        return qmm_fail(QMM_ERR_UNSUPPORTED, "the matvec takes groups of 128 (this weight: %d); "
-                        "use path WGMMA or TILED", o->group);
     return QMM_OK;
 }
 
 /* ---- the predicates ---- */
-
-/* The matvec kernel (src/cuda/matvec.cu) reads one scale|bias pair per 128-column block: groups
- * of 128 only, until it is made group-generic. Groups of 32 and 64 never go there: where the
- * plan would take it (decode, M <= matvec_max_m) they take the wgmma kernel (Hopper), or the
- * tiled kernel in a family without one (group_reroute below). */
-int qmm_matvec_takes_group(int group) { return group == QMM_GROUP; }
-
-/* AUTO chose the matvec for a weight it cannot read. */
-static int should_reroute_matvec(const qmm_cuda_options *o, const qmm_plan *policy, int group)
-{
-    return o->path == QMM_PATH_AUTO && policy->path == QMM_PATH_MATVEC &&
-           !qmm_matvec_takes_group(group);
-}
 
 /* A path the options force, or the policy's when they leave it to the plan. */
 static int wants(const qmm_cuda_options *o, const qmm_plan *policy, qmm_path path)
@@ -365,7 +349,6 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
     }
     const int model = o.policy == QMM_POLICY_DEVICE; /* only the device policy predicts */
 
-    const int group = o.group ? o.group : QMM_GROUP;
     qmm_plan p;
     if (model) {
         device_policy(m, n, k, d, &p);
@@ -378,18 +361,6 @@ qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t
         p.predicted_us = -1;
     }
     p.stages = 0;
-    if (should_reroute_matvec(&o, &p, group)) {
-        if (d->wgmma_min_m > 0) return plan_wgmma(d, m, n, k, &o, out);
-        /* no wgmma kernel in this family: the tiled plan the policy makes without the matvec */
-        if (model) {
-            qmm_device_desc nomv = *d;
-            nomv.matvec_max_m = 0;
-            device_policy(m, n, k, &nomv, &p);
-        } else {
-            p.path = QMM_PATH_TILED;
-            p.split = 1;
-        }
-    }
 
     if (longp || should_use_dense(d, &o, &p, m, n)) {
         p.path = QMM_PATH_DENSE;

@@ -89,8 +89,6 @@ static const char *gpu_matmul(op_data *d, int variant)
                                      QMM_PATH_WGMMA};
     o.path = paths[variant];
     o.group = d->w.group; /* the exact workspace of this weight's plan */
-    if (variant == MM_MATVEC && d->w.group != QMM_GROUP)
-        return OP_SKIP_PREFIX "the matvec takes groups of 128";
     if (variant == MM_MATVEC) {
         qmm_device_desc desc;
         if (qmm_cuda_device_desc(ctx, &desc) || c->m > desc.matvec_limit_m)

@@ -97,7 +97,7 @@ void ops_make(op_data *d)
         op_add(d, "ss", T_F32, T_OUT, (n + 15) / 16, 0);
         break;
     case OP_MATVEC_FUSED: {
-        qmm_w4_alloc(c->n, c->k, &d->w);
+        qmm_w4_alloc_group(c->n, c->k, c->group ? c->group : QMM_GROUP, &d->w);
         test_random_w4(&d->w, 0.002, 0.02);
         if (c->flag == 3) { /* y[m, n] = a·Wᵀ, fp32: only the accumulation's rounding */
             op_add(d, "a", T_BF16, T_IN, m * k, 1.0);

@@ -328,6 +328,20 @@ static void unknown_preset_is_named(void)
     CHECK_STATUS(qmm_llm_model_open(missing, 1, &m), QMM_ERR_NOT_FOUND);
     CHECK(strstr(qmm_last_error(), "nothing-here") != NULL);
     CHECK_STATUS(qmm_llm_model_load(missing, &m), QMM_ERR_NOT_FOUND);
+    /* a group suffix on a preset: groups of 64 or 32; on anything else, or alone, not found */
+    static const char *const bad[] = {"synthetic:qwen3-5b-g64", "synthetic:qwen3-0.6b-g16",
+                                      "synthetic:-g64", "synthetic:qwen3-0.6bg64"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_STATUS(qmm_llm_model_open(bad[i], 1, &m), QMM_ERR_NOT_FOUND);
+    for (int g = 32; g <= 64; g *= 2) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "synthetic:qwen3-0.6b-g%d", g);
+        CHECK_OK(qmm_llm_model_open(spec, 1, &m));
+        if (!m) continue;
+        CHECK(qmm_llm_model_config(m)->group_size == g);
+        qmm_llm_model_destroy(m);
+        m = NULL;
+    }
     test_rm_tree(cwd_dir);
 }
 

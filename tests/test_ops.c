@@ -26,6 +26,7 @@
 #define FUSED(name, heads, kv, hd, pos) {name, OP_DECODE_FUSED, 1, 0, 0, heads, kv, hd, pos, 0, 1e-2, 0}
 #define ARGMAX(name, m, vocab, pos) {name, OP_ARGMAX, m, vocab, 0, 0, 0, 0, pos, 0, 0, 0}
 #define MVF(name, m, n, k, epi) {name, OP_MATVEC_FUSED, m, n, k, 0, 0, 0, 0, epi, 1e-2, 0}
+#define MVF_G(name, m, n, k, epi, g) {name, OP_MATVEC_FUSED, m, n, k, 0, 0, 0, 0, epi, 1e-2, g}
 #define ATTN_O(name, heads, kv, pos, n) {name, OP_ATTN_O, 1, n, (heads) * 128, heads, kv, 128, pos, 1, 1e-2, 0}
 #define ATTN_O_REFUSED(name, heads, kv, pos, n) {name, OP_ATTN_O, 1, n, (heads) * 128, heads, kv, 128, pos, 2, 1e-2, 0}
 
@@ -40,9 +41,10 @@ static const op_case cases[] = {
     MATMUL("m65 (second tile)", 65, 512, 1024), MATMUL("m130 (third tile)", 130, 300, 512),
     MATMUL("m1030 (256-token tiles)", 1030, 130, 384),
     MATMUL("ragged m37", 37, 1000, 384), MATMUL("n1 k128", 13, 1, 128),
-    /* groups of 64 (mlx_lm.convert's default) and 32: decode sizes (no matvec: the wgmma kernel),
-     * prefill, ragged and edge shapes */
+    /* groups of 64 (mlx_lm.convert's default) and 32: decode sizes (the matvec, two or four
+     * scale|bias words a block), prefill, ragged and edge shapes */
     MATMUL_G("g64 q m1", 1, 4096, 2560, 64), MATMUL_G("g64 kv m8", 8, 1024, 2560, 64),
+    MATMUL_G("g64 gate m2 (4-warp CTAs)", 2, 9728, 2560, 64), MATMUL_G("g32 kv m16", 16, 1024, 2560, 32),
     MATMUL_G("g64 o m17", 17, 2560, 4096, 64), MATMUL_G("g64 down m9", 9, 2560, 9728, 64),
     MATMUL_G("g64 m130", 130, 300, 512, 64), MATMUL_G("g64 ragged m37", 37, 1000, 384, 64),
     MATMUL_G("g64 n1 k128", 13, 1, 128, 64),
@@ -106,6 +108,15 @@ static const op_case cases[] = {
     MVF("norm·W n1 m9", 9, 1, 256, 0), MVF("norm·W m16 k9728 n520", 16, 520, 9728, 0),
     MVF("residual m8 n130 k640", 8, 130, 640, 1), MVF("norm·W swiglu k128 m16", 16, 256, 128, 2),
     MVF("norm·W swiglu m2 k384", 2, 1024, 384, 2), MVF("norm·W m4 k2560 n1024", 4, 1024, 2560, 0),
+    /* groups of 64 and 32 (G = 2, 4 scale|bias words a block): each epilogue, one and several
+     * tokens, 4-warp CTAs, one block (K = 128), the staging of m = 4 over 20 blocks */
+    MVF_G("g64 norm·W qkv m1", 1, 6144, 2560, 0, 64), MVF_G("g64 residual o m1", 1, 2560, 4096, 1, 64),
+    MVF_G("g64 norm·W swiglu m1", 1, 19456, 2560, 2, 64), MVF_G("g64 residual down m16", 16, 2560, 9728, 1, 64),
+    MVF_G("g64 norm·W gate m2 (4 warps)", 2, 9728, 2560, 0, 64), MVF_G("g64 fp32 m3 n200", 3, 200, 512, 3, 64),
+    MVF_G("g64 norm·W m4 k2560 n1024", 4, 1024, 2560, 0, 64), MVF_G("g64 norm·W k128 m1", 1, 384, 128, 0, 64),
+    MVF_G("g32 norm·W m1", 1, 1024, 2560, 0, 32), MVF_G("g32 residual m8 n130 k640", 8, 130, 640, 1, 32),
+    MVF_G("g32 norm·W swiglu m11", 11, 384, 256, 2, 32), MVF_G("g32 residual k128 m16 n72", 16, 72, 128, 1, 32),
+    MVF_G("g32 fp32 o m1", 1, 4096, 2048, 3, 32),
     /* tensor parallelism's fp32 partials of o and down (Qwen3-8B at t = 2) */
     MVF("fp32 o m1", 1, 4096, 2048, 3), MVF("fp32 down m16", 16, 4096, 6144, 3),
     MVF("fp32 m3 n200", 3, 200, 512, 3),

@@ -51,11 +51,10 @@ cudaError_t launch_tiled(int config, int stages, const DevWeight &w, const __nv_
 cudaError_t launch_splitk_reduce(const void *planes, qmm_dtype type, int split, int64_t mn,
                                  __nv_bfloat16 *c, cudaStream_t stream);
 
-/* The decode matvec (matvec.cu), M <= 16, groups of 128 only (the planner sends no other
- * weight here; plan_call.c qmm_matvec_takes_group). Its epilogues: */
+/* The decode matvec (matvec.cu), M <= 16, groups of 128, 64 or 32. Its epilogues: */
 enum { MV_EPI_STORE = 0, MV_EPI_RESIDUAL = 1, MV_EPI_SWIGLU = 2, MV_EPI_STORE_F32 = 3 };
 struct MatvecArgs {
-    const uint32_t *packed, *sb; /* the weight (DevWeight; groups of 128 only) */
+    const uint32_t *packed, *sb; /* the weight (DevWeight) */
     int n, k, group;
     int64_t n_pad;
     const __nv_bfloat16 *a;      /* [m, lda], 16-byte aligned rows */

@@ -19,6 +19,8 @@
  * Arithmetic (exact codes): the codes enter the mma as the exact bf16 values 128 + q, and an mma
  * by all-ones weights gives Σa (one a group for one token, four for 2-8: mv_group), so per group
  *   Σ a·w = s·Σ a·q + b·Σ a = s·P + (b − 128·s)·Σa          (fp32, no weight rounded).
+ * Groups of 64 and 32: a "group" of the loops here is a 128-column block of the device layout
+ * (w4_layout.h), whose G = 2 or 4 groups each take their own P, Σa and scale|bias word.
  * Experiment builds (timing only, wrong results; NOTES.md row 109): -DQMM_MV_STUB=1 the loads
  * alone, 2 the mma on the code words masked to finite bf16 (2 logic instructions a word pair
  * instead of the conversion's 14), 3 without the Σa mma, 4 token 0's activation row staged alone
@@ -54,16 +56,21 @@ namespace qmm {
 constexpr int MV_PRE_WAIT = 2;
 
 
-/* A lane's slot: its 16 bytes of rows g8 and g8 + 8 of the next (tile, group) and their scale|bias
- * words; the sources move on to the warp's next group (step_w words, step_s scale|bias words). */
-__device__ __forceinline__ void mv_load(uint4 &lo, uint4 &hi, uint32_t &sl, uint32_t &sh,
+/* A lane's slot: its 16 bytes of rows g8 and g8 + 8 of the next (tile, 128-column block) and
+ * their scale|bias words, one a group of the block (G, n_pad words apart: w4_layout.h); the
+ * sources move on to the warp's next block (step_w words, step_s scale|bias words). */
+template <int G>
+__device__ __forceinline__ void mv_load(uint4 &lo, uint4 &hi, uint32_t (&sl)[G], uint32_t (&sh)[G],
                                         const uint32_t *&src_w, const uint32_t *&src_s, int step_w,
-                                        int step_s)
+                                        int step_s, int n_pad)
 {
     lo = ld_stream(src_w);
     hi = ld_stream(src_w + 128);
-    sl = ld_stream32(src_s);
-    sh = ld_stream32(src_s + 8);
+#pragma unroll
+    for (int i = 0; i < G; i++) {
+        sl[i] = ld_stream32(src_s + i * n_pad);
+        sh[i] = ld_stream32(src_s + i * n_pad + 8);
+    }
     src_w += step_w;
     src_s += step_s;
 }
@@ -129,7 +136,8 @@ __device__ __forceinline__ void mv_round_groups(int r, int nrounds, int kw_lg, i
     g1 = r + 1 < nrounds ? mv_round_first(r + 1) << kw_lg : kr;
 }
 
-template <int TOKT, int W, bool ONE, bool RND = false>
+/* G: groups a 128-column block (128 / the group size) */
+template <int TOKT, int W, bool ONE, bool RND = false, int G = 1>
 __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(const MatvecArgs p)
 {
     static_assert(8 * TOKT <= 2 * W, "a warp copies at most two activation rows (the staging)");
@@ -173,14 +181,15 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
      * activations' copy, a slot refilled once its group is multiplied */
     const uint32_t *src_w = p.packed + ((int64_t)(tile >> 3) * groups + w0) * 2048 + (tile & 7) * 256 +
                             lane * 4; /* = row g8, words 4·t4 */
-    const uint32_t *src_s = p.sb + (int64_t)w0 * p.n_pad + tile * 16 + g8;
-    const int step_s = RND ? (int)p.n_pad << kw_lg : (int)p.n_pad; /* fits an int (launcher) */
+    const uint32_t *src_s = p.sb + (int64_t)w0 * G * p.n_pad + tile * 16 + g8;
+    const int n_pad = (int)p.n_pad; /* G · n_pad fits an int (launcher) */
+    const int step_s = RND ? (int)(G * p.n_pad) << kw_lg : (int)(G * p.n_pad); /* fits an int (launcher) */
     uint4 lo[D], hi[D];
-    uint32_t sl[D], sh[D];
+    uint32_t sl[D][G], sh[D][G];
     const int pre_n = p.pre_wait; /* groups requested before the wait; the rest after the activations */
 #pragma unroll
     for (int j = 0; j < D; j++)
-        if (j < ng && j < pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s);
+        if (j < ng && j < pre_n) mv_load<G>(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s, n_pad);
     MV_STAMP(2);
 
     const int R = 1 << lr, C = 1 << lc, KW = 1 << kw_lg;
@@ -271,7 +280,7 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     pdl_launch_dependents();
 #pragma unroll
     for (int j = 0; j < D; j++)
-        if (j < ng && j >= pre_n) mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s);
+        if (j < ng && j >= pre_n) mv_load<G>(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s, n_pad);
     mv_residual_pre_x(pre);
     for (int t = warp; t < p.m; t += W) { /* RMSNorm of the input rows from their Σx² */
         float ss = 0.f;
@@ -299,11 +308,11 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
                 rnd_next++;
                 rnd_at = rnd_next < MV_ROUNDS_MAX ? mv_round_first(rnd_next) : INT_MAX;
             }
-            mv_group<TOKT, ONE>(acc, lo[j], hi[j], sl[j], sh[j], arow, srow,
+            mv_group<TOKT, ONE, G>(acc, lo[j], hi[j], sl[j], sh[j], arow, srow,
                                 RND ? part + (i << kw_lg) : w0 + i - c0, magic);
             if (i == 0) MV_STAMP(4);
             if (i + D < ng) /* refill the slot (after its use: no register copies) */
-                mv_load(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s);
+                mv_load<G>(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s, n_pad);
         }
     }
     MV_STAMP(5);
@@ -368,24 +377,33 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
     }
 }
 
-/* The three kernels: one token tile in CTAs of 8 warps, two in 8, one in 4 (MatvecScratch). */
-static void (*const mv_kernels[3])(const MatvecArgs) = {matvec_kernel<1, 8, false>, matvec_kernel<2, 8, false>,
-                                                         matvec_kernel<1, 4, false>};
-/* the one-token kernels (same launch bounds, so the same residency) */
-static void (*const mv_kernels_one[3])(const MatvecArgs) = {matvec_kernel<1, 8, true>, nullptr,
-                                                             matvec_kernel<1, 4, true>};
-/* several tokens staged in rounds (experiment, NOTES row 182) */
-static void (*const mv_kernels_rounds[3])(const MatvecArgs) = {
-    matvec_kernel<1, 8, false, true>, matvec_kernel<2, 8, false, true>, matvec_kernel<1, 4, false, true>};
+/* The kernels of G groups a block: one token tile in CTAs of 8 warps, two in 8, one in 4
+ * (MatvecScratch's index); the one-token kernels (same launch bounds, so the same residency);
+ * several tokens staged in rounds (experiment, NOTES row 182). */
+typedef void (*MvKernel)(const MatvecArgs);
+template <int G> struct MvKernels {
+    static constexpr MvKernel plain[3] = {matvec_kernel<1, 8, false, false, G>, matvec_kernel<2, 8, false, false, G>,
+                                          matvec_kernel<1, 4, false, false, G>};
+    static constexpr MvKernel one[3] = {matvec_kernel<1, 8, true, false, G>, nullptr,
+                                        matvec_kernel<1, 4, true, false, G>};
+    static constexpr MvKernel rounds[3] = {matvec_kernel<1, 8, false, true, G>, matvec_kernel<2, 8, false, true, G>,
+                                           matvec_kernel<1, 4, false, true, G>};
+};
+/* groups of 128, 64, 32 */
+static const MvKernel *const mv_plain[3] = {MvKernels<1>::plain, MvKernels<2>::plain, MvKernels<4>::plain};
+static const MvKernel *const mv_one[3] = {MvKernels<1>::one, MvKernels<2>::one, MvKernels<4>::one};
+static const MvKernel *const mv_rounds_k[3] = {MvKernels<1>::rounds, MvKernels<2>::rounds, MvKernels<4>::rounds};
 static const int mv_kernel_warps[3] = {8, 8, 4};
+static int mv_group_index(int group) { return group == 128 ? 0 : group == 64 ? 1 : group == 32 ? 2 : -1; }
 
 cudaError_t matvec_init(void)
 {
     cudaError_t e = cudaSuccess;
-    for (int i = 0; i < 3; i++)
-        for (auto k : {mv_kernels[i], mv_kernels_one[i], mv_kernels_rounds[i]})
-            if (e == cudaSuccess && k)
-                e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
+    for (int gi = 0; gi < 3; gi++)
+        for (int i = 0; i < 3; i++)
+            for (MvKernel k : {mv_plain[gi][i], mv_one[gi][i], mv_rounds_k[gi][i]})
+                if (e == cudaSuccess && k)
+                    e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
     return e;
 }
 
@@ -407,7 +425,7 @@ void matvec_capacity(MatvecScratch &s)
             cfg.attrs = &attr;
             cfg.numAttrs = 1;
             int clusters = 0;
-            if (cudaOccupancyMaxActiveClusters(&clusters, mv_kernels[k], &cfg) != cudaSuccess) {
+            if (cudaOccupancyMaxActiveClusters(&clusters, mv_plain[0][k], &cfg) != cudaSuccess) {
                 (void)cudaGetLastError(); /* unknown: the shape rule assumes every SM */
                 clusters = 0;
             }
@@ -438,9 +456,11 @@ static bool matvec_args_ok(const MatvecArgs &p)
 cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pdl, cudaStream_t stream)
 {
     const int tokt = p.m <= 8 ? 1 : 2;
-    /* groups of 128 (one scale|bias word a tile row); 16-byte activation rows */
-    if (p.group != 128 || p.m < 1 || p.m > 16 || p.k <= 0 || p.k % 128 || p.n_pad <= 0 ||
-        p.n_pad % 128 || p.n_pad > INT32_MAX || p.lda % 8 || (uintptr_t)p.a % 16)
+    /* groups of 128, 64 or 32 (G scale|bias words a tile row and block, G · n_pad words apart:
+     * an int); 16-byte activation rows */
+    const int gi = mv_group_index(p.group), G = 128 / (p.group > 0 ? p.group : 128);
+    if (gi < 0 || p.m < 1 || p.m > 16 || p.k <= 0 || p.k % 128 || p.n_pad <= 0 || p.n_pad % 128 ||
+        p.n_pad > INT32_MAX / G || p.lda % 8 || (uintptr_t)p.a % 16)
         return cudaErrorInvalidValue;
     if (!matvec_args_ok(p) || p.rounds < 0 || p.rounds > 2) return cudaErrorInvalidValue;
     if (p.pre_wait <= 0) p.pre_wait = MV_PRE_WAIT;
@@ -448,13 +468,13 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pd
         matvec_choose_shape(p, scratch, &p.warps, &p.tiles_per_cta, &p.cluster);
     if (p.warps == 0) p.warps = 8;
     const int R = p.tiles_per_cta, C = p.cluster, W = p.warps, groups = p.k / 128;
-    /* rounds from two tokens, where the strided scale|bias step (n_pad · W / R) fits an int */
+    /* rounds from two tokens, where the strided scale|bias step (G · n_pad · W / R) fits an int */
     static const bool env_rounds = [] {
         const char *v = getenv("QMM_MV_ROUNDS");
         return v && strcmp(v, "1") == 0;
     }();
     const bool rounds = p.m >= 2 && (p.rounds == 1 || (p.rounds == 0 && env_rounds)) &&
-                        p.n_pad <= INT32_MAX / 8;
+                        p.n_pad <= INT32_MAX / 8 / G;
     if ((W != 8 && W != 4) || (W == 4 && tokt != 1) || R > W) return cudaErrorInvalidValue;
     if ((R != 1 && R != 2 && R != 4 && R != 8) || (C != 1 && C != 2 && C != 4 && C != 8) ||
         (p.epi == MV_EPI_SWIGLU && R == 1) || C > groups)
@@ -485,7 +505,7 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pd
     cfg.numAttrs = (unsigned)na;
     const int ki = mv_kernel_index(tokt, W);
     void (*const kernel)(const MatvecArgs) =
-        p.m == 1 ? mv_kernels_one[ki] : rounds ? mv_kernels_rounds[ki] : mv_kernels[ki];
+        p.m == 1 ? mv_one[gi][ki] : rounds ? mv_rounds_k[gi][ki] : mv_plain[gi][ki];
     return cudaLaunchKernelEx(&cfg, kernel, p);
 }
 

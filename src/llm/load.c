@@ -200,10 +200,17 @@ qmm_status qmm_llm_model_open(const char *spec, uint64_t seed, qmm_llm_model **o
      * directory exists (an existing path always wins) */
     int explicit_preset = !strncmp(spec, "synthetic:", 10);
     const char *name = explicit_preset ? spec + 10 : spec;
+    /* NAME-g64 and NAME-g32: the preset quantized in groups of 64 or 32 (mlx_lm.convert's
+     * default is 64) */
+    size_t len = strlen(name), base = len;
+    int group = 0;
+    if (len > 4 && (!strcmp(name + len - 4, "-g64") || !strcmp(name + len - 4, "-g32")))
+        base = len - 4, group = name[len - 2] == '6' ? 64 : 32;
     if (explicit_preset || access(spec, F_OK))
         for (int i = 0; qmm_llm_preset_name(i); i++)
-            if (!strcmp(name, qmm_llm_preset_name(i))) {
-                qmm_llm_config_preset(name, &c);
+            if (strlen(qmm_llm_preset_name(i)) == base && !strncmp(name, qmm_llm_preset_name(i), base)) {
+                qmm_llm_config_preset(qmm_llm_preset_name(i), &c);
+                if (group) c.group_size = group;
                 return qmm_llm_model_synthetic(&c, seed, out);
             }
     if (explicit_preset) {

@@ -155,8 +155,8 @@ __global__ void __launch_bounds__(AO_THREADS, 1) attn_o_fused_kernel(const AoArg
             const uint32_t *w = reinterpret_cast<const uint32_t *>(smem + L.w + (size_t)j * 1024);
             const uint32_t *sbw = reinterpret_cast<const uint32_t *>(smem + L.sb + (size_t)j * 64);
             const uint4 lo = qmm::lds128(w + lane * 4), hi = qmm::lds128(w + 128 + lane * 4);
-            qmm::mv_group<1, true>(acc, lo, hi, qmm::lds32(sbw + g8), qmm::lds32(sbw + g8 + 8), arow, srow, gr,
-                                   magic);
+            const uint32_t sl[1] = {qmm::lds32(sbw + g8)}, sh[1] = {qmm::lds32(sbw + g8 + 8)};
+            qmm::mv_group<1, true, 1>(acc, lo, hi, sl, sh, arow, srow, gr, magic);
         }
         if (t4 == 0) { /* column 0: the one token */
             red[warp * 16 + g8] = acc[0][0];

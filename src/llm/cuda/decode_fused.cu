@@ -32,7 +32,7 @@ bool llm_decode_fusable(const qmm_llm_cuda_session *s)
      * (launch_add_norm_fold_f32) */
     const bool tp_ok = !s->tp || (s->tp->y32 && !s->off && c->hidden_size <= 32768 &&
                                   c->head_dim % 4 == 0);
-    return tp_ok && s->fuse && s->all_g128 && !s->attention_ref && s->gu_chunk == 64 &&
+    return tp_ok && s->fuse && !s->attention_ref && s->gu_chunk == 64 &&
            c->hidden_size % 128 == 0 && (c->num_heads * c->head_dim) % 8 == 0;
 }
 

@@ -241,22 +241,18 @@ static qmm_status size_workspace(qmm_llm_cuda_session *s)
     return dev_alloc((unsigned char **)&s->ws, need ? need : 256, "matmul workspace");
 }
 
-/* Group sizes (32, 64, 128: the loader's rule) decide two things: projections stack into one
- * weight only with one group size (q|k|v, gate|up), and the fused decode step's matvec takes
- * groups of 128 only (the other sizes run the unfused step on the wgmma kernel). */
-static void llm_cuda_groups(const qmm_llm_model *m, int *stackable, int *all_g128)
+/* Group sizes (32, 64, 128: the loader's rule; every kernel takes each) decide one thing:
+ * projections stack into one weight only with one group size (q|k|v, gate|up). */
+static int llm_cuda_stackable(const qmm_llm_model *m)
 {
-    *stackable = 1;
-    *all_g128 = m->lm_head.group == QMM_GROUP;
     for (int64_t l = 0; l < m->cfg.num_layers; l++) {
         const qmm_w4 *lin = m->layers[l].lin;
         if (lin[QMM_LLM_K].group != lin[QMM_LLM_Q].group ||
             lin[QMM_LLM_V].group != lin[QMM_LLM_Q].group ||
             lin[QMM_LLM_UP].group != lin[QMM_LLM_GATE].group)
-            *stackable = 0;
-        for (int i = 0; i < QMM_LLM_LINEAR_COUNT; i++)
-            if (lin[i].group != QMM_GROUP) *all_g128 = 0;
+            return 0;
     }
+    return 1;
 }
 
 void llm_destroy_decode_graphs(qmm_llm_cuda_session *s)
@@ -401,9 +397,8 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
     s->split_k = o.split_k != 0;
     s->use_graph = o.use_graph != 0;
     s->attention_ref = o.attention_ref != 0;
-    int stackable = 0;
-    llm_cuda_groups(m, &stackable, &s->all_g128);
-    s->fuse = o.fuse_projections != 0 && stackable; /* mixed groups: the projections one by one */
+    /* mixed groups: the projections one by one */
+    s->fuse = o.fuse_projections != 0 && llm_cuda_stackable(m);
     /* weight streaming interleaves event waits between the kernels: keep its launches plain */
     s->pdl = o.pdl != 0 && !o.offload_weights;
     s->max_seq = max_seq;

@@ -115,7 +115,6 @@ struct qmm_llm_cuda_session {
     qmm_llm::bf16 *q, *k, *v, *gate, *up, *act;
     int64_t q_stride, kv_stride, gu_stride;
     int64_t gu_chunk;            /* fused gate|up rows interleaved in chunks of this (0: [gate; up]) */
-    int all_g128;                /* every projection and the head in groups of 128 (fused step) */
     float *d_ss;                 /* decode: Σx² per 16-row tile of the residual (fused RMSNorm) */
     float *partials;             /* decode attention splits [heads, max(nsplit, nsplit_fused), hd + 2] */
     int nsplit;                  /* splits of the reference decode attention (attention_ref) */

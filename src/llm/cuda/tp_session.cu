@@ -78,7 +78,7 @@ float *llm_tp_f32_out(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w)
 {
     if (!s->tp || !s->tp->y32 || m > TP_F32_ROWS) return NULL;
     const qmm::DevWeight &d = qmm::weight_dev(w);
-    if (d.group != 128 || d.n != s->cfg.hidden_size || d.k % 128 || d.n_pad % 128) return NULL;
+    if (d.n != s->cfg.hidden_size || d.k % 128 || d.n_pad % 128) return NULL;
     return s->tp->y32;
 }
 

@@ -57,7 +57,7 @@ qmm_status llm_cuda_session_make(const qmm_llm_model *m, int64_t max_seq,
 qmm_status llm_tp_embed(qmm_llm_cuda_session *s, int m);
 qmm_status llm_tp_allreduce(qmm_llm_cuda_session *s, void *buf, size_t count);
 /* The fp32 row-parallel projection y32[m, n] = a · Wᵀ (unrounded) when it applies (m <=
- * TP_F32_ROWS, groups of 128); NULL when the caller takes the bf16 path. Launch + all-reduce. */
+ * TP_F32_ROWS); NULL when the caller takes the bf16 path. Launch + all-reduce. */
 float *llm_tp_f32_out(qmm_llm_cuda_session *s, int m, const qmm_cuda_weight *w);
 qmm_status llm_tp_project_f32(qmm_llm_cuda_session *s, const qmm_llm::bf16 *a, int m,
                               const qmm_cuda_weight *w, float *y32, const char *name);
