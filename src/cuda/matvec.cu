@@ -309,7 +309,7 @@ __global__ __launch_bounds__(32 * W, mv_ctas_bound(TOKT, W)) void matvec_kernel(
                 rnd_at = rnd_next < MV_ROUNDS_MAX ? mv_round_first(rnd_next) : INT_MAX;
             }
             mv_group<TOKT, ONE, G>(acc, lo[j], hi[j], sl[j], sh[j], arow, srow,
-                                RND ? part + (i << kw_lg) : w0 + i - c0, magic);
+                                   RND ? part + (i << kw_lg) : w0 + i - c0, magic);
             if (i == 0) MV_STAMP(4);
             if (i + D < ng) /* refill the slot (after its use: no register copies) */
                 mv_load<G>(lo[j], hi[j], sl[j], sh[j], src_w, src_s, step_w, step_s, n_pad);

@@ -1,6 +1,6 @@
-/* One 128-column block of the decode matvec's arithmetic (exact codes, fp32 sums): the warp's 16-row tile
- * times a staged activation row (or eight), shared by matvec.cu's kernel and the fused decode
- * attention + o kernel (llm/cuda/attention_o_fused.cu, an experiment). */
+/* One 128-column block of the decode matvec's arithmetic (exact codes, fp32 sums): the warp's
+ * 16-row tile times a staged activation row (or eight), shared by matvec.cu's kernel and the fused
+ * decode attention + o kernel (llm/cuda/attention_o_fused.cu, an experiment). */
 #ifndef QMM_CUDA_MATVEC_GROUP_CUH
 #define QMM_CUDA_MATVEC_GROUP_CUH
 
