@@ -111,8 +111,7 @@ static int build_contenders(const bench_case *c, const qmm_plan *plan, contender
     for (int s = 2; s <= d.max_split; s++)
         if (c->shape->k % ((int64_t)s * QMM_GROUP) == 0)
             list[n++] = qmm_contender(c, "splitk", QMM_PATH_SPLITK, s, 0);
-    /* the matvec reads groups of 128 only */
-    if (c->m <= d.matvec_limit_m && c->shape->group == QMM_GROUP)
+    if (c->m <= d.matvec_limit_m)
         list[n++] = qmm_contender(c, "matvec", QMM_PATH_MATVEC, 0, 0);
     if (c->m >= d.dense_min_m) list[n++] = qmm_contender(c, "dense", QMM_PATH_DENSE, 0, 0);
     if (c->m <= d.matvec_limit_m) { /* the floor of a kernel that reads the weight */

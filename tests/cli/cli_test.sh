@@ -87,8 +87,10 @@ expect "run --max-new-tokens overflow is refused" 2 "bad value" -- \
 expect "plan --m overflow is refused" 2 "bad value '99999999999999999999' for --m" -- \
     "$qmm" plan --m 99999999999999999999 --n 128 --k 128
 expect "plan: a bad shape is a usage error" 2 "multiple of 128" -- "$qmm" plan --m 5 --n 5 --k 100
-expect "plan --group 64: decode takes the wgmma kernel, not the matvec" 0 "path  *(streamk|wgmma)" "!matvec" -- \
+expect "plan --group 64: decode takes the matvec (it reads groups of 64 too)" 0 "path  *matvec" -- \
     "$qmm" plan --policy device --table sm90 --group 64 --m 1 --n 2560 --k 9728
+expect "plan --group 32: decode takes the matvec" 0 "path  *matvec" -- \
+    "$qmm" plan --policy device --table sm90 --group 32 --m 1 --n 2560 --k 9728
 expect "plan --table h100: o at 256 tokens sets its 40th tile aside" 0 "o  .*wgmma/3\+1r8/125x128x128" -- \
     "$qmm" plan --policy device --table h100 --model qwen3-4b --tokens 256
 expect "plan --table sm90: the H200's table sets no tiles aside" 0 "o  .*wgmma/2/80x128x128" "!/[0-9]+\+[0-9]+r[0-9]+/" -- \
