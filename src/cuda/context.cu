@@ -398,9 +398,6 @@ extern "C" qmm_status qmm_cuda_matmul(qmm_cuda_ctx *ctx, const qmm_bf16 *a_dev, 
         break;
     }
     case QMM_PATH_MATVEC:
-        if (w->dev.group != QMM_GROUP) /* the planner never plans this; the kernel reads g128 */
-            return qmm_fail(QMM_ERR_UNSUPPORTED, "the matvec takes groups of 128, not %d",
-                            w->dev.group);
         e = launch_matvec(w->dev, a, (int)m, c, ctx->mv, ctx->stream);
         break;
     case QMM_PATH_TILED:

@@ -394,7 +394,6 @@ static const MvKernel *const mv_plain[3] = {MvKernels<1>::plain, MvKernels<2>::p
 static const MvKernel *const mv_one[3] = {MvKernels<1>::one, MvKernels<2>::one, MvKernels<4>::one};
 static const MvKernel *const mv_rounds_k[3] = {MvKernels<1>::rounds, MvKernels<2>::rounds, MvKernels<4>::rounds};
 static const int mv_kernel_warps[3] = {8, 8, 4};
-static int mv_group_index(int group) { return group == 128 ? 0 : group == 64 ? 1 : group == 32 ? 2 : -1; }
 
 cudaError_t matvec_init(void)
 {
@@ -458,8 +457,8 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pd
     const int tokt = p.m <= 8 ? 1 : 2;
     /* groups of 128, 64 or 32 (G scale|bias words a tile row and block, G · n_pad words apart:
      * an int); 16-byte activation rows */
-    const int gi = mv_group_index(p.group), G = 128 / (p.group > 0 ? p.group : 128);
-    if (gi < 0 || p.m < 1 || p.m > 16 || p.k <= 0 || p.k % 128 || p.n_pad <= 0 || p.n_pad % 128 ||
+    const int G = groups_per_block(p.group), gi = G == 4 ? 2 : G / 2; /* index 0, 1, 2 */
+    if (G == 0 || p.m < 1 || p.m > 16 || p.k <= 0 || p.k % 128 || p.n_pad <= 0 || p.n_pad % 128 ||
         p.n_pad > INT32_MAX / G || p.lda % 8 || (uintptr_t)p.a % 16)
         return cudaErrorInvalidValue;
     if (!matvec_args_ok(p) || p.rounds < 0 || p.rounds > 2) return cudaErrorInvalidValue;
