@@ -19,21 +19,6 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     gemm_sm90_w4_bf16_kernel(const __grid_constant__ Sm90Maps<PARTIAL> maps, const Sm90Args args)
 {
     using S = Sm90Shape<TN, WG, GPB>;
-#ifdef QMM_EXP_PARAM_TOUCH
-    /* (experiment) one load from each 64-byte line of the arguments at entry, indexed by a zero
-     * the compilers cannot see (so scoreboarded LDCs issued together, not the prologue's ULDCs,
-     * whose misses come one line after another: NOTES.md row 108), their sum consumed by a store
-     * that never runs */
-    {
-        const uint32_t z = threadIdx.x >= blockDim.x; /* per thread: LDC, not ULDC */
-        const uint32_t *pa = (const uint32_t *)&args;
-        uint32_t x = 0;
-#pragma unroll
-        for (int i = 0; i < (int)sizeof(Sm90Args) / 4; i += 16) x ^= pa[z + i];
-        asm volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; @p st.global.u32 [%2], %0; }" ::"r"(x), "r"(z),
-                     "l"(args.c));
-    }
-#endif
     /* 256-token tiles (3 stages of 73 KB) have no room to receive a cluster's partials: they
      * split through the workspace only (qmm_sm90_cluster gives them none) */
     constexpr bool CLUSTER_OK = TN <= 128;
