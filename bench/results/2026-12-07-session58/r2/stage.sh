@@ -8,6 +8,8 @@
 #   bash bench/results/2026-12-07-session58/r2/stage.sh
 #   QMM_BIN_ARCHIVE=devbin/s85.tar.xz QMM_CMDS=bench/results/2026-12-07-session58/r2/cmds.txt \
 #     QMM_PACK=$OUT/device.tar.gz QMM_COMMIT=<commit> BUDGET_S=420 bash bench/device.sh /tmp/n cmds
+# The experiment block left the source at d8367e7 (row 261 refuted): run this at 7a9058b, or
+# apply r2/param-touch.patch first.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
