@@ -115,8 +115,8 @@ qmm_cuda_options qmm_cuda_options_default(void);
 /* The one planning function (plain C, no GPU needed): what qmm_cuda_matmul runs for C[M, N] =
  * A[M, K] · W[N, K]ᵀ on a GPU described by d with options o (NULL = defaults): path, kernel
  * configuration, split, stages and workspace bytes. It does the one shape check (M, N, K >= 1,
- * K % 128 == 0, each <= 2^30) and the options check. Groups of 32 and 64 (o->group) never go to
- * the matvec: at its M they take the wgmma kernel (the tiled one where the family has none). A context plans with its own description
+ * K % 128 == 0, each <= 2^30) and the options check. Every group size (o->group: 32, 64, 128)
+ * plans alike. A context plans with its own description
  * (qmm_cuda_device_desc); `qmm plan` and the tests use the shipped table (qmm_tune_desc). */
 qmm_status qmm_plan_call(const qmm_device_desc *d, int64_t m, int64_t n, int64_t k,
                          const qmm_cuda_options *o, qmm_plan *out);

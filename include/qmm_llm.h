@@ -19,8 +19,8 @@
  * "quantization_config") gives {group_size: 32, 64 or 128, bits: 4}, optionally per layer.
  * Weights are memory-mapped and the W4 views point into the mapping (read-only by contract);
  * qmm_llm_model_load_mode can copy them into memory instead (see there: a mapped file must not
- * shrink while its model lives). The CPU engine runs every group size; the CUDA engine groups of
- * 128 only.
+ * shrink while its model lives). Both engines run every group size (the CUDA engine's persistent
+ * decode step, an option, groups of 128 only).
  */
 #ifndef QMM_LLM_H
 #define QMM_LLM_H

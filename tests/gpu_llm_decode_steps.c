@@ -1,6 +1,6 @@
 /*
  * The decode step of the CUDA forward as a whole (fused decode attention, two-stage argmax, PDL,
- * the in-graph profile), on synthetic tiny Qwen3 models:
+ * the in-graph profile), on synthetic tiny Qwen3 models (two of them also in groups of 64 and 32):
  *   - PDL on and off give the same logits and tokens bit for bit (graph and eager);
  *   - the fused decode attention against the reference kernels (separate qk-norm + rope + cache,
  *     then attention) over 300 teacher-forced steps (one block, then split contexts): logits
@@ -33,6 +33,10 @@ static const qmm_llm_config tiny = {256, 512, 2, 4, 2, 64, 1000, 12000, 1e6, 1e-
 static const qmm_llm_config tiny4 = {512, 1024, 2, 8, 2, 128, 2000, 4096, 1e6, 1e-6, 1, 128};
 /* Qwen3-14B's (5 query heads per KV head, hd 128): heads the mma's columns do not divide */
 static const qmm_llm_config tiny5 = {512, 1024, 2, 10, 2, 128, 2000, 4096, 1e6, 1e-6, 1, 128};
+/* tiny4 in groups of 64 (mlx_lm.convert's default) and tiny in groups of 32: the fused step's
+ * matvecs with two and four scale|bias words a block (NOTES.md row 262) */
+static const qmm_llm_config tiny4_g64 = {512, 1024, 2, 8, 2, 128, 2000, 4096, 1e6, 1e-6, 1, 64};
+static const qmm_llm_config tiny_g32 = {256, 512, 2, 4, 2, 64, 1000, 12000, 1e6, 1e-6, 1, 32};
 
 static qmm_llm_cuda_session *session(const qmm_llm_model *m, int64_t max_seq, int pdl, int graph,
                                      int attention_ref)
@@ -49,8 +53,8 @@ static qmm_llm_model *synthetic(const qmm_llm_config *c)
 
 static void pdl_on_off_bitwise(void)
 {
-    const qmm_llm_config *cfgs[3] = {&tiny, &tiny4, &tiny5};
-    for (int ci = 0; ci < 3; ci++) {
+    const qmm_llm_config *cfgs[5] = {&tiny, &tiny4, &tiny5, &tiny4_g64, &tiny_g32};
+    for (int ci = 0; ci < 5; ci++) {
         test_llm f;
         if (!test_llm_init(&f, synthetic(cfgs[ci]), 150)) continue;
         const int64_t V = f.V;
@@ -88,8 +92,8 @@ static void pdl_on_off_bitwise(void)
 /* Teacher-forced decode from one token: every position goes through the decode path. */
 static void fused_attention_matches_reference(void)
 {
-    const qmm_llm_config *cfgs[3] = {&tiny, &tiny4, &tiny5};
-    for (int ci = 0; ci < 3; ci++) {
+    const qmm_llm_config *cfgs[5] = {&tiny, &tiny4, &tiny5, &tiny4_g64, &tiny_g32};
+    for (int ci = 0; ci < 5; ci++) {
         enum { STEPS = 300 };
         test_llm f;
         if (!test_llm_init(&f, synthetic(cfgs[ci]), STEPS)) continue;

@@ -31,9 +31,6 @@ static void model_matches_mlx_on_cuda(const char *name)
     qmm_llm_cuda_session *s = NULL;
     qmm_status st = qmm_llm_cuda_session_create(m, 96, &o, &s);
     CHECKF(st == QMM_OK, "%s: CUDA session: %s", mlx_models[i].name, qmm_last_error());
-    if (st == QMM_ERR_UNSUPPORTED && strstr(qmm_last_error(), "groups of"))
-        printf("    the CUDA engine refuses groups of %d: its check (src/llm/cuda/session.cu, "
-               "llm_cuda_check_groups) predates the group-generic kernels\n", mlx_models[i].group);
     if (!st) {
         double e = mlx_compare(g_dir, mlx_models[i].name, qmm_llm_model_config(m)->vocab_size,
                                cuda_run, s);

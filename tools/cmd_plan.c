@@ -29,7 +29,7 @@ static void usage(FILE *f)
             "  --table T        plan on the shipped table's entry T (sm90, generic), GPU or not;\n"
             "                   h100: sm90 with the corrections a context makes on an H100\n"
             "  --group G        device policy: a weight in groups of G = 32, 64, 128 (default;\n"
-            "                   32 and 64 never take the matvec)\n"
+            "                   every group size plans alike)\n"
             "  --json           the plans as one JSON object\n"
             "  exit: 0 ok, 2 usage or environment (bad shape, unknown model, bad table)\n");
 }

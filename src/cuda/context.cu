@@ -328,20 +328,10 @@ extern "C" qmm_status qmm_cuda_workspace_size(qmm_cuda_ctx *ctx, int64_t m, int6
                                               const qmm_cuda_options *opt, size_t *bytes)
 {
     if (!ctx || !bytes) return qmm_fail(QMM_ERR_NULL, "ctx or bytes is NULL");
-    qmm_plan p;
+    qmm_plan p; /* every group size plans alike: group 0 (any) is any weight's plan */
     qmm_status st = qmm_plan_call(&ctx->desc, m, n, k, opt, &p);
     if (st != QMM_OK) return st;
     *bytes = p.workspace_bytes;
-    qmm_cuda_options o = opt ? *opt : qmm_cuda_options_default();
-    if (o.group == 0 && o.path == QMM_PATH_AUTO) {
-        /* any group: groups of 32 and 64 plan alike, and differ from 128 only where AUTO would
-         * take the matvec (forced paths plan the same at every group), so the larger of the
-         * two plans' workspaces covers every weight */
-        o.group = 64;
-        st = qmm_plan_call(&ctx->desc, m, n, k, &o, &p);
-        if (st != QMM_OK) return st;
-        if (p.workspace_bytes > *bytes) *bytes = p.workspace_bytes;
-    }
     return QMM_OK;
 }
 

@@ -13,8 +13,9 @@ constexpr int MV_WARPS = 8; /* the most warps a CTA (4 or 8: matvec_choose_shape
 constexpr int MV_MAX_CLUSTER = 8;
 constexpr int MV_SMEM_MAX = 227 * 1024, MV_SMEM_SM = 228 * 1024;
 
-/* Groups of loads in flight a lane (40 bytes each): 3 with one token tile (80 registers, three
- * CTAs a SM), 4 with two (two CTAs a SM); the shape choice counts a warp's rounds of them. */
+/* Groups of loads in flight a lane (40 bytes each at groups of 128, 32 + 8·G with G groups a
+ * block): 3 with one token tile (80 registers, three CTAs a SM), 4 with two (two CTAs a SM); the
+ * shape choice counts a warp's rounds of them. */
 __host__ __device__ constexpr int mv_depth(int tokt) { return tokt == 1 ? 3 : 4; }
 /* CTAs a SM by the launch bounds: 8 warps with one token tile 3 (80 registers), with two 2,
  * 4 warps 5 (95 registers). The bound also caps how many CTAs of a launch one SM takes: under

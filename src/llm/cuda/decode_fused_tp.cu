@@ -13,7 +13,8 @@
  * ss_in. So t = 2 has t = 1's fused arithmetic but for the fp32 order of two sums.
  * SwiGLU slicing: a rank's gate|up weight interleaves *its* gate and up rows in chunks of 64
  * (session.cu, llm_gate_up_chunk of the shard's intermediate size I/t). down's cut must be
- * group-aligned (tp_plan_rank), so I/t is a multiple of 128 and the rank's chunks are whole:
+ * group-aligned (tp_plan_rank) and the weight upload needs K % 128 == 0, so I/t is a multiple of
+ * 128 (a split that is not is refused at upload) and the rank's chunks are whole:
  * the same rows as the contiguous rank slice of the whole model's interleaved weight
  * (test_tp_slice.c), and column j of the rank's SwiGLU output is intermediate index
  * r·I/t + j, the column down's K slice holds.
