@@ -506,10 +506,38 @@ static void bad_requests(void)
     CHECK(tp_kind_name(-1) == NULL && tp_kind_name(TP_KIND_COUNT) == NULL);
 }
 
+/* The CUDA engine's own condition on a split: every rank's K in whole blocks of 128 columns.
+ * Qwen3-4B in groups of 64 plans at t = 8 (down's 1 216 columns a rank are whole groups of 64)
+ * and is refused here with the dimension named; what passes here passes tp_plan_rank. */
+static void cuda_blocks(void)
+{
+    qmm_llm_config c;
+    CHECK_OK(qmm_llm_config_preset("qwen3-4b", &c));
+    c.group_size = 64;
+    tp_rank_plan p;
+    CHECK_OK(tp_plan_rank(&c, 8, 0, &p));
+    EXPECT_FAIL(tp_check_cuda_blocks(&c, 8), QMM_ERR_SHAPE);
+    CHECKF(strstr(qmm_last_error(), "t = 8") && strstr(qmm_last_error(), "down_proj's K") &&
+               strstr(qmm_last_error(), "= 1216"), "%s", qmm_last_error());
+    for (int t = 1; t <= 4; t *= 2) CHECK_OK(tp_check_cuda_blocks(&c, t));
+    /* o's share: 24 heads of 16 = 384 columns, 96 a rank at t = 4, whole groups of 32 */
+    qmm_llm_config odd = {384, 768, 1, 24, 8, 16, 100, 64, 1e6, 1e-6, 0, 32};
+    CHECK_OK(qmm_llm_config_validate(&odd));
+    CHECK_OK(tp_plan_rank(&odd, 4, 0, &p));
+    EXPECT_FAIL(tp_check_cuda_blocks(&odd, 4), QMM_ERR_SHAPE);
+    CHECKF(strstr(qmm_last_error(), "o_proj's K") && strstr(qmm_last_error(), "= 96"), "%s",
+           qmm_last_error());
+    /* a plan tp_plan_rank refuses is refused with its message */
+    CHECK_OK(qmm_llm_config_preset("qwen3-8b", &c));
+    EXPECT_FAIL(tp_check_cuda_blocks(&c, 3), QMM_ERR_ARG);
+    CHECK(strstr(qmm_last_error(), "num_attention_heads = 32") != NULL);
+    EXPECT_FAIL(tp_check_cuda_blocks(NULL, 2), QMM_ERR_NULL);
+}
+
 int main(int argc, char **argv)
 {
     TEST_TABLE(cases, presets_14b_32b_shapes, plan_ranges_tile_presets, shards_reassemble_bitwise,
                row_parallel_sums_to_full, column_parallel_concatenates,
-               gate_up_interleave_slices_per_rank, bad_requests);
+               gate_up_interleave_slices_per_rank, bad_requests, cuda_blocks);
     return test_main(argc, argv, cases, TEST_COUNT(cases));
 }

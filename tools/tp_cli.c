@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "internal.h"
+#include "llm/tp_slice.h"
 #include "run_opts.h"
 #include "tp_cli.h"
 
@@ -82,7 +83,8 @@ int tp_rank_open(const char *cmd, const char *model, long long seed, int64_t max
         so.device = 0;
         st = qmm_llm_cuda_session_create(m, max_seq, &so, &r->s);
     } else {
-        st = tp_shard_model(m, r->env.ranks, r->env.rank, &r->model);
+        st = tp_check_cuda_blocks(&r->full, r->env.ranks);
+        if (!st) st = tp_shard_model(m, r->env.ranks, r->env.rank, &r->model);
         qmm_llm_model_destroy(m); /* a rank keeps only its shard */
         r->load_ms = qmm_now_ms() - t0;
         if (!st) st = tp_comm_create(&r->env, r->env.rank, &r->comm);

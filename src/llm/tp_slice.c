@@ -79,6 +79,28 @@ qmm_status tp_plan_rank(const qmm_llm_config *c, int ranks, int rank, tp_rank_pl
     return QMM_OK;
 }
 
+qmm_status tp_check_cuda_blocks(const qmm_llm_config *c, int ranks)
+{
+    tp_rank_plan p;
+    qmm_status st = tp_plan_rank(c, ranks, 0, &p);
+    if (st) return st;
+    /* every rank's K (the ranks' shares are equal): the column-parallel linears read hidden_size,
+     * o and down their share of the row-parallel cut */
+    const struct {
+        const char *what;
+        int64_t k;
+    } ks[] = {{"hidden_size", c->hidden_size},
+              {"num_attention_heads * head_dim / t (o_proj's K)", p.heads * c->head_dim},
+              {"intermediate_size / t (down_proj's K)", p.intermediate}};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+        if (ks[i].k % 128)
+            return qmm_fail(QMM_ERR_SHAPE, "tensor parallelism on CUDA: t = %d gives %s = %lld, "
+                            "not a multiple of 128 (the CUDA kernels read K in blocks of 128 "
+                            "columns, whatever the group size)",
+                            ranks, ks[i].what, (long long)ks[i].k);
+    return QMM_OK;
+}
+
 qmm_status tp_slice_w4(const qmm_w4 *w, tp_cut cut, tp_range r, qmm_w4 *out)
 {
     if (!w || !out) return qmm_fail(QMM_ERR_NULL, "tp_slice_w4: NULL argument");

@@ -52,6 +52,13 @@ typedef struct tp_rank_plan {
  * need not divide: the first V % t ranks get one more row. *out is written only on success. */
 qmm_status tp_plan_rank(const qmm_llm_config *c, int ranks, int rank, tp_rank_plan *out);
 
+/* tp_plan_rank's checks, then what the CUDA engine adds: every rank's K (hidden_size, o's and
+ * down's shares) a multiple of 128, the device layout's column block, whatever the group size
+ * (Qwen3-4B in groups of 64 at t = 8: down's 1 216 columns a rank are whole groups of 64, not
+ * blocks of 128). QMM_ERR_SHAPE names the dimension; a tensor-parallel CUDA rank checks this
+ * before it cuts its shard. */
+qmm_status tp_check_cuda_blocks(const qmm_llm_config *c, int ranks);
+
 /* Name of a weight kind ("q_proj", ..., "down_proj", "embed_tokens/lm_head"), NULL out of range. */
 const char *tp_kind_name(int kind);
 

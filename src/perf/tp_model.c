@@ -53,6 +53,7 @@ qmm_status tp_decode_predict(const qmm_llm_config *c, int ranks, const tp_decode
     tp_rank_plan plan; /* t's divisibility, and the vocabulary share of rank 0 (the largest) */
     qmm_status st = tp_plan_rank(c, ranks, 0, &plan);
     if (st) return st;
+    if ((st = tp_check_cuda_blocks(c, ranks))) return st; /* a split the CUDA engine runs */
     if ((st = check_link(&p->link))) return st;
     if (!finite_pos(p->gpu.bandwidth_tbs) || !isfinite(p->gpu.launch_us) || p->gpu.launch_us < 0)
         return qmm_fail(QMM_ERR_ARG, "tp model: GPU bandwidth %g TB/s and launch %g µs must be "

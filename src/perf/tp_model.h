@@ -67,8 +67,9 @@ tp_decode_params tp_decode_defaults(void);
 /* One ring all-reduce of `bytes` over `ranks` (0 at ranks = 1). */
 qmm_status tp_allreduce_us(const tp_link *l, int ranks, double bytes, double *us);
 
-/* Predict one decode token of config c at t = ranks (tp_plan_rank's checks: t must divide the
- * heads, KV heads and intermediate width in whole groups). *out is written only on success. */
+/* Predict one decode token of config c at t = ranks (tp_check_cuda_blocks' checks: t must divide
+ * the heads, KV heads and intermediate width in whole groups, and every rank's K must be whole
+ * blocks of 128 columns). *out is written only on success. */
 qmm_status tp_decode_predict(const qmm_llm_config *c, int ranks, const tp_decode_params *p,
                              tp_decode_estimate *out);
 
