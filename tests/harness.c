@@ -1,5 +1,6 @@
 #include "harness.h"
 #include "internal.h"
+#include "cpu/threads.h"
 #include "llm/hf_random.h"
 
 #include <math.h>
@@ -44,29 +45,64 @@ void test_random_w4(qmm_w4 *w, double scale_lo, double scale_hi)
 }
 
 /* c = a·Wᵀ in fp64 of the dequantized weights; with |a| and |w| (abs 1); or the sum of the
- * squared terms, Σ (a·w)² (abs 2). */
-static void matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c, int abs)
+ * squared terms, Σ (a·w)² (abs 2). Every output is one thread's sum over j in order, so the
+ * result does not depend on the thread count; the threads take W's rows (a large reference
+ * took most of gpu_kernels' two minutes on one core), and A is converted once a block of its
+ * rows (exact: bf16 → f32). */
+typedef struct f64_job {
+    const float *a; /* rows i0 … i0 + mb − 1 of A, as f32 (|a| for abs) */
+    int64_t mb, i0;
+    const qmm_w4 *w;
+    double *c;
+    int abs, threads;
+} f64_job;
+
+static void matmul_f64_rows(void *arg, int t)
 {
-    int64_t n = w->n, k = w->k, gs = w->group, g = k / gs;
+    const f64_job *jb = arg;
+    const qmm_w4 *w = jb->w;
+    const int64_t n = w->n, k = w->k, gs = w->group, g = k / gs;
     double *row = malloc((size_t)k * sizeof *row);
-    for (int64_t r = 0; r < n; r++) {
+    if (!row) abort(); /* a test harness: no way to report it to the caller */
+    for (int64_t r = n * t / jb->threads; r < n * (t + 1) / jb->threads; r++) {
         for (int64_t j = 0; j < k; j++) {
             uint32_t q = (w->packed[r * (k / 8) + j / 8] >> (4 * (j % 8))) & 0xF;
             double s = qmm_bf16_to_f32(w->scales[r * g + j / gs]);
             double b = qmm_bf16_to_f32(w->biases[r * g + j / gs]);
-            row[j] = abs ? fabs(s * q + b) : s * q + b;
+            row[j] = jb->abs ? fabs(s * q + b) : s * q + b;
         }
-        for (int64_t i = 0; i < m; i++) {
+        for (int64_t i = 0; i < jb->mb; i++) {
+            const float *x = jb->a + i * k;
             double acc = 0;
             for (int64_t j = 0; j < k; j++) {
-                double x = qmm_bf16_to_f32(a[i * k + j]);
-                const double t = (abs ? fabs(x) : x) * row[j];
-                acc += abs == 2 ? t * t : t;
+                const double tv = (double)x[j] * row[j];
+                acc += jb->abs == 2 ? tv * tv : tv;
             }
-            c[i * n + r] = acc;
+            jb->c[(jb->i0 + i) * n + r] = acc;
         }
     }
     free(row);
+}
+
+static void matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c, int abs)
+{
+    const int64_t k = w->k, block = 64;
+    if (m < 1) return;
+    int threads = qmm_cpu_online();
+    if (threads > 32) threads = 32;
+    if (threads > w->n) threads = (int)w->n;
+    float *af = malloc((size_t)(m < block ? m : block) * (size_t)k * sizeof *af);
+    if (!af) abort();
+    for (int64_t i0 = 0; i0 < m; i0 += block) {
+        const int64_t mb = m - i0 < block ? m - i0 : block;
+        for (int64_t e = 0; e < mb * k; e++) {
+            const float x = qmm_bf16_to_f32(a[i0 * k + e]);
+            af[e] = abs ? fabsf(x) : x;
+        }
+        f64_job jb = {af, mb, i0, w, c, abs, threads};
+        qmm_parallel_run(threads, matmul_f64_rows, &jb);
+    }
+    free(af);
 }
 
 void test_matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c) { matmul_f64(a, m, w, c, 0); }
