@@ -87,7 +87,7 @@ static void matmul_f64_rows(void *arg, int t)
 static void matmul_f64(const qmm_bf16 *a, int64_t m, const qmm_w4 *w, double *c, int abs)
 {
     const int64_t k = w->k, block = 64;
-    if (m < 1) return;
+    if (m < 1 || w->n < 1) return;
     int threads = qmm_cpu_online();
     if (threads > 32) threads = 32;
     if (threads > w->n) threads = (int)w->n;

@@ -527,6 +527,12 @@ static void cuda_blocks(void)
     EXPECT_FAIL(tp_check_cuda_blocks(&odd, 4), QMM_ERR_SHAPE);
     CHECKF(strstr(qmm_last_error(), "o_proj's K") && strstr(qmm_last_error(), "= 96"), "%s",
            qmm_last_error());
+    /* hidden_size, every rank's K of q|k|v and gate|up: 320 columns are whole groups of 32 */
+    qmm_llm_config narrow = {320, 768, 1, 8, 8, 16, 100, 64, 1e6, 1e-6, 0, 32};
+    CHECK_OK(qmm_llm_config_validate(&narrow));
+    CHECK_OK(tp_plan_rank(&narrow, 2, 0, &p));
+    EXPECT_FAIL(tp_check_cuda_blocks(&narrow, 2), QMM_ERR_SHAPE);
+    CHECKF(strstr(qmm_last_error(), "hidden_size = 320"), "%s", qmm_last_error());
     /* a plan tp_plan_rank refuses is refused with its message */
     CHECK_OK(qmm_llm_config_preset("qwen3-8b", &c));
     EXPECT_FAIL(tp_check_cuda_blocks(&c, 3), QMM_ERR_ARG);
