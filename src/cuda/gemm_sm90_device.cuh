@@ -124,6 +124,57 @@ __device__ __forceinline__ void add_partials(const Sm90Args &args, float *acc, i
         }
 }
 
+/* add_partials for a 256-token tile's fixup at the end of the CTA's range, where the ring is idle:
+ * each partition's partial comes into the ring by cp.async, half a partial (TN / 16 float4s a
+ * thread, 64 KB a CTA) a unit, three units in flight, so the reads are no longer one L2 round
+ * trip per 8 float4s a thread (add_partials' registers allow no more: 4 · ~4.7 round trips in a
+ * row for o at 2 048 tokens, NOTES.md rows 162, 263). A thread reads back only what it copied
+ * (cp.async.wait_group is per thread): no barrier. The same adds in the same order as
+ * add_partials, so the same bits. ci: the consumer thread (0 … 128·WG − 1); ring: the stages. */
+template <int TN, int DP, int SLOT_FLOATS>
+__device__ __forceinline__ void add_partials_staged(const Sm90Args &args, float *acc, int q_first, int pb,
+                                                    int t_first, int my_off, uint8_t *ring, int ci, int threads)
+{
+    static_assert(TN >= 256, "the ring holds three units of 64 · WG · TN / 2 floats only from 256 tokens");
+    constexpr int HALF = TN / 16; /* float4s a thread a unit */
+    constexpr int UNITS_IN_FLIGHT = 3;
+    const int units = 2 * (pb - q_first + 1);
+    uint8_t *const mine = ring + ci * 16; /* this thread's float4 r of a unit at + r · threads · 16 */
+    const uint32_t base = smem_u32(mine), unit_bytes = (uint32_t)(HALF * threads * 16);
+    auto issue = [&](int u) {
+        if (u < units) {
+            const int q = q_first + u / 2;
+            const float *qs = args.partials +
+                              (int64_t)(q * 2 + (cta_start<DP>(args, q) >= t_first ? 0 : 1)) * SLOT_FLOATS +
+                              my_off + (u % 2) * HALF * 512;
+            uint8_t *dst = mine + (u % UNITS_IN_FLIGHT) * unit_bytes;
+#pragma unroll
+            for (int r = 0; r < HALF; r++) cp_async16(dst + r * threads * 16, qs + r * 512, true);
+        }
+        cp_async_commit(); /* empty groups past the last unit keep the count uniform */
+    };
+#pragma unroll
+    for (int u = 0; u < UNITS_IN_FLIGHT; u++) issue(u);
+    for (int u0 = 0; u0 < units; u0 += 2) /* a partition's two halves: acc indexed by constants */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int u = u0 + h;
+            cp_async_wait<UNITS_IN_FLIGHT - 1>();
+            const uint32_t src = base + (uint32_t)(u % UNITS_IN_FLIGHT) * unit_bytes;
+#pragma unroll
+            for (int r = 0; r < HALF; r++) {
+                float4 v;
+                asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                             : "r"(src + (uint32_t)(r * threads * 16))
+                             : "memory");
+                float *a = acc + 4 * (h * HALF + r);
+                a[0] += v.x, a[1] += v.y, a[2] += v.z, a[3] += v.w;
+            }
+            issue(u + UNITS_IN_FLIGHT); /* into the unit just read: this thread's own bytes */
+        }
+}
+
 /* One stage's A fragments for this thread: eight k16 steps × 4 registers. */
 struct Frag {
     uint32_t a[8][4];

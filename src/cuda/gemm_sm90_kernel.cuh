@@ -411,7 +411,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     };
 
     /* The end of this CTA's segment of a tile: store it, or add the partial to the tile's. */
-    auto finish_segment = [&](int tile, bool tile_end, int begin) {
+    auto finish_segment = [&](int tile, bool tile_end, int begin, bool ring_idle) {
 #pragma unroll
         for (int i = 0; i < TN / 2; i++) {
             acc[i] = accs[0][i];
@@ -474,6 +474,16 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                  * is the head and OWN_REGS): sum in CTA order from zero */
 #pragma unroll
                 for (int i = 0; i < TN / 2; i++) acc[i] = OWN_REGS && head ? 0.f + acc[i] : 0.f;
+#ifdef QMM_EXP_FIX_STAGED
+                if constexpr (TN >= 256)
+                    if (ring_idle) /* the range's last segment: every stage consumed, no copy pending */
+                        add_partials_staged<TN, DP, S::SLOT_FLOATS>(args, acc, OWN_REGS && head ? pa + 1 : pa, pb,
+                                                                    t_first, my_off, smem, c * 128 + ct, 128 * WG);
+                    else
+                        add_partials<TN, BPS, DP, S::SLOT_FLOATS>(args, acc, OWN_REGS && head ? pa + 1 : pa, pb,
+                                                                  t_first, my_off);
+                else
+#endif
                 add_partials<TN, BPS, DP, S::SLOT_FLOATS>(args, acc, OWN_REGS && head ? pa + 1 : pa, pb, t_first, my_off);
                 if (ct == 0 && c == 0) args.counters[tile] = 0; /* ready for the next call */
             }
@@ -554,7 +564,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
      * k-block loop's latch, it made ptxas drain the wgmmas every k-block (C7517). A range of
      * iterations [rb, re): the CTA's one range, or its data-parallel tiles and then its
      * stream-K share (DP). */
-    auto run_range = [&](const int rb, const int re) {
+    auto run_range = [&](const int rb, const int re, const bool last_range) {
     int tile = args.by_groups.div(rb);
     if (rb < re) prepare(fa, s, phase);
     for (int it = rb; it < re;) {
@@ -575,13 +585,13 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             pending = -1;
         }
         SM90_TRACE(tr[SM90_TR_C_LOOP_DONE] = clock64() - t_entry);
-        finish_segment(tile, stop == tile_stop, rb);
+        finish_segment(tile, stop == tile_stop, rb, last_range && stop == re);
         tile++;
         if (ONE_BUF && it < re) prepare(fa, s, phase);
     }
     };
-    if (DP) run_range(dp_begin, dp_end);
-    run_range(begin, end);
+    if (DP) run_range(dp_begin, dp_end, begin >= end);
+    run_range(begin, end, true);
     SM90_TRACE(if (c == 0 && ct == 0) sm90_trace_consumer(tr_out, tr, t_entry);)
     }
     if (args.wait_late) pdl_wait(); /* a rest launch ends after the clusters it follows */
