@@ -131,7 +131,7 @@ __device__ __forceinline__ void add_partials(const Sm90Args &args, float *acc, i
  * row for o at 2 048 tokens, NOTES.md rows 162, 263). A thread reads back only what it copied
  * (cp.async.wait_group is per thread): no barrier. The same adds in the same order as
  * add_partials, so the same bits. ci: the consumer thread (0 … 128·WG − 1); ring: the stages. */
-template <int TN, int DP, int SLOT_FLOATS>
+template <int TN, bool DP, int SLOT_FLOATS>
 __device__ __forceinline__ void add_partials_staged(const Sm90Args &args, float *acc, int q_first, int pb,
                                                     int t_first, int my_off, uint8_t *ring, int ci, int threads)
 {

@@ -24,6 +24,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     constexpr bool CLUSTER_OK = TN <= 128;
     static_assert(!CLUSTER_OK || (2 * S::PIECES + QMM_SM90_MAX_CLUSTER - 1) * 512 <= STAGES * S::STAGE_BYTES,
                   "a cluster CTA stages its partial and receives its pieces in its ring");
+    static_assert(TN < 256 || 3 * 128 * WG * TN <= STAGES * S::STAGE_BYTES,
+                  "a 256-token fixup stages three half partials in the ring (add_partials_staged)");
     constexpr int KPG = 8 / GPB; /* k16 steps per group */
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -590,7 +592,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         if (ONE_BUF && it < re) prepare(fa, s, phase);
     }
     };
-    if (DP) run_range(dp_begin, dp_end, begin >= end);
+    if (DP) run_range(dp_begin, dp_end, false); /* whole tiles: stores, never a fixup */
     run_range(begin, end, true);
     SM90_TRACE(if (c == 0 && ct == 0) sm90_trace_consumer(tr_out, tr, t_entry);)
     }
