@@ -109,8 +109,13 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
     const double chain =
         (double)waves * (double)s * (c->stage_us + c->us_per_mflop * f + (tn >= 256 ? c->wide_kblock_us : 0));
     double t = c->fixed_us + c->fill_us_per_kb * fill_kb + chain + w * wg * c->issue_us;
+#ifdef QMM_EXP_FIX_STAGED /* the 256-token fixup staged through the ring: ~a round trip a partial */
+    const int wide_rounds = 1;
+#else
+    const int wide_rounds = 4;
+#endif
     if (npart > 0)
-        t += c->round_trip_us * (double)(segs + cdiv(peers, fixup_batch(tn, bps)) * (tn >= 256 ? 4 : 1)) +
+        t += c->round_trip_us * (double)(segs + cdiv(peers, fixup_batch(tn, bps)) * (tn >= 256 ? wide_rounds : 1)) +
              c->partial_us_per_mb * 2.0 * slot_kb * (double)npart / 1e3;
     if (clustered) t += (double)waves * (c->cluster_us + c->cluster_us_per_kb * slot_kb);
     return isfinite(t) ? t : -1;
