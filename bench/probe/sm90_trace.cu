@@ -39,6 +39,17 @@ static void print_trace(const char *proj, int m, const char *sched)
     std::vector<unsigned long long> t((size_t)4096 * SLOTS);
     int ctas = 0;
     CK(qmm::sm90_trace_read(t.data(), 4096, &ctas));
+    /* where the CTAs ran: SMs used and the most CTAs on one SM (cluster placement, NOTES row 266) */
+    std::vector<int> per_sm(1024, 0);
+    int used = 0, most = 0;
+    for (int b = 0; b < ctas; b++) {
+        const unsigned long long id = t[(size_t)b * SLOTS + SMID];
+        if (id >= per_sm.size()) continue;
+        used += per_sm[id]++ == 0;
+        most = std::max(most, per_sm[id]);
+    }
+    fprintf(stderr, "placement %s m=%d %s: %d CTAs on %d SMs, at most %d on one SM\n", proj, m, sched, ctas,
+            used, most);
     unsigned long long g0 = ~0ull;
     for (int b = 0; b < ctas; b++) g0 = std::min(g0, t[(size_t)b * SLOTS + ENTRY]);
     fprintf(stderr, "trace %s m=%d %s ctas=%d (µs from the first CTA's entry, clocks at 1.98 GHz; "
