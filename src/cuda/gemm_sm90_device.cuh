@@ -128,9 +128,11 @@ __device__ __forceinline__ void add_partials(const Sm90Args &args, float *acc, i
  * each partition's partial comes into the ring by cp.async, half a partial (TN / 16 float4s a
  * thread, 64 KB a CTA) a unit, three units in flight, so the reads are no longer one L2 round
  * trip per 8 float4s a thread (add_partials' registers allow no more: 4 · ~4.7 round trips in a
- * row for o at 2 048 tokens, NOTES.md rows 162, 263). A thread reads back only what it copied
- * (cp.async.wait_group is per thread): no barrier. The same adds in the same order as
- * add_partials, so the same bits. ci: the consumer thread (0 … 128·WG − 1); ring: the stages. */
+ * row for o at 2 048 tokens, NOTES.md rows 162, 263). The last CTA still sums alone: a sum
+ * shared by every partition made each wait for the slowest (row 163). A thread reads back only
+ * what it copied (cp.async.wait_group is per thread): no barrier. The same adds in the same
+ * order as add_partials, so the same bits. ci: the consumer thread (0 … 128·WG − 1); ring: the
+ * stages. */
 template <int TN, bool DP, int SLOT_FLOATS>
 __device__ __forceinline__ void add_partials_staged(const Sm90Args &args, float *acc, int q_first, int pb,
                                                     int t_first, int my_off, uint8_t *ring, int ci, int threads)

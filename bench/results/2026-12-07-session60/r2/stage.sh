@@ -16,17 +16,7 @@ ninja -C build qmm sm90_trace gpu_sm90
 TESTS="sm90_trace gpu_sm90" bash bench/variant.sh fs -DQMM_EXP_FIX_STAGED cuda/gemm_sm90.cu
 # fsm: the kernel's define and the model's (perf/wgmma.c: a 256-token fixup ~a round trip a partial)
 bash bench/variant.sh fsm -DQMM_EXP_FIX_STAGED cuda/gemm_sm90.cu perf/wgmma.c
-tr=/tmp/s81-tr
-if [ -d "$tr" ]; then
-    git -C "$tr" checkout -q -f --detach "$rev"
-else
-    git worktree prune
-    git worktree add -q --detach "$tr" "$rev"
-fi
-[ -f "$tr/build/build.ninja" ] ||
-    cmake -S "$tr" -B "$tr/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS=-DQMM_SM90_TRACE \
-        -DCMAKE_CXX_FLAGS=-DQMM_SM90_TRACE >/dev/null
-ninja -C "$tr/build" sm90_trace
+tr=$(bash bench/trace-build.sh "$rev")
 # the trace build's gemm_sm90.cu with the define, sm90_trace relinked (its qmm is not built)
 (cd "$tr" && BUILD=build bash bench/variant.sh trfs -DQMM_EXP_FIX_STAGED cuda/gemm_sm90.cu 2>/dev/null) || true
 (cd "$tr/build" && l=$(ninja -t commands sm90_trace | tail -1) && l="${l// libqmm.a/ /tmp/var/trfs/libqmm.a}" &&
