@@ -476,17 +476,8 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
                  * is the head and OWN_REGS): sum in CTA order from zero */
 #pragma unroll
                 for (int i = 0; i < TN / 2; i++) acc[i] = OWN_REGS && head ? 0.f + acc[i] : 0.f;
-#ifdef QMM_EXP_FIX_STAGED
-                if constexpr (TN >= 256)
-                    if (ring_idle) /* the range's last segment: every stage consumed, no copy pending */
-                        add_partials_staged<TN, DP, S::SLOT_FLOATS>(args, acc, OWN_REGS && head ? pa + 1 : pa, pb,
-                                                                    t_first, my_off, smem, c * 128 + ct, 128 * WG);
-                    else
-                        add_partials<TN, BPS, DP, S::SLOT_FLOATS>(args, acc, OWN_REGS && head ? pa + 1 : pa, pb,
-                                                                  t_first, my_off);
-                else
-#endif
-                add_partials<TN, BPS, DP, S::SLOT_FLOATS>(args, acc, OWN_REGS && head ? pa + 1 : pa, pb, t_first, my_off);
+                fixup_sum<TN, BPS, DP, S::SLOT_FLOATS>(args, acc, OWN_REGS && head ? pa + 1 : pa, pb, t_first, my_off,
+                                                       ring_idle, smem, c * 128 + ct, 128 * WG);
                 if (ct == 0 && c == 0) args.counters[tile] = 0; /* ready for the next call */
             }
         }
