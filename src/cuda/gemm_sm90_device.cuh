@@ -177,20 +177,18 @@ __device__ __forceinline__ void add_partials_staged(const Sm90Args &args, float 
         }
 }
 
-/* The fixup's sum of partitions [q_first, pb]: staged through the ring where it is idle (the
- * range's last segment: every stage consumed, no copy pending) in the experiment build, else
- * add_partials. */
+/* The fixup's sum of partitions [q_first, pb]: a 256-token tile's staged through the ring where
+ * it is idle (the range's last segment: every stage consumed, no copy pending), else
+ * add_partials. The same order of adds either way, so the same bits (NOTES row 264). */
 template <int TN, int BPS, bool DP, int SLOT_FLOATS>
 __device__ __forceinline__ void fixup_sum(const Sm90Args &args, float *acc, int q_first, int pb, int t_first,
                                           int my_off, bool ring_idle, uint8_t *ring, int ci, int threads)
 {
-#ifdef QMM_EXP_FIX_STAGED
     if constexpr (TN >= 256)
         if (ring_idle) {
             add_partials_staged<TN, DP, SLOT_FLOATS>(args, acc, q_first, pb, t_first, my_off, ring, ci, threads);
             return;
         }
-#endif
     (void)ring_idle, (void)ring, (void)ci, (void)threads;
     add_partials<TN, BPS, DP, SLOT_FLOATS>(args, acc, q_first, pb, t_first, my_off);
 }

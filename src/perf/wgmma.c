@@ -109,11 +109,9 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
     const double chain =
         (double)waves * (double)s * (c->stage_us + c->us_per_mflop * f + (tn >= 256 ? c->wide_kblock_us : 0));
     double t = c->fixed_us + c->fill_us_per_kb * fill_kb + chain + w * wg * c->issue_us;
-#ifdef QMM_EXP_FIX_STAGED /* the 256-token fixup staged through the ring: ~a round trip a partial */
-    const int wide_rounds = 1;
-#else
+    /* a 256-token fixup as fitted before it was staged through the ring (row 264: the staged
+     * sum is 3-5 % faster a launch; priced lower, row 265's plans lost at k / v and o) */
     const int wide_rounds = 4;
-#endif
     if (npart > 0)
         t += c->round_trip_us * (double)(segs + cdiv(peers, fixup_batch(tn, bps)) * (tn >= 256 ? wide_rounds : 1)) +
              c->partial_us_per_mb * 2.0 * slot_kb * (double)npart / 1e3;
