@@ -130,21 +130,16 @@ template <int TN, int WG, int ST, int BPS> static cudaError_t sm90_cluster_ctas_
         *ctas = 0;
         return cudaSuccess;
     }
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)s;
-    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
-    unsigned na = 1;
-#ifdef QMM_EXP_CLUSTER_SPREAD /* as the launch asks (hopper.cuh launch_cluster_pdl) */
-    attr[na].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-    attr[na++].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
-#endif
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = (unsigned)s;
+    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)(s * 64));
     cfg.blockDim = dim3(Sm90Shape<TN, WG, 1>::THREADS);
     cfg.dynamicSmemBytes = sm90_smem_bytes<TN, WG, ST, 1>();
-    cfg.attrs = attr;
-    cfg.numAttrs = na;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
     int clusters = 0;
     cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, gemm_sm90_w4_bf16_kernel<TN, WG, ST, BPS, 1>, &cfg);
     *ctas = clusters * s;

@@ -250,7 +250,7 @@ static inline cudaError_t launch_cluster_pdl(void (*kernel)(KArgs...), dim3 grid
                                              size_t smem, cudaStream_t stream, bool pdl,
                                              unsigned cluster, Args... args)
 {
-    cudaLaunchAttribute attr[3];
+    cudaLaunchAttribute attr[2];
     unsigned na = 0;
     if (pdl) {
         attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -261,10 +261,6 @@ static inline cudaError_t launch_cluster_pdl(void (*kernel)(KArgs...), dim3 grid
         attr[na].val.clusterDim.x = cluster;
         attr[na].val.clusterDim.y = 1;
         attr[na++].val.clusterDim.z = 1;
-#ifdef QMM_EXP_CLUSTER_SPREAD /* experiment (NOTES row 267): a cluster's CTAs on distinct SMs */
-        attr[na].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-        attr[na++].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
-#endif
     }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;

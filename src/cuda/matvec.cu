@@ -413,21 +413,16 @@ void matvec_capacity(MatvecScratch &s)
 {
     for (int k = 0; k < 3; k++)
         for (int lc = 1; lc < 4; lc++) {
-            cudaLaunchAttribute attr[2];
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = 1u << lc;
-            attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
-            unsigned na = 1;
-#ifdef QMM_EXP_CLUSTER_SPREAD /* experiment (NOTES row 267): as the launch asks */
-            attr[na].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-            attr[na++].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
-#endif
+            cudaLaunchAttribute attr;
+            attr.id = cudaLaunchAttributeClusterDimension;
+            attr.val.clusterDim.x = 1u << lc;
+            attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
             cudaLaunchConfig_t cfg = {};
             cfg.gridDim = dim3(64u << lc);
             cfg.blockDim = dim3(32u * mv_kernel_warps[k]);
             cfg.dynamicSmemBytes = 8192; /* a typical shape's: the launch bounds limit first */
-            cfg.attrs = attr;
-            cfg.numAttrs = na;
+            cfg.attrs = &attr;
+            cfg.numAttrs = 1;
             int clusters = 0;
             if (cudaOccupancyMaxActiveClusters(&clusters, mv_plain[0][k], &cfg) != cudaSuccess) {
                 (void)cudaGetLastError(); /* unknown: the shape rule assumes every SM */
@@ -488,17 +483,13 @@ cudaError_t launch_matvec_ex(MatvecArgs p, const MatvecScratch &scratch, bool pd
     p.log_r = R == 1 ? 0 : R == 2 ? 1 : R == 4 ? 2 : 3;
     p.log_c = C == 1 ? 0 : C == 2 ? 1 : C == 4 ? 2 : 3;
     const int64_t ctas = p.n_pad / 16 / R * C;
-    cudaLaunchAttribute attr[3];
+    cudaLaunchAttribute attr[2];
     int na = 0;
     if (C > 1) {
         attr[na].id = cudaLaunchAttributeClusterDimension;
         attr[na].val.clusterDim.x = (unsigned)C;
         attr[na].val.clusterDim.y = 1;
         attr[na++].val.clusterDim.z = 1;
-#ifdef QMM_EXP_CLUSTER_SPREAD /* experiment (NOTES row 267): a cluster's CTAs on distinct SMs */
-        attr[na].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-        attr[na++].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
-#endif
     }
     if (pdl) {
         attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
