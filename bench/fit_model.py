@@ -174,8 +174,8 @@ def features(sched):
     w = ctas * s * bps / CLUSTER_CTAS[config][split] if clustered else cdiv(ctas, SMS) * s
     fill_kb = (4096 * wg + 256 * tn + 128 * wg * tn) / 1e3
     x = [1, fill_kb, waves * s, waves * s * f, w * wg, 0, 0, 0, 0, waves * s if tn >= 256 else 0]
-    if npart:  # the 256-token tile loads a partial in four rounds
-        x[5] = segs + cdiv(peers, fix_batch(tn, bps)) * (4 if tn >= 256 else 1)
+    if npart:  # the 256-token tile's partial: two rounds staged through the ring (row 269)
+        x[5] = segs + cdiv(peers, fix_batch(tn, bps)) * (2 if tn >= 256 else 1)
         x[6] = 2 * (256 * wg * tn / 1e3) * npart / 1e3
     if clustered:
         x[7], x[8] = waves, waves * 256 * wg * tn / 1e3

@@ -25,7 +25,7 @@
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* The fixup's partial loads in flight (gemm_sm90_device.cuh add_partials' FIX; the 256-token
- * tile loads a partial in four rounds of a quarter, its CH). */
+ * tile loads a partial in quarters, its CH). */
 static int fixup_batch(int tn, int bps)
 {
     if (bps > 1) return tn <= 8 ? 4 : tn <= 16 ? 2 : 1;
@@ -109,9 +109,10 @@ double qmm_model_wgmma_us(const qmm_wgmma_model *c, int sms, int64_t m, int64_t 
     const double chain =
         (double)waves * (double)s * (c->stage_us + c->us_per_mflop * f + (tn >= 256 ? c->wide_kblock_us : 0));
     double t = c->fixed_us + c->fill_us_per_kb * fill_kb + chain + w * wg * c->issue_us;
-    /* a 256-token fixup as fitted before it was staged through the ring (row 264: the staged
-     * sum is 3-5 % faster a launch; priced lower, row 265's plans lost at k / v and o) */
-    const int wide_rounds = 4;
+    /* a 256-token tile's partial loads: four rounds of a quarter in registers as fitted, two
+     * since the fixup stages them through the ring (its sums after the loop halved: NOTES.md
+     * rows 264, 269; one, row 265, planned k / v and o at 2 048 tokens into losses) */
+    const int wide_rounds = 2;
     if (npart > 0)
         t += c->round_trip_us * (double)(segs + cdiv(peers, fixup_batch(tn, bps)) * (tn >= 256 ? wide_rounds : 1)) +
              c->partial_us_per_mb * 2.0 * slot_kb * (double)npart / 1e3;
