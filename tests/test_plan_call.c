@@ -44,7 +44,8 @@ static qmm_device_desc sm90_tiled(void)
  * 37, whose 64-row tile of 64 tokens runs two CTAs a SM: o and down at M = 64 in its clusters of
  * 5 (200 CTAs), q in clusters of 3, k of 7 (NOTES.md row 199). Since session
  * 25 the 256-token tile, unsplit, takes q and gate at M = 2048, where its tiles fill the waves
- * (NOTES.md row 161).
+ * (NOTES.md row 161), and since session 61 down at M = 2048 in stream-K (its fixup staged
+ * through the ring, priced lower: row 269).
  * Cells path/split/predicted µs, or for the wgmma family path/split/CTAs x token tile x weight
  * rows. A change here is a change of what the GPU runs (the matvec's and the dense path's
  * predicted µs: their models, refit in session 27, NOTES row 165, test_perf_fit). */
@@ -63,7 +64,7 @@ static const struct {
     {"gate", 2560, 9728, {"splitk/4/9.6", "splitk/4/10.2", "splitk/2/25.4", "dense/1/38.4", "dense/1/150.7"},
      {"matvec/1/6.7", "wgmma/2/304x16x64", "wgmma/3/228x64x128", "wgmma/1/228x128x128", "wgmma/1/608x256x128"}},
     {"down", 9728, 2560, {"splitk/4/28.5", "splitk/4/28.6", "splitk/4/44.7", "dense/1/38.4", "dense/1/150.7"},
-     {"matvec/1/6.7", "wgmma/8/320x16x64", "wgmma/5/200x64x64", "wgmma/2/120x128x128", "dense/1/150.7"}},
+     {"matvec/1/6.7", "wgmma/8/320x16x64", "wgmma/5/200x64x64", "wgmma/2/120x128x128", "streamk/1/132x256x128"}},
 };
 
 /* Every row of the table under d: the tiled columns (deflt = 0) or the default ones. */
@@ -334,7 +335,8 @@ static void long_prompts(void)
         {1024, 2560, 9728, QMM_PATH_STREAMK, 256}, /* down: 81.5 / 80.4 against 92.5 / 87.3 */
         {2048, 4096, 2560, QMM_PATH_WGMMA, 256},  /* q */
         {2048, 9728, 2560, QMM_PATH_WGMMA, 256},  /* gate */
-        {2048, 2560, 9728, QMM_PATH_DENSE, 0},     /* down */
+        {2048, 2560, 9728, QMM_PATH_STREAMK, 256}, /* down: since the staged fixup (row 269) */
+        {1024, 2560, 4096, QMM_PATH_STREAMK, 256}, /* o: the same */
         {2048, 2560, 4096, QMM_PATH_DENSE, 0},     /* o */
         {2048, 1024, 2560, QMM_PATH_DENSE, 0},     /* k */
         {1024, 1024, 2560, QMM_PATH_WGMMA, 128},   /* k: clusters of 2, as at 1 023 (row 251) */
