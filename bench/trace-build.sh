@@ -7,12 +7,7 @@ set -euo pipefail
 rev=${1:?usage: bench/trace-build.sh REV [DIR]}
 tr=${2:-/tmp/s81-tr}
 cd "$(dirname "$0")/.."
-if [ -d "$tr" ]; then
-    git -C "$tr" checkout -q -f --detach "$rev"
-else
-    git worktree prune
-    git worktree add -q --detach "$tr" "$rev"
-fi
+bash bench/worktree.sh "$rev" "$tr"
 [ -f "$tr/build/build.ninja" ] ||
     cmake -S "$tr" -B "$tr/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS=-DQMM_SM90_TRACE \
         -DCMAKE_CXX_FLAGS=-DQMM_SM90_TRACE >/dev/null

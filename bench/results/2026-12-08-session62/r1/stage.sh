@@ -14,13 +14,7 @@ git diff --quiet HEAD -- src tests tools include || { echo "stage.sh: the tree d
 [ -f build/build.ninja ] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C build qmm gpu_kernels gpu_sm90 mv_shapes sm90_trace test_ops
 h2=/tmp/s94-h2
-rev=$(git rev-parse HEAD)
-if [ -d "$h2" ]; then
-    git -C "$h2" checkout -q -f --detach "$rev" # the worktree of an earlier run, at this commit
-else
-    git worktree prune
-    git worktree add -q --detach "$h2" "$rev"
-fi
+bash bench/worktree.sh "$(git rev-parse HEAD)" "$h2"
 tune="$h2/src/tune/sm90.c"
 sed -i -e 's/^    d.wgmma_alt_min_tile = 64;$/    d.wgmma_alt_min_tile = 32;/' \
     -e 's/^    d.wgmma_rest_min_tile = 0;$/    d.wgmma_rest_min_tile = 128;/' "$tune"
@@ -33,8 +27,5 @@ s="$tmp/s94"
 mkdir -p "$s/h2"
 cp build/{qmm,gpu_kernels,gpu_sm90,mv_shapes,sm90_trace,test_ops} "$s/"
 cp "$h2/build/qmm" "$s/h2/"
-bash bench/carry-libs.sh "$s" >/dev/null
-mkdir -p devbin
-(cd "$tmp" && tar -cf - s94 | xz -7 -T2 --lzma2=preset=7,dict=192MiB) >devbin/s94.tar.xz
-ls -la devbin/s94.tar.xz
+bash bench/pack-archive.sh devbin/s94.tar.xz "$s"
 bash bench/check-cmds.sh devbin/s94.tar.xz "$here/cmds.txt" 570
