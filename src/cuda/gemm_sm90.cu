@@ -126,7 +126,8 @@ cudaError_t sm90_init(void)
 
 template <int TN, int WG, int ST, int BPS> static cudaError_t sm90_cluster_ctas_t(int s, int *ctas)
 {
-    if (TN > 128) { /* its ring cannot receive a cluster's partials (gemm_sm90_kernel.cuh) */
+    if (TN > QMM_SM90_CLUSTER_MAX_TOKENS) { /* its ring cannot receive a cluster's partials
+                                             * (gemm_sm90_kernel.cuh) */
         *ctas = 0;
         return cudaSuccess;
     }

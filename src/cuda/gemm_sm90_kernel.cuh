@@ -19,10 +19,10 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
     gemm_sm90_w4_bf16_kernel(const __grid_constant__ Sm90Maps<PARTIAL> maps, const Sm90Args args)
 {
     using S = Sm90Shape<TN, WG, GPB>;
-    /* 256-token tiles (3 stages of 73 KB) have no room to receive a cluster's partials: they
-     * split through the workspace only (qmm_sm90_cluster gives them none) */
-    constexpr bool CLUSTER_OK = TN <= 128;
-    static_assert(!CLUSTER_OK || (2 * S::PIECES + QMM_SM90_MAX_CLUSTER - 1) * 512 <= STAGES * S::STAGE_BYTES,
+    /* 256-token tiles split through the workspace only (but an experiment's pairs: NOTES.md row 275) */
+    constexpr bool CLUSTER_OK = TN <= QMM_SM90_CLUSTER_MAX_TOKENS;
+    constexpr int CL_PIECES = TN >= 256 ? S::PIECES + S::PIECES / 2 : 2 * S::PIECES + QMM_SM90_MAX_CLUSTER - 1;
+    static_assert(!CLUSTER_OK || CL_PIECES * 512 <= STAGES * S::STAGE_BYTES,
                   "a cluster CTA stages its partial and receives its pieces in its ring");
     static_assert(TN < 256 || 3 * 128 * WG * TN <= STAGES * S::STAGE_BYTES,
                   "a 256-token fixup stages three half partials in the ring (add_partials_staged)");
@@ -296,8 +296,10 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         constexpr bool DIRECT = TN == 128;
         const int R = args.cluster, me = (int)cluster_rank(), w = c * 4 + warp;
         const int maxp = (S::PIECES + R - 1) / R;
-        float *recv = (float *)smem;              /* [R][maxp][32 lanes] float4 */
-        float *stage = recv + R * maxp * 32 * 4; /* [PIECES][32 lanes] float4, unless DIRECT */
+        constexpr bool WIDE = TN >= 256; /* pairs (an experiment): no slot for the owner's own */
+        auto slot = [&](int z, int at) { return WIDE && z > at ? z - 1 : z; }; /* z's at CTA at */
+        float *recv = (float *)smem; /* [R (WIDE: R - 1)][maxp][32 lanes] float4 */
+        float *stage = recv + (WIDE ? R - 1 : R) * maxp * 32 * 4; /* [PIECES][32] float4, unless DIRECT */
         auto piece = [&](float *base, int i) { return base + (i * 32 + lane) * 4; };
         named_barrier(1, 128 * WG); /* every consumer warp is past its last stage: the ring is idle */
         if constexpr (!DIRECT) {
@@ -328,7 +330,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
 #pragma unroll 1
             for (int r4 = 0; r4 < P; r4++) { /* its own pieces stay in the stage */
                 if (owner != me)
-                    st_async_f4(piece(recv, me * maxp + local), (uint32_t)owner,
+                    st_async_f4(piece(recv, slot(me, owner) * maxp + local), (uint32_t)owner,
                                 *(const float4 *)piece(stage, w * P + r4), cl_recv);
                 if (++owner == R) owner = 0, local++;
             }
@@ -392,7 +394,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
             if (owner == me) {
                 auto src = [&](int z) {
                     return (const uint32_t *)(!DIRECT && z == me ? piece(stage, w * P + r4)
-                                                                 : piece(recv, z * maxp + local));
+                                                                 : piece(recv, slot(z, me) * maxp + local));
                 };
                 float v[4] = {0.f, 0.f, 0.f, 0.f};
                 auto add = [&](const uint4 &x) {
@@ -412,6 +414,12 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         }
     };
 
+    auto zero_accs = [&]() { /* after each segment (a cluster's: experiments, NOTES.md rows 274-275) */
+#pragma unroll
+        for (int u = 0; u < NACC; u++)
+#pragma unroll
+            for (int i = 0; i < TN / 2; i++) accs[u][i] = 0.f;
+    };
     /* The end of this CTA's segment of a tile: store it, or add the partial to the tile's. */
     auto finish_segment = [&](int tile, bool tile_end, int begin, bool ring_idle) {
 #pragma unroll
@@ -423,15 +431,16 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
         if constexpr (CLUSTER_OK)
             if (args.cluster > 1) {
                 cluster_reduce(tile);
+#if defined(QMM_EXP_ZERO_ACCS) || defined(QMM_EXP_WIDE_CLUSTER)
+                zero_accs();
+#endif
                 return;
             }
         const int t_first = tile * args.groups;
-        /* the segment holds the tile's first iteration: this CTA is the first in the tile's
-         * partition order (pa), and its partial the first of the sum */
+        /* the segment holds the tile's first iteration: this CTA is first in its partition order (pa) */
         const bool head = begin <= t_first;
-        /* 128-token kernels: the head's own partial from registers (acc live through the
-         * fixup's loads: the 64-token two-warpgroup kernel spilled with it; the smaller tiles'
-         * partials are small) */
+        /* 128-token kernels: the head's own partial from registers (acc live through the fixup's
+         * loads: the 64-token two-warpgroup kernel spilled with it) */
         constexpr bool OWN_REGS = TN >= 128;
         bool store = head && tile_end; /* the segment is the whole tile */
         if (!store) {
@@ -493,10 +502,7 @@ __global__ void __launch_bounds__(128 * (WG + 1), BPS)
 #pragma unroll
             for (int jj = 0; jj < TN / 8; jj++) store_piece(tile, jj, acc + 4 * jj);
         }
-#pragma unroll
-        for (int u = 0; u < NACC; u++)
-#pragma unroll
-            for (int i = 0; i < TN / 2; i++) accs[u][i] = 0.f;
+        zero_accs();
     };
 
     /* The pipeline, one CTA a SM: k-block i + 1 is dequantized into the other fragment buffer

@@ -26,7 +26,11 @@ static const int sm90_cluster_ctas[QMM_SM90_CONFIG_COUNT][QMM_SM90_MAX_CLUSTER +
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128 */
     {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 64, WG 1, 2 a SM */
     {0, 0, 132, 117, 120, 110, 102, 105, 120}, /* TN 128, WG 1 */
+#ifdef QMM_EXP_WIDE_CLUSTER
+    {0, 0, 132, -1, -1, -1, -1, -1, -1},       /* TN 256 (experiment): pairs, the one-a-SM count */
+#else
     {0, 0, -1, -1, -1, -1, -1, -1, -1},        /* TN 256: no clusters */
+#endif
     {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 32, WG 2, 2 a SM: TN 64 WG 1's */
     {0, 0, 264, 237, 248, 235, 234, 224, 240}, /* TN 64, WG 2, 2 a SM: TN 32 WG 2's */
     {0, 0, 396, 372, 368, 345, 372, 329, 360}, /* TN 24, 3 a SM: as TN 16 */

@@ -82,9 +82,17 @@
  * through the workspace and the tile counters, as do all of the 256-token tile's, whose ring
  * has no room to receive a cluster's partials. */
 #define QMM_SM90_MAX_CLUSTER 8 /* QMM_MAX_WGMMA_CLUSTER, qmm.h */
+#ifdef QMM_EXP_WIDE_CLUSTER /* experiment (NOTES.md row 272): the 256-token tile's split pairs in
+                             * clusters, the partial staged in the ring (gemm_sm90_kernel.cuh) */
+#define QMM_SM90_CLUSTER_MAX_TOKENS 256
+#else
+#define QMM_SM90_CLUSTER_MAX_TOKENS 128
+#endif
 static inline int qmm_sm90_cluster(int tile_tokens, int split)
 {
-    return tile_tokens <= 128 && split >= 2 && split <= QMM_SM90_MAX_CLUSTER ? split : 1;
+    if (tile_tokens > 128) /* the experiment's 256-token clusters: pairs only (the ring's room) */
+        return tile_tokens <= QMM_SM90_CLUSTER_MAX_TOKENS && split == 2 ? 2 : 1;
+    return split >= 2 && split <= QMM_SM90_MAX_CLUSTER ? split : 1;
 }
 
 /* 8- and 16-token tiles: a second producer warp requests the first stages' activations while

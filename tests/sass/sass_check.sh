@@ -8,8 +8,10 @@
 #   * its wgmmas are not serialized: at most one WARPGROUP.DEPBAR (a wait for wgmmas) for every
 #     four HGMMA (the kernel waits once a k-block's eight; when ptxas runs short of registers it
 #     waits after each, its warning C7512, and the tensor work no longer overlaps anything);
-#   * no instance spills to local memory, and the 256-token instances (128 accumulators a
-#     thread in 232 registers) use no stack at all (NOTES.md row 161).
+#   * no instance uses local memory for arrays (LOCAL) or a stack, where spills go (STACK):
+#     the 256-token instances hold 128 accumulators a thread in 232 registers (NOTES.md row
+#     161); the 64-token 128-row instances alone spill, up to 104 bytes, at their segment end
+#     (NOTES.md row 274: the experiment build -DQMM_EXP_ZERO_ACCS has none).
 # cuobjdump and nvdisasm come with the full CUDA toolkit, or from PyPI (nvidia-cuda-cuobjdump,
 # nvidia-cuda-nvdisasm: .ci/run installs them into build/.venv). Without them the test skips
 # (77), except in CI (CI=true), where it fails.
@@ -78,7 +80,9 @@ for row in $rows; do
         [ $((waits * 4)) -le "$want" ] || bad="$bad; $waits WARPGROUP.DEPBAR for $want HGMMA (wgmmas serialized)"
         [ -n "$stack" ] && [ -n "$local_b" ] || bad="$bad; no resource usage line"
         [ "${local_b:-1}" -eq 0 ] || bad="$bad; LOCAL $local_b bytes"
-        [ "$tn" -lt 256 ] || [ "${stack:-1}" -eq 0 ] || bad="$bad; STACK $stack bytes (spills)"
+        max_stack=0
+        [ "$tn" = 64 ] && [ "$wg" = 2 ] && max_stack=104
+        [ "${stack:-1}" -le "$max_stack" ] || bad="$bad; STACK $stack bytes (spills; at most $max_stack)"
         if [ -n "$bad" ]; then
             echo "FAIL: $what:${bad#;}"; fails=$((fails + 1))
         else
