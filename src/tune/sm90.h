@@ -82,7 +82,7 @@
  * through the workspace and the tile counters, as do all of the 256-token tile's, whose ring
  * has no room to receive a cluster's partials. */
 #define QMM_SM90_MAX_CLUSTER 8 /* QMM_MAX_WGMMA_CLUSTER, qmm.h */
-#ifdef QMM_EXP_WIDE_CLUSTER /* experiment (NOTES.md row 272): the 256-token tile's split pairs in
+#ifdef QMM_EXP_WIDE_CLUSTER /* experiment (NOTES.md rows 272, 275): the 256-token tile's pairs in
                              * clusters, the partial staged in the ring (gemm_sm90_kernel.cuh) */
 #define QMM_SM90_CLUSTER_MAX_TOKENS 256
 #else
