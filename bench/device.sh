@@ -7,7 +7,8 @@
 #
 # Steps, run in the order given (default: build tests sanitize reliability ops overlap e2e):
 #   build        cmake + ninja into build-device (not when QMM_BIN or QMM_BIN_ARCHIVE is set)
-#   tests        gpu_kernels, test_ops, `qmm plan`, every other gpu_* binary: a line each
+#   tests        gpu_kernels, test_ops, `qmm plan`, every other gpu_* binary: a line each (the
+#                two-GPU gpu_tp* may skip, exit 77, on a one-GPU machine)
 #   sanitize     compute-sanitizer memcheck + racecheck on gpu_kernels small/, memcheck on
 #                dense/small and gpu_pipeline
 #   reliability  gpu_reliability, gpu_llm_soak, and the engine under all four sanitizer tools
@@ -39,8 +40,14 @@
 # into it on a warm machine starts afresh, the first's pack having come back with that call.
 # QMM_COMMIT: the commit the benchmarks record (default: git rev-parse). QMM_TEST_S: one test
 # binary's limit (default 180 s). QMM_STDBUF=0: no line-buffered output (stdbuf) for the commands.
-# Exit code: 0 when every command passed (a test's exit 77, "skipped", counts as passed); 1 when
-# one failed, timed out or was skipped; 128 + N after signal N.
+# QMM_REQUIRE_GPU (default 1): exported to every command (cmds lines too), so a test that would
+# skip for lack of a GPU fails instead (tests/harness.h), and an exit 77 that comes all the same
+# counts as a failure here: on the GPU machine a skip means the driver or runtime failed. Only the
+# two-GPU programs (gpu_tp*, whose harness still skips on a one-GPU machine, and fails on none)
+# and `cmds` lines (h200only.sh's 77: a line not for this card) may skip; every command may when
+# the script is run with QMM_REQUIRE_GPU=0.
+# Exit code: 0 when every command passed (a test's exit 77, "skipped", counts as passed where it
+# may skip); 1 when one failed, timed out or was skipped; 128 + N after signal N.
 set -uo pipefail
 out=${1:?usage: bench/device.sh OUTDIR [STEPS...]}
 shift
@@ -51,6 +58,7 @@ TEST_S=${QMM_TEST_S:-180} # one test binary (gpu_llm_soak took 122 s on 2026-12-
 SAN_S=240                 # one compute-sanitizer run
 T0=$(date +%s)
 export QMM_COMMIT=${QMM_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+export QMM_REQUIRE_GPU=${QMM_REQUIRE_GPU:-1} # a test's skip for lack of a GPU is a failure
 # an OUTDIR holding files (a lent machine's /tmp can keep an earlier session's run under the
 # same name) is moved aside, so that what is packed is this run's alone
 stale=""
@@ -78,6 +86,7 @@ pack() {
 # run NAME LIMIT CMD...: CMD under timeout (LIMIT, or what is left of the budget), its output in
 # OUTDIR/NAME.log (NAME-2.log, ... when taken); a summary line when it ends, the archive
 # refreshed. Returns CMD's exit code: 124 or 137 when it timed out, 125 when skipped.
+# may_skip=1 run ...: CMD's exit 77 is a skip even under QMM_REQUIRE_GPU=1 (a two-GPU test, a `cmds` line)
 run() {
     local name=$1 limit=$2 left log n=2 t rc buf=()
     shift 2
@@ -109,20 +118,25 @@ run() {
 }
 
 # report NAME RC SECONDS LIMIT LOG: the line (the harness's "N passed, M failed", the sanitizer's
-# SUMMARY lines), then on failure the first FAIL or sanitizer error lines, else the log's last
+# SUMMARY lines), then on failure the first FAIL or sanitizer error lines, else the log's last;
+# an exit 77 under QMM_REQUIRE_GPU=1 is a failure (a skip where a GPU is required), unless may_skip
 report() {
     local name=$1 rc=$2 s=$3 limit=$4 log=$5 verdict found detail
     ran=$((ran + 1))
     case $rc in
     0) verdict=ok ;;
-    77) verdict="skipped itself (77)" ;;
+    77) if [ "${QMM_REQUIRE_GPU:-}" = 1 ] && [ "${may_skip:-0}" != 1 ]; then
+            verdict="FAILED (rc=77, a skip where a GPU is required)" failed=$((failed + 1))
+        else
+            verdict="skipped itself (77)"
+        fi ;;
     124 | 137) verdict="TIMED OUT (rc=$rc)" timedout=$((timedout + 1)) ;;
     *) verdict="FAILED (rc=$rc)" failed=$((failed + 1)) ;;
     esac
     found=$(grep -aE '^[0-9]+ passed, [0-9]+ failed|(ERROR|RACECHECK|SYNCCHECK|INITCHECK) SUMMARY' \
         "$log" | sed -E 's/^=+ //' | tail -n 3 | awk 'NR > 1 { printf " | " } { printf "%s", $0 }')
     say "== $name: $verdict in $s s (limit $limit s)${found:+ | $found}"
-    case $rc in 0 | 77) return ;; esac
+    case $verdict in ok | skipped*) return ;; esac
     local errors='^=+ (Invalid|Error|Race|Barrier|Uninitialized|Leaked|Program hit)' # sanitizer
     detail=$(grep -aE "^FAIL|^    FAIL|$errors" "$log" | head -n 5)
     [ -n "$detail" ] || detail=$(grep -av '^[[:space:]]*$' "$log" | tail -n 3)
@@ -216,8 +230,13 @@ step_tests() {
     run test_ops "$TEST_S" "$bin/test_ops"
     run plan-device 30 "$bin/qmm" plan --model qwen3-4b --policy device
     for t in "$bin"/gpu_*; do
-        case ${t##*/} in gpu_kernels) continue ;; esac
-        [ -x "$t" ] && run "${t##*/}" "$TEST_S" "$t"
+        [ -x "$t" ] || continue
+        case ${t##*/} in
+        gpu_kernels) ;;
+        # two GPUs: on a one-GPU machine these skip ("needs 2 CUDA devices"), which is no failure
+        gpu_tp*) may_skip=1 run "${t##*/}" "$TEST_S" "$t" ;;
+        *) run "${t##*/}" "$TEST_S" "$t" ;;
+        esac
     done
 }
 
@@ -322,9 +341,11 @@ step_cmds() {
             say "-- cmds: not NAME LIMIT COMMAND: $line"
             continue
         fi
+        # a line's own exit 77 is a skip (h200only.sh: not for this card); the programs it runs
+        # still fail without a GPU (QMM_REQUIRE_GPU=1 reaches them)
         case $cmd in # the sanitizer injects itself into the process: no stdbuf under it
-        *compute-sanitizer*) QMM_STDBUF=0 run "$name" "$limit" bash -c "$cmd" ;;
-        *) run "$name" "$limit" bash -c "$cmd" ;;
+        *compute-sanitizer*) QMM_STDBUF=0 may_skip=1 run "$name" "$limit" bash -c "$cmd" ;;
+        *) may_skip=1 run "$name" "$limit" bash -c "$cmd" ;;
         esac
     done <"$QMM_CMDS"
 }

@@ -3,7 +3,7 @@
 # a qmm that writes benchmark tables) and a stub compute-sanitizer, carried as an archive the way
 # the lead packs them. Checks the time budget (a timeout, then skips), the summary lines, the
 # logs, the archive packed while it runs and at exit, a run stopped by SIGTERM, and an OUTDIR
-# left by an earlier run.
+# left by an earlier run, and QMM_REQUIRE_GPU (exported; a skip fails, except a two-GPU test's).
 # usage: device_sh_check.sh DEVICE_SH WORK_DIR   (bash, coreutils, tar; about 5 s)
 set -uo pipefail
 dev=$(realpath "$1")
@@ -30,7 +30,9 @@ fi
 case ${0##*/} in
 gpu_llm) echo "ok case_a (1.0 ms)"; echo "    FAIL t.c:1 [case_b] 2.0 > 1e-2"
          echo "FAIL case_b (1.0 ms)"; echo "1 passed, 1 failed"; exit 1 ;;
-gpu_tp) echo "SKIP: needs two GPUs"; exit 77 ;;
+gpu_tp) echo "require: ${QMM_REQUIRE_GPU-unset}"; echo "SKIP: needs two GPUs"; exit 77 ;;
+gpu_nodev) echo "SKIP: no CUDA device (the driver failed)"; echo "0 passed, 0 failed, all skipped"
+           exit 77 ;; # a harness that skips all the same under QMM_REQUIRE_GPU=1
 nvidia-smi) echo "NVIDIA H200 (stub)" ;;
 qmm) while [ $# -gt 0 ]; do case $1 in --out) md=$2 ;; --json | --csv) : >"$2" ;; esac; shift; done
      [ -n "${md:-}" ] && printf '| 32 -> 65 | on | 2.7 | 11932 | 85.1 | 751.9 |\n| q | 2560→4096 | 8 | matvec/1 | 6.34 | 18 | – | 8 | 6.16 | 3.52 | 1.80 | – | 7.7 | 6.87 |\n' >"$md"
@@ -46,11 +48,13 @@ compute-sanitizer)
     fi
     [ "$tool" = racecheck ] && echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
     echo "========= ERROR SUMMARY: 0 errors"; exit $rc ;;
-*) echo "${0##*/}: seed 1"; echo "ok case_a (1.0 ms)"; echo "3 passed, 0 failed" ;;
+*) echo "${0##*/}: seed 1, require: ${QMM_REQUIRE_GPU-unset}"; echo "ok case_a (1.0 ms)"
+   echo "3 passed, 0 failed" ;;
 esac
 EOF
 chmod +x "$work/stub"
-for b in qmm test_ops gpu_kernels gpu_llm gpu_llm_decode_ops gpu_llm_soak gpu_pipeline gpu_tp gpu_tp_fused; do
+for b in qmm test_ops gpu_kernels gpu_llm gpu_llm_decode_ops gpu_llm_soak gpu_nodev gpu_pipeline \
+    gpu_tp gpu_tp_fused; do
     cp "$work/stub" "$work/src/a/$b"
 done
 for b in compute-sanitizer nvidia-smi; do cp "$work/stub" "$work/path/$b"; done
@@ -111,10 +115,15 @@ wait "$pid"
 rc=$?
 o=$work/r3.out
 check "exit 143 on SIGTERM" [ "$rc" = 143 ]
-check "every test binary, with its time" [ "$(grep -cE '^== (gpu_|test_ops|plan-device).* in [0-9]+ s' "$work/r3/summary.txt")" = 8 ]
-check "exit 77 is a skip" has "$o" '^== gpu_tp: skipped itself \(77\)'
+check "every test binary, with its time" [ "$(grep -cE '^== (gpu_|test_ops|plan-device).* in [0-9]+ s' "$work/r3/summary.txt")" = 9 ]
+check "a two-GPU test's exit 77 is a skip" has "$o" '^== gpu_tp: skipped itself \(77\)'
+check "  ... under QMM_REQUIRE_GPU=1 too (its harness fails on no GPU)" has "$work/r3/gpu_tp.log" '^require: 1$'
+check "the other tests under QMM_REQUIRE_GPU=1" has "$work/r3/gpu_kernels.log" 'require: 1$'
+check "  ... (test_ops too)" has "$work/r3/test_ops.log" 'require: 1$'
+check "  ... where a skip is a failure" has "$o" '^== gpu_nodev: FAILED \(rc=77, a skip where a GPU is required\)'
+check "  ... with its SKIP line" has "$o" '^     SKIP: no CUDA device'
 check "the signal said" has "$o" '^-- interrupted by a signal'
-check "the counts at a signal" has "$o" '^=== done in [0-9]+ s: 8 run, 1 failed, 0 timed out, 0 skipped; exit 143$'
+check "the counts at a signal" has "$o" '^=== done in [0-9]+ s: 9 run, 2 failed, 0 timed out, 0 skipped; exit 143$'
 tar -tzf "$work/OUT/t.tar.gz" >"$work/r3.tar.txt" 2>&1
 check "packed at the signal" has "$work/r3.tar.txt" 'r3/gpu_tp_fused.log'
 sleep 0.3
@@ -154,6 +163,13 @@ check "  ... kept there" [ "$(cat "$work"/r5.old-*/ops_b.csv)" = old ]
 tar -tzf "$work/OUT/r5.tar.gz" >"$work/r5.tar.txt" 2>&1
 check "  ... not packed" lacks "$work/r5.tar.txt" 'ops_b.csv'
 check "  ... this run packed" has "$work/r5.tar.txt" 'r5/ab_base.md'
+
+# 6. QMM_REQUIRE_GPU=0 (skips allowed): a skip is a skip again, and the tests see the 0
+QMM_REQUIRE_GPU=0 QMM_BIN=$work/src/a bash "$dev" "$work/r6" tests >"$work/r6.out" 2>&1
+o=$work/r6.out
+check "QMM_REQUIRE_GPU=0: a skip is a skip" has "$o" '^== gpu_nodev: skipped itself \(77\)'
+check "  ... the tests see it" has "$work/r6/gpu_kernels.log" 'require: 0$'
+check "  ... the counts (gpu_llm's failure)" has "$o" '^=== done in [0-9]+ s: 10 run, 1 failed, 0 timed out, 0 skipped; exit 1$'
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

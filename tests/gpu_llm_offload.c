@@ -30,8 +30,8 @@ int main(void)
                         "streaming\n");
         return 1;
     }
-    test_skip_all("this build has no CUDA backend (nvcc was not found); checked only that the "
-                  "offload options answer QMM_ERR_UNSUPPORTED");
+    test_skip_no_gpu("this build has no CUDA backend (nvcc was not found); checked only that the "
+                     "offload options answer QMM_ERR_UNSUPPORTED");
 }
 #else
 

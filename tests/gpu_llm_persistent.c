@@ -18,7 +18,7 @@
 #include "harness.h"
 
 #ifndef QMM_HAVE_CUDA
-int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not found)"); }
+int main(void) { test_skip_no_gpu("this build has no CUDA backend (nvcc was not found)"); }
 #else
 #include <cuda_runtime.h>
 

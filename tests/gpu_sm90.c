@@ -18,7 +18,7 @@
 #include "tune/sm90.h"
 
 #ifndef QMM_HAVE_CUDA
-int main(void) { test_skip_all("this build has no CUDA backend (nvcc was not found)"); }
+int main(void) { test_skip_no_gpu("this build has no CUDA backend (nvcc was not found)"); }
 #else
 #include <cuda_runtime.h>
 
@@ -452,6 +452,7 @@ static void start_rule_sides(const start_rule *sr)
     CHECK(cudaGetDevice(&dev) == cudaSuccess &&
           cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && sms > 0);
     if (sms <= 0) return;
+    int ran = 0; /* shapes compared: a GPU on which every one skips has tested nothing */
     for (size_t i = 0; i < sizeof sr->shapes / sizeof sr->shapes[0]; i++) {
         const int64_t m = sr->shapes[i].m, k = sr->shapes[i].k, bound = (int64_t)sr->per_sm * sms;
         const int split = sr->shapes[i].split;
@@ -486,6 +487,7 @@ static void start_rule_sides(const start_rule *sr)
         ok = ok && prob_run(&big, &o, big.out, &pb) == QMM_OK && prob_run(&small, &o, small.out, &ps) == QMM_OK;
         CHECKF(ok, "M=%lld K=%lld split %d: %s", (long long)m, (long long)k, split, qmm_last_error());
         if (ok) {
+            ran++;
             const int big_side = sr->rule(pb.tile_m, pb.blocks, sms);
             const int small_side = sr->rule(ps.tile_m, ps.blocks, sms);
             CHECKF(ps.tile_m == pb.tile_m && pb.tile_n == 64 && ps.tile_n == 64 && big_side != small_side,
@@ -503,6 +505,7 @@ static void start_rule_sides(const start_rule *sr)
         }
         prob_free(&big), prob_free(&small);
     }
+    CHECKF(ran > 0, "%s: no shape ran on %d SMs (all skipped or failed)", sr->name, sms);
 }
 /* clusters of 5, 2 and 8; 10 partitions through the workspace and the tiles' counters */
 static void case_two_warp_start(void)
@@ -559,7 +562,7 @@ int main(int argc, char **argv)
     int n = 0;
     char msg[256] = "";
     qmm_cuda_device_count(&n, msg, sizeof msg);
-    if (n == 0) test_skip_all(msg[0] ? msg : "no CUDA device");
+    if (n == 0) test_skip_no_gpu(msg[0] ? msg : "no CUDA device");
     if (qmm_cuda_create(0, NULL, &ctx) != QMM_OK) {
         printf("FAIL: a GPU is present but the context could not be created: %s\n", qmm_last_error());
         return 1;

@@ -230,7 +230,7 @@ int main(int argc, char **argv)
     char why[256] = "", msg[400];
     if (qmm_cuda_device_count(&ndev, why, sizeof why) || ndev < 1) {
         snprintf(msg, sizeof msg, "the fused TP step untested: %s", *why ? why : "no CUDA device");
-        test_skip_all(msg);
+        test_skip_no_gpu(msg);
     }
     TEST_TABLE(two, fused_tp_on_one_rank_matches_the_single_gpu_step,
                fused_t2_matches_t1_and_unfused_t2_on_qwen3_8b_shapes,

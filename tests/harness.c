@@ -12,7 +12,8 @@
 #include <time.h>
 
 static uint64_t g_seed, g_state;
-static int g_failed_now;
+static int g_failed_now, g_skipped_now;
+static char g_skip_why[256];
 static const char *g_case;
 
 uint64_t test_seed(void) { return g_seed; }
@@ -156,6 +157,27 @@ void test_skip_all(const char *why)
     exit(77);
 }
 
+int test_gpu_required(void)
+{
+    const char *v = getenv("QMM_REQUIRE_GPU");
+    return v && !strcmp(v, "1");
+}
+
+void test_skip_no_gpu(const char *why)
+{
+    if (!test_gpu_required()) test_skip_all(why);
+    printf("FAIL: QMM_REQUIRE_GPU=1 and no usable GPU: %s\n", why);
+    printf("0 passed, 1 failed\n");
+    fflush(stdout);
+    exit(1);
+}
+
+void test_skip_case(const char *why)
+{
+    g_skipped_now = 1;
+    snprintf(g_skip_why, sizeof g_skip_why, "%s", why);
+}
+
 int test_main(int argc, char **argv, const test_case *cases, int count)
 {
     const char *filter = NULL;
@@ -181,27 +203,34 @@ int test_main(int argc, char **argv, const test_case *cases, int count)
     }
     printf("%s: seed %llu (rerun with --seed %llu)\n", argv[0], (unsigned long long)g_seed,
            (unsigned long long)g_seed);
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     for (int c = 0; c < count; c++) {
         if (filter && !strstr(cases[c].name, filter)) continue;
         g_case = cases[c].name;
-        g_failed_now = 0;
+        g_failed_now = g_skipped_now = 0;
         g_state = g_seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(c + 1));
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         cases[c].fn();
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
-        printf("%-4s %s (%.1f ms)\n", g_failed_now ? "FAIL" : "ok", cases[c].name, ms);
+        if (g_skipped_now && !g_failed_now)
+            printf("skip %s: %s (%.1f ms)\n", cases[c].name, g_skip_why, ms);
+        else
+            printf("%-4s %s (%.1f ms)\n", g_failed_now ? "FAIL" : "ok", cases[c].name, ms);
         fflush(stdout);
-        if (g_failed_now) failed++; else passed++;
+        if (g_failed_now) failed++;
+        else if (g_skipped_now) skipped++;
+        else passed++;
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    if (filter && passed + failed == 0) { /* a misspelt filter would otherwise pass, silently */
+    if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else printf("%d passed, %d failed\n", passed, failed);
+    if (filter && passed + failed + skipped == 0) { /* a misspelt filter would pass, silently */
         fprintf(stderr, "%s: no case matches --filter '%s' (--list shows them)\n", argv[0], filter);
         return 2;
     }
-    return failed ? 1 : 0;
+    /* nothing ran but skips: the program skipped, as test_skip_all's 77 says */
+    return failed ? 1 : passed == 0 && skipped ? 77 : 0;
 }
 
 int test_plan_equal(const qmm_plan *a, const qmm_plan *b)
@@ -323,7 +352,7 @@ void test_require_gpu(const char *what)
     if (count > 0) return;
     char msg[512];
     snprintf(msg, sizeof msg, "no CUDA device (%s): %s", why[0] ? why : "none found", what);
-    test_skip_all(msg);
+    test_skip_no_gpu(msg);
 }
 
 qmm_cuda_ctx *test_gpu_context(void)

@@ -1,7 +1,12 @@
 /*
  * A tiny test harness: a table of named cases, a seed printed and settable (--seed N),
- * a name filter (--filter SUBSTR), and a closing line "N passed, N failed".
- * Exit codes: 0 all passed, 1 a failure, 77 skipped (ctest shows it as Skipped).
+ * a name filter (--filter SUBSTR), and a closing line "N passed, N failed" (then ", N skipped"
+ * when cases skipped themselves).
+ * Exit codes: 0 all passed (some cases may have skipped themselves), 1 a failure, 77 skipped:
+ * the whole program, or every case that ran (ctest shows it as Skipped).
+ * QMM_REQUIRE_GPU=1 (bench/device.sh sets it on the GPU machine) turns a skip for lack of a GPU
+ * (test_skip_no_gpu, test_require_gpu) into a failure, exit 1, so a broken driver cannot pass
+ * every GPU test; test_skip_all stays a skip (no NCCL, a second GPU that a one-GPU machine lacks).
  */
 #ifndef QMM_TEST_HARNESS_H
 #define QMM_TEST_HARNESS_H
@@ -55,8 +60,17 @@ typedef struct test_case {
 
 /* Runs the table; returns the process exit code. */
 int test_main(int argc, char **argv, const test_case *cases, int count);
-/* Skip the whole program (e.g. no GPU) with a visible reason: prints and exits 77. */
+/* Skip the whole program with a visible reason: prints and exits 77. Not for the lack of any GPU
+ * (test_skip_no_gpu): for what a GPU machine may still lack (NCCL, two GPUs, data). */
 void test_skip_all(const char *why);
+/* Skip the whole program for lack of a GPU (no device, no CUDA in the build): exits 77, or 1 with
+ * a FAIL line when QMM_REQUIRE_GPU=1. */
+void test_skip_no_gpu(const char *why);
+/* QMM_REQUIRE_GPU=1: a missing GPU is a failure, not a skip. */
+int test_gpu_required(void);
+/* Mark the running case skipped (printed "skip NAME: why"; counted apart from passes). A check
+ * that fails in the case still makes it a failure. */
+void test_skip_case(const char *why);
 
 /* Mark the running case failed with a message (it keeps running; later checks still report). */
 void test_fail(const char *file, int line, const char *fmt, ...);
@@ -156,7 +170,8 @@ double test_decode_pair(test_llm *f, qmm_llm_cuda_session *s, qmm_llm_cuda_sessi
                         double tol, const char *what, int ci);
 /* n random token ids in [0, vocab). */
 void test_random_ids(int32_t *ids, int n, int64_t vocab);
-/* Skip the program (exit 77) unless a CUDA device is present; what: what goes untested. */
+/* Skip the program (test_skip_no_gpu: exit 77, or 1 under QMM_REQUIRE_GPU=1) unless a CUDA device
+ * is present; what: what goes untested. */
 void test_require_gpu(const char *what);
 /* A context on GPU 0 and its facts printed (exit 1 when it cannot be made). */
 qmm_cuda_ctx *test_gpu_context(void);

@@ -91,8 +91,11 @@ static const char *gpu_matmul(op_data *d, int variant)
     o.group = d->w.group; /* the exact workspace of this weight's plan */
     if (variant == MM_MATVEC) {
         qmm_device_desc desc;
-        if (qmm_cuda_device_desc(ctx, &desc) || c->m > desc.matvec_limit_m)
-            return OP_SKIP_PREFIX "M beyond the matvec kernel's limit";
+        if (qmm_cuda_device_desc(ctx, &desc)) { /* an error, not the skip below */
+            snprintf(msg, sizeof msg, "qmm_cuda_device_desc: %s", qmm_last_error());
+            return msg;
+        }
+        if (c->m > desc.matvec_limit_m) return OP_SKIP_PREFIX "M beyond the matvec kernel's limit";
     }
     if (variant == MM_WGMMA) o.split = 1; /* the unsplit schedule */
     if (variant == MM_SPLITK || variant == MM_SPLITK_F32 || variant == MM_WGMMA_SPLIT) {

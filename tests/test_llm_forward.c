@@ -193,10 +193,14 @@ static void prefill_then_decode_equals_longer_prefill(void)
     enum { N = 13 };
     int32_t ids[N + 1];
     test_random_ids(ids, N + 1, tiny.vocab_size);
-    float *a = malloc(4 * 1000), *b = malloc(4 * 1000);
+    float *a = malloc(4 * 1000), *b = malloc(4 * 1000), *first = malloc(4 * 1000);
     qmm_llm_cpu_session *s1, *s2;
-    CHECK_OK(qmm_llm_cpu_session_create(m, 64, 0, &s1));
+    /* the same thread count: the same rows are then summed in the same order in both */
+    CHECK_OK(qmm_llm_cpu_session_create(m, 64, 2, &s1));
     CHECK_OK(qmm_llm_cpu_session_create(m, 64, 2, &s2));
+    /* s1's own logits of the N + 1 prompt, which its reset must reproduce bit for bit below */
+    CHECK_OK(qmm_llm_cpu_prefill(s1, ids, N + 1, first));
+    CHECK_OK(qmm_llm_cpu_reset(s1));
     CHECK_OK(qmm_llm_cpu_prefill(s1, ids, N, NULL));
     CHECK_OK(qmm_llm_cpu_decode(s1, ids[N], a));
     CHECK_OK(qmm_llm_cpu_prefill(s2, ids, N + 1, b));
@@ -211,13 +215,16 @@ static void prefill_then_decode_equals_longer_prefill(void)
     printf("    decode vs longer prefill: rel %.3g, max |diff| %.3g\n", rel, maxd);
     /* the CPU matmul's summation order may depend on M, so bf16 roundings can differ a little */
     CHECKF(rel < 1e-2, "rel %.3g", rel);
-    /* reset reuses the cache from position 0 and reproduces the first run */
+    /* another session, the same prompt and threads: the same bits */
+    CHECKF(!memcmp(first, b, 4 * 1000), "two sessions' logits of the same prompt differ");
+    /* reset reuses the cache from position 0 and reproduces the first run (the same session,
+     * rows and threads: bitwise, whatever decode's rounding did) */
     CHECK_OK(qmm_llm_cpu_reset(s1));
     CHECK_OK(qmm_llm_cpu_prefill(s1, ids, N + 1, a));
-    CHECK(!memcmp(a, b, 4 * 1000) || rel > 0);
+    CHECKF(!memcmp(a, first, 4 * 1000), "after reset the prompt's logits differ from the first run");
     qmm_llm_cpu_session_destroy(s1);
     qmm_llm_cpu_session_destroy(s2);
-    free(a), free(b);
+    free(a), free(b), free(first);
     qmm_llm_model_destroy(m);
 }
 

@@ -186,7 +186,8 @@ expect "an unknown trailing flag (model splitk)" 2 "unknown option --bogus" -- "
 expect "an unknown trailing flag (matmul)" 2 "unknown option --bogus" -- "$qmm" matmul --bogus
 expect "run without a prompt says why" 2 "exactly one of" -- "$qmm" run --model "$tiny"
 expect "quantize-checkpoint without --out says why" 2 "required" -- "$qmm" quantize-checkpoint --in x
-expect "a missing quantize input is exit 2 (environment)" 2 "" -- \
+expect "a missing quantize input is exit 2 (environment)" 2 \
+    "quantize-checkpoint: /nonexistent: no such file or directory" -- \
     "$qmm" quantize-checkpoint --in /nonexistent --out "$work/q"
 
 echo "-- help texts"
@@ -235,12 +236,27 @@ idb=$(echo "$b" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ids"])'
 idc=$(echo "$c" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ids"])')
 if [ "$ida" = "$idb" ] && [ "$ida" != "$idc" ]; then pass=$((pass + 1)); echo "ok   sampling: the seed fixes the draws"
 else fail=$((fail + 1)); echo "FAIL sampling: seed 5 $ida / $idb, seed 6 $idc"; fi
+# --temperature 0 over a config that samples: the greedy ids (those of a config without
+# do_sample), whatever the seed
 echo '{"eos_token_id": 299}' >"$tiny/generation_config.json"
-"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 6 --device $dev --json --temperature 0 --seed 1 >"$work/t1" 2>/dev/null
-"$qmm" run --model "$tiny" --prompt hello --max-new-tokens 6 --device $dev --json --temperature 0 --seed 2 >"$work/t2" 2>/dev/null
-cmp -s <(grep -o '"ids": \[[^]]*\]' "$work/t1") <(grep -o '"ids": \[[^]]*\]' "$work/t2") &&
-    { pass=$((pass + 1)); echo "ok   greedy ids equal across seeds"; } ||
-    { fail=$((fail + 1)); echo "FAIL greedy ids differ across seeds"; }
+expect "greedy by default (no do_sample)" 0 '"ids": \[[0-9]' -- \
+    "$qmm" run --model "$tiny" --prompt hello --max-new-tokens 6 --device $dev --json --seed 1
+greedy=$(grep -o '"ids": \[[^]]*\]' "$work/out")
+echo '{"eos_token_id": 299, "do_sample": true, "temperature": 5.0, "top_k": 0}' >"$tiny/generation_config.json"
+zero=()
+for seed in 1 2; do
+    expect "--temperature 0 over a sampling config (seed $seed)" 0 '"ids": \[[0-9]' -- \
+        "$qmm" run --model "$tiny" --prompt hello --max-new-tokens 6 --device $dev --json \
+        --temperature 0 --seed $seed
+    zero[seed]=$(grep -o '"ids": \[[^]]*\]' "$work/out")
+done
+if [ -n "$greedy" ] && [ "${zero[1]}" = "$greedy" ] && [ "${zero[2]}" = "$greedy" ]; then
+    pass=$((pass + 1)); echo "ok   --temperature 0: the greedy ids across seeds"
+else
+    fail=$((fail + 1))
+    echo "FAIL --temperature 0: greedy '$greedy', seed 1 '${zero[1]}', seed 2 '${zero[2]}'"
+fi
+echo '{"eos_token_id": 299}' >"$tiny/generation_config.json"
 echo "-- progress bar (QMM_PROGRESS_AFTER_MS=0: drawn at once instead of after a second)"
 expect "no progress bar or carriage return through a pipe" 0 "" $'!\r' -- \
     env QMM_PROGRESS_AFTER_MS=0 "$qmm" run --model synthetic:qwen3-0.6b --prompt-ids 1,2 --max-new-tokens 1 --device $dev --max-seq 4
@@ -280,11 +296,17 @@ if [ $? = 0 ]; then
 else
     fail=$((fail + 1)); echo "FAIL chat: cache positions"
 fi
-printf 'hi\n' | "$qmm" chat --model "$tiny" --max-new-tokens 2 --device $dev --think off --json >"$work/c2" 2>/dev/null
-"$qmm" tokenize --model "$tiny" --text $'<think>\n\n</think>\n\n' >"$work/thinkids"
-grep -q "$(sed 's/,/, /g' "$work/thinkids")\]" "$work/c2" &&
-    { pass=$((pass + 1)); echo "ok   chat --think off ends the prompt with the empty think block"; } ||
-    { fail=$((fail + 1)); echo "FAIL chat --think off"; cat "$work/c2"; }
+expect "tokenize: the empty think block's ids" 0 '^[0-9]+(,[0-9]+)+$' -- \
+    "$qmm" tokenize --model "$tiny" --text $'<think>\n\n</think>\n\n'
+think=$(sed 's/,/, /g' "$work/out")
+if [[ $think =~ ^[0-9]+(, [0-9]+)+$ ]]; then # one line of ids
+    # the prompt fed (fed_ids, not generated_ids) ends with the block
+    expect "chat --think off ends the prompt with the empty think block" 0 \
+        "\"fed_ids\": \[([0-9, ]*, )?$think\]" -- \
+        bash -c "printf 'hi\n' | '$qmm' chat --model '$tiny' --max-new-tokens 2 --device $dev --think off --json"
+else
+    fail=$((fail + 1)); echo "FAIL chat --think off: no ids from qmm tokenize"
+fi
 expect "chat: a full context is reported" 2 "fills the context" -- \
     bash -c "printf 'hello there\nmore\n' | '$qmm' chat --model '$tiny' --max-seq 24 --max-new-tokens 4 --device $dev"
 
