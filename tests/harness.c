@@ -391,3 +391,16 @@ void test_write_text(const char *path, const char *text)
     fputs(text, f);
     fclose(f);
 }
+
+unsigned char *test_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
+    *len = b ? fread(b, 1, (size_t)(n > 0 ? n : 0), f) : 0;
+    fclose(f);
+    return b;
+}

@@ -136,6 +136,8 @@ double test_rel_frob_f32(const float *got, const double *ref, size_t n);
 int test_make_tmpdir(char *out, size_t size, const char *tag);
 /* Write text to path (a failed case when it cannot). */
 void test_write_text(const char *path, const char *text);
+/* A file's bytes (malloc'd, *len set; free them), or NULL when it cannot be opened. */
+unsigned char *test_read_file(const char *path, size_t *len);
 /* Remove a directory tree. */
 void test_rm_tree(const char *dir);
 /* A model the way a user makes one: random HF checkpoint -> quantize -> load (NULL and a failed

@@ -37,19 +37,6 @@ static int replay(const unsigned char *data, size_t size)
     return ok;
 }
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
-    *len = fread(b, 1, (size_t)(n > 0 ? n : 0), f);
-    fclose(f);
-    return b;
-}
-
 static void seed_corpus(void)
 {
     char dir[1024], path[2048];
@@ -66,7 +53,7 @@ static void seed_corpus(void)
         if (e->d_name[0] == '.') continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         size_t len;
-        unsigned char *b = read_all(path, &len);
+        unsigned char *b = test_read_file(path, &len);
         if (!b) continue;
         files++;
         CHECKF(replay(b, len), "%s", e->d_name);
@@ -88,7 +75,7 @@ static void minimized_corpus(void)
     fuzz_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/regress.bin", dir);
     size_t len;
-    unsigned char *b = read_all(path, &len);
+    unsigned char *b = test_read_file(path, &len);
     if (!b) { /* committed, as the corpus */
         test_fail(__FILE__, __LINE__, "cannot read %s (the committed minimized corpus)", path);
         return;

@@ -22,19 +22,6 @@ static void corpus_dir(char *out, size_t size)
     if (slash) snprintf(slash, size - (size_t)(slash - out), "/fuzz/corpus_tokenizer");
 }
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
-    *len = fread(b, 1, (size_t)(n > 0 ? n : 0), f);
-    fclose(f);
-    return b;
-}
-
 static void tokenizer_corpus(void)
 {
     char dir[1024], tiny[1100], path[2048];
@@ -57,7 +44,7 @@ static void tokenizer_corpus(void)
         if (e->d_name[0] == '.') continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         size_t len;
-        unsigned char *b = read_all(path, &len);
+        unsigned char *b = test_read_file(path, &len);
         CHECKF(b != NULL, "cannot read %s", path);
         if (!b) continue;
         printf("    %s (%zu bytes)\n", e->d_name, len);
